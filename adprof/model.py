@@ -1,0 +1,116 @@
+"""Plain data passed between adprof's layers: measurement -> fitting/classification -> rendering.
+
+Everything here is a dataclass of plain values (numbers, strings, lists, dicts) so that a whole
+report serializes to JSON and loads back without loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Verdict names (a public contract: JSON `verdict` field, exit codes, guards).
+EXPONENTIAL_TRANSFORM = "exponential-transform"
+SUPERLINEAR_TRANSFORM = "superlinear-transform"
+EXPONENTIAL_BACKWARD = "exponential-backward"
+SUPERLINEAR_BACKWARD = "superlinear-backward"
+LINEAR = "linear"
+INCONCLUSIVE = "inconclusive"
+ERROR = "error"
+
+VERDICTS = (
+    EXPONENTIAL_TRANSFORM,
+    SUPERLINEAR_TRANSFORM,
+    EXPONENTIAL_BACKWARD,
+    SUPERLINEAR_BACKWARD,
+    LINEAR,
+    INCONCLUSIVE,
+    ERROR,
+)
+PATHOLOGIES = VERDICTS[:4]
+
+
+@dataclass
+class Point:
+    """One measured depth of one (chain, backend, profile, mode).
+
+    times: seconds per phase. Traced: ``record``, ``transform``, ``compile`` (compile+prepare),
+      ``run`` (steady), ``drop``. Eager: ``forward0``, ``backward0`` (call 0), ``forward``,
+      ``backward`` (steady median of calls 1..K-1), and ``backward_calls`` is in ``extra``.
+    counters: phase name -> engine counter dict (``key_comparisons``, ``metadata_lookups``, ...).
+      Traced phases: ``record``, ``transform``, ``drop``, ``compile``, ``run``.
+      Eager phases: ``forward0``, ``backward0``, ``forward``, ``backward`` and ``backward_calls``
+      (a list, one dict per call) in ``extra``.
+    ops: ``value_ops``, ``derivative_ops``, ``program_ops`` where known.
+    """
+
+    depth: int
+    times: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)
+    ops: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Series:
+    """All points of one (chain, backend, profile, mode), in measured order."""
+
+    chain: str
+    backend: str
+    profile: str | None
+    mode: str
+    points: list[Point] = field(default_factory=list)
+    stopped: str | None = None  # why the depth schedule stopped ("stopped after depth 25: ...")
+    error: str | None = None  # one-line error if the chain failed
+    declared_reuse: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # sweep values, e.g. {"k": 2}
+
+
+@dataclass
+class Fit:
+    """Growth fit of one cost series against depth."""
+
+    metric: str  # what was fitted, e.g. "counters: key_comparisons+metadata_lookups" or "time: transform"
+    kind: str  # "exponential" | "superlinear" | "linear" | "inconclusive"
+    base: float | None = None  # per-layer ratio for exponential
+    exponent: float | None = None  # power-law exponent
+    halving_ratio: float | None = None  # t(d)/t(d/2) at the deepest pair
+    tail_ratios: list[float] = field(default_factory=list)  # per-layer ratios of the tail
+    r2_exponential: float | None = None
+    r2_power: float | None = None
+    depths: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    kind: str  # one of VERDICTS
+    base: float | None = None
+    exponent: float | None = None
+    halving_ratio: float | None = None
+    predicted_base: float | None = None
+    counter_fit: Fit | None = None
+    time_fit: Fit | None = None
+    evidence: list[str] = field(default_factory=list)
+    cause: str = ""
+    remedies: list[str] = field(default_factory=list)
+    amortized: bool | None = None  # eager: do warm calls get cheaper than call 1?
+    reuse_agrees: bool | None = None  # when the chain declares `reuse`
+
+
+@dataclass
+class Result:
+    series: Series
+    verdict: Verdict
+
+
+@dataclass
+class Report:
+    results: list[Result] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    budget_seconds: float | None = None
+    elapsed_seconds: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
