@@ -80,6 +80,19 @@ class Fit:
     r2_power: float | None = None
     depths: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
+    # Added by the fit layer (all optional):
+    method: str = ""  # "marginal" (exact counters: per-layer differences) or "total" (noisy times)
+    tail_depths: list[int] = field(default_factory=list)  # depth at which each tail ratio is measured
+    local_powers: list[float] = field(default_factory=list)  # of the marginal cost (0 = linear total)
+    halving_depth: int | None = None  # d of the halving pair
+    halving_from: int | None = None  # the smaller depth of the pair (d/2 or the nearest measured)
+    log_intercept_exponential: float | None = None  # ln C = a + b*d (Theil-Sen on the totals)
+    log_slope_exponential: float | None = None
+    log_intercept_power: float | None = None  # ln C = a + p*ln d
+    log_slope_power: float | None = None
+    censored_depths: list[int] = field(default_factory=list)  # lower bounds, not fitted
+    censored_values: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -96,6 +109,10 @@ class Verdict:
     remedies: list[str] = field(default_factory=list)
     amortized: bool | None = None  # eager: do warm calls get cheaper than call 1?
     reuse_agrees: bool | None = None  # when the chain declares `reuse`
+    # Added by the classify layer (all optional):
+    metric: str = ""  # the primary metric that decided the verdict
+    call0_fit: Fit | None = None  # eager: growth of call 0 (cache miss: transform + first backward)
+    warm_to_call1: float | None = None  # eager: median cost of calls 2..5 / cost of call 1 (deepest point)
 
 
 @dataclass
