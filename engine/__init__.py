@@ -1,0 +1,23 @@
+"""An instrumented autodiff engine on numpy/scipy, modelled on tenferro-rs 0.8.0.
+
+Traced mode records graphs (``input``, ``constant``, ops), transforms them (``grad``, ``vjp``,
+``jvp``), compiles them to flat programs (``compile``) and runs prepared programs. Eager mode
+(``EagerRuntime``) computes at once and backpropagates recorded traces. Two cost profiles:
+``v08`` reproduces tenferro 0.8.0's bookkeeping costs, ``fixed`` (the default) removes them.
+"""
+
+from . import counters, keys, metadata, ops, profiles
+from . import numpy as numpy  # noqa: PLC0414 - the xp namespace: engine.numpy
+from .ad import grad, jvp, vjp
+from .compile import compile  # noqa: A004
+from .errors import DTypeError, EngineError, MissingRuleError, ShapeError, TransformError
+from .graph import TracedTensor, constant, input, value_op_count  # noqa: A004
+from .profiles import profile, set_profile
+from .program import Prepared, Program
+from .runtime import prepare, run
+
+__all__ = [
+    "DTypeError", "EngineError", "MissingRuleError", "Prepared", "Program", "ShapeError", "TracedTensor",
+    "TransformError", "compile", "constant", "counters", "grad", "input", "jvp", "keys", "metadata",
+    "numpy", "ops", "prepare", "profile", "profiles", "run", "set_profile", "value_op_count", "vjp",
+]

@@ -1,0 +1,5 @@
+_SESSION = None
+
+
+def current_session():
+    return _SESSION

@@ -1,0 +1,245 @@
+"""Flat SSA programs: what compile produces, what AD transforms, what the runtime prepares.
+
+A :class:`Program` is a list of equations over numbered variables, with positional inputs,
+bound constants (``bindings``) and outputs. :class:`ProgramBuilder` emits equations; its
+variables (:class:`Var`) are tensors, so the AD rules in ``ops`` emit derivative equations by
+calling the same op functions as user code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .counters import COUNTERS
+from .errors import ShapeError
+from .ops import Aval, Primitive, TensorBase
+
+
+class Var(TensorBase):
+    """A program variable while a program is being built."""
+
+    __slots__ = ("idx", "aval", "builder")
+
+    def __init__(self, idx: int, aval: Aval, builder: ProgramBuilder) -> None:
+        self.idx = idx
+        self.aval = aval
+        self.builder = builder
+
+    def _bind(self, prim: Primitive, args, params):
+        return self.builder.bind(prim, args, params)
+
+    def _constant(self, array: np.ndarray):
+        return self.builder.add_binding(array)
+
+    def __repr__(self) -> str:
+        return f"v{self.idx}:{self.aval}"
+
+
+class Eqn:
+    """``outs = prim(*ins, **params)`` over variable indices."""
+
+    __slots__ = ("prim", "params", "ins", "outs")
+
+    def __init__(self, prim: Primitive, params: dict, ins: tuple, outs: tuple) -> None:
+        self.prim = prim
+        self.params = params
+        self.ins = ins
+        self.outs = outs
+
+
+class Program:
+    """A frozen flat program. ``prepare()`` returns a fast callable ``f(*inputs) -> [outputs]``."""
+
+    def __init__(self, avals, inputs, bindings, eqns, outputs) -> None:
+        self.avals: list[Aval] = avals
+        self.inputs: list[int] = inputs
+        self.bindings: list[tuple[int, np.ndarray]] = bindings
+        self.eqns: list[Eqn] = eqns
+        self.outputs: list[int] = outputs
+        self._fingerprint: bytes | None = None
+
+    @property
+    def op_count(self) -> int:
+        return len(self.eqns)
+
+    @property
+    def input_avals(self) -> list[Aval]:
+        return [self.avals[i] for i in self.inputs]
+
+    @property
+    def output_avals(self) -> list[Aval]:
+        return [self.avals[i] for i in self.outputs]
+
+    @property
+    def fingerprint(self) -> bytes:
+        """Semantic fingerprint: a canonical positional encoding (ops, params, shapes), hashed."""
+        if self._fingerprint is None:
+            self._fingerprint = semantic_fingerprint(self)
+        return self._fingerprint
+
+    def prepare(self) -> Prepared:
+        """Bind kernels once; the result runs many times with little per-op overhead."""
+        return Prepared(self)
+
+    def __call__(self, *arrays):
+        return self.prepare()(*arrays)
+
+    def __str__(self) -> str:
+        return format_program(self)
+
+    def __repr__(self) -> str:
+        return (f"Program(inputs={len(self.inputs)}, bindings={len(self.bindings)}, ops={len(self.eqns)}, "
+                f"outputs={len(self.outputs)}, fingerprint={self.fingerprint.hex()[:16]})")
+
+
+def semantic_fingerprint(program: Program) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    parts = [f"in {i} {program.avals[v]}" for i, v in enumerate(program.inputs)]
+    parts += [f"bind {program.avals[v]}" for v, _ in program.bindings]
+    for e in program.eqns:
+        parts.append(f"{e.prim.name} {sorted(e.params.items())} {e.ins} {e.outs} "
+                     f"{[str(program.avals[o]) for o in e.outs]}")
+    parts.append(f"out {program.outputs}")
+    h.update("\n".join(parts).encode())
+    return h.digest()
+
+
+def format_program(program: Program) -> str:
+    def name(v):
+        return f"v{v}"
+
+    lines = [f"program ({len(program.eqns)} ops)"]
+    lines += [f"  in  {name(v)}: {program.avals[v]}" for v in program.inputs]
+    lines += [f"  const {name(v)}: {program.avals[v]}" for v, _ in program.bindings]
+    for e in program.eqns:
+        params = ", ".join(f"{k}={v}" for k, v in e.params.items())
+        outs = ", ".join(f"{name(o)}: {program.avals[o]}" for o in e.outs)
+        ins = ", ".join(name(i) for i in e.ins)
+        lines.append(f"  {outs} = {e.prim.name}({ins}{', ' if params and ins else ''}{params})")
+    lines.append(f"  out {', '.join(name(v) for v in program.outputs)}")
+    return "\n".join(lines)
+
+
+def _kernel(eqn: Eqn):
+    impl = eqn.prim.impl
+    if not eqn.params:
+        return impl
+    params = eqn.params
+
+    def kernel(*arrays):
+        return impl(*arrays, **params)
+
+    kernel.__name__ = f"kernel_{eqn.prim.name}"
+    return kernel
+
+
+class Prepared:
+    """A program compiled to straight-line Python source over bound numpy kernels."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.input_avals = program.input_avals
+        ns: dict = {"np": np}
+        body = []
+        for v, array in program.bindings:
+            ns[f"c{v}"] = array
+            body.append(f"    v{v} = c{v}")
+        for n, e in enumerate(program.eqns):
+            ns[f"k{n}"] = _kernel(e)
+            args = ", ".join(f"v{i}" for i in e.ins)
+            if len(e.outs) == 1:
+                body.append(f"    v{e.outs[0]} = k{n}({args})")
+            else:
+                body.append(f"    {', '.join(f'v{o}' for o in e.outs)}, = k{n}({args})")
+        ins = ", ".join(f"v{i}" for i in program.inputs)
+        outs = ", ".join(f"v{o}" for o in program.outputs)
+        body.append(f"    return [{outs}]")
+        src = f"def run_program({ins}):\n" + "\n".join(body) + "\n"
+        exec(compile(src, f"<prepared program {program.fingerprint.hex()[:8]}>", "exec"), ns)
+        self._run = ns["run_program"]
+        self._nops = len(program.eqns)
+        self.source = src
+
+    def __call__(self, *arrays):
+        if len(arrays) != len(self.input_avals):
+            raise ShapeError(f"prepared program takes {len(self.input_avals)} inputs, got {len(arrays)}")
+        args = []
+        for a, aval in zip(arrays, self.input_avals, strict=True):
+            a = np.asarray(a, dtype=aval.dtype)
+            if a.shape != aval.shape:
+                raise ShapeError(f"prepared program input has shape {list(a.shape)}, expected {list(aval.shape)}")
+            args.append(a)
+        COUNTERS.ops_executed += self._nops
+        return self._run(*args)
+
+    def run_unchecked(self, *arrays):
+        """Run without input validation (callers that built the arrays themselves)."""
+        COUNTERS.ops_executed += self._nops
+        return self._run(*arrays)
+
+
+class ProgramBuilder:
+    """Emits equations; used by the AD transforms and the tracer of ``compile``."""
+
+    def __init__(self) -> None:
+        self.avals: list[Aval] = []
+        self.inputs: list[int] = []
+        self.bindings: list[tuple[int, np.ndarray]] = []
+        self.eqns: list[Eqn] = []
+
+    def _new(self, aval: Aval) -> Var:
+        self.avals.append(aval)
+        return Var(len(self.avals) - 1, aval, self)
+
+    def add_input(self, aval: Aval) -> Var:
+        v = self._new(aval)
+        self.inputs.append(v.idx)
+        return v
+
+    def add_binding(self, array: np.ndarray) -> Var:
+        array = np.asarray(array)
+        v = self._new(Aval(array.shape, array.dtype))
+        self.bindings.append((v.idx, array))
+        return v
+
+    def bind(self, prim: Primitive, args, params):
+        out_avals = prim.shape_rule(*[a.aval for a in args], **params)
+        outs = tuple(self._new(a) for a in out_avals)
+        self.eqns.append(Eqn(prim, params, tuple(a.idx for a in args), tuple(o.idx for o in outs)))
+        return outs[0] if prim.nout == 1 else outs
+
+    def build(self, outputs: list[Var], dce: bool = True) -> Program:
+        """Freeze into a Program, dropping equations the outputs do not need, and renumbering."""
+        eqns = self.eqns
+        out_idx = [o.idx for o in outputs]
+        if dce:
+            live = set(out_idx)
+            kept = []
+            for e in reversed(eqns):
+                if any(o in live for o in e.outs):
+                    kept.append(e)
+                    live.update(e.ins)
+            eqns = kept[::-1]
+            bindings = [(v, a) for v, a in self.bindings if v in live]
+        else:
+            bindings = list(self.bindings)
+        # renumber densely: inputs, bindings, then equation outputs in order
+        remap: dict[int, int] = {}
+        avals: list[Aval] = []
+
+        def fresh(v: int) -> int:
+            remap[v] = len(avals)
+            avals.append(self.avals[v])
+            return remap[v]
+
+        inputs = [fresh(v) for v in self.inputs]
+        new_bindings = [(fresh(v), a) for v, a in bindings]
+        new_eqns = []
+        for e in eqns:
+            ins = tuple(remap[i] for i in e.ins)
+            outs = tuple(fresh(o) for o in e.outs)
+            new_eqns.append(Eqn(e.prim, e.params, ins, outs))
+        outputs_idx = [remap[v] for v in out_idx]
+        return Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
