@@ -1,0 +1,576 @@
+"""The chain format: a user function ``f(xp, x, depth)`` plus the metadata adprof needs to probe it.
+
+A *chain* builds a computation whose length grows with ``depth`` and returns a scalar::
+
+    import adprof
+
+    @adprof.chain(input_shape=(3, 3), reuse=2)
+    def mul(xp, x, depth):
+        "y <- (y*y)*0.5: the previous value is used twice per layer."
+        y = x
+        for _ in range(depth):
+            y = (y * y) * 0.5
+        return xp.sum(y)
+
+``xp`` is the array namespace of the backend being probed (``engine.numpy``, later ``jax.numpy``
+or an array-API torch namespace), ``x`` the input tensor built from :meth:`Chain.make_input`.
+Constants come from ``xp.asarray(numpy_array)``; Python scalars mix with tensors in arithmetic.
+
+The decorator returns a :class:`Chain`. It is callable exactly like the decorated function
+(``mul(xp, x, 3)``), and the function also gets ``fn.__adprof_chain__`` pointing at it.
+
+Chains can be swept over extra keyword parameters::
+
+    @adprof.chain(sweep={"k": [1, 2, 3, 4]}, reuse="k")
+    def reuse(xp, x, depth, k): ...
+
+``reuse.variants()`` yields ``reuse[k=1]`` ... ``reuse[k=4]``, each a plain ``(xp, x, depth)``
+chain with ``params={"k": ...}``.
+
+:func:`load_chains` imports a chain file in isolation; :func:`parse_target` splits the CLI
+syntax ``FILE[::CHAIN]``. Every user-facing error is a :class:`ChainError` (a ``ValueError``)
+with a one-line message. This module imports only numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import itertools
+import sys
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_DEPTHS",
+    "DEFAULT_INPUT_SHAPE",
+    "DEFAULT_MODES",
+    "DEFAULT_SEED",
+    "KNOWN_MODES",
+    "Chain",
+    "ChainError",
+    "ChainFileNotFoundError",
+    "ChainImportError",
+    "ChainNotFoundError",
+    "ChainSignatureError",
+    "ChainSyntaxError",
+    "NoChainsError",
+    "NotAPythonFileError",
+    "TargetSyntaxError",
+    "chain",
+    "chains_in",
+    "load_chains",
+    "parse_target",
+]
+
+#: Modes a chain can ask to be probed in.
+KNOWN_MODES: tuple[str, ...] = ("traced", "eager")
+DEFAULT_MODES: tuple[str, ...] = ("traced", "eager")
+#: Default input: a 3x3 float64 matrix, uniform in [0.5, 1.0), from ``numpy.random.default_rng(0)``.
+#: Entries below 1 keep power chains such as ``y <- (y*y)*0.5`` from overflowing (they decay to 0).
+DEFAULT_INPUT_SHAPE: tuple[int, ...] = (3, 3)
+DEFAULT_INPUT_LOW, DEFAULT_INPUT_HIGH = 0.5, 1.0
+DEFAULT_SEED = 0
+#: Default depths: consecutive 1..8, enough to fit a per-layer cost ratio.
+DEFAULT_DEPTHS: tuple[int, ...] = tuple(range(1, 9))
+
+_CHAIN_ATTR = "__adprof_chain__"
+_CHAIN_ARGS = ("xp", "x", "depth")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ChainError(ValueError):
+    """A chain definition or chain file is unusable; the message is one line meant for the user."""
+
+
+class ChainFileNotFoundError(ChainError):
+    """The chain file does not exist."""
+
+
+class NotAPythonFileError(ChainError):
+    """The path is a directory or does not end in ``.py``."""
+
+
+class ChainSyntaxError(ChainError):
+    """The chain file does not parse."""
+
+
+class ChainImportError(ChainError):
+    """Executing the chain file raised."""
+
+
+class NoChainsError(ChainError):
+    """The file defines no ``@adprof.chain`` functions and no names were given."""
+
+
+class ChainNotFoundError(ChainError):
+    """A requested chain name is not defined in the file."""
+
+
+class ChainSignatureError(ChainError):
+    """The function cannot be called as ``f(xp, x, depth[, sweep params])``."""
+
+
+class TargetSyntaxError(ChainError):
+    """A CLI target is not of the form ``FILE[::CHAIN]``."""
+
+
+# --------------------------------------------------------------------------- the Chain record
+
+
+def _where(fn: Callable[..., Any]) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return getattr(fn, "__qualname__", repr(fn))
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _first_doc_line(fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    for line in doc.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _check_signature(fn: Callable[..., Any], name: str, sweep_names: Sequence[str]) -> None:
+    """Raise ChainSignatureError unless ``fn(xp, x, depth, **{sweep names})`` binds."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ChainSignatureError(f"chain {name!r}: cannot inspect its signature ({exc})") from None
+    try:
+        sig.bind(*([None] * len(_CHAIN_ARGS)), **{k: None for k in sweep_names})
+    except TypeError as exc:
+        extra = f", {', '.join(sweep_names)}" if sweep_names else "[, sweep params]"
+        raise ChainSignatureError(
+            f"chain {name!r} ({_where(fn)}) has signature {name}{sig}; a chain must accept "
+            f"(xp, x, depth{extra}) ({exc})"
+        ) from None
+
+
+@dataclass(eq=False)
+class Chain:
+    """A probe-able chain: the function and its metadata. Calling it calls ``fn``.
+
+    Attributes:
+        name: display name; variants are named ``base[k=2,m=3]``.
+        fn: ``fn(xp, x, depth, **sweep_params) -> scalar``.
+        input_shape: shape of the default random input (ignored when ``input`` is given).
+        input: callable returning a numpy array, a numpy array, or a Python float (a 0-d input,
+            e.g. TRG's beta). ``None`` means a random array of ``input_shape``.
+        dtype: numpy dtype name of the input.
+        reuse: expected uses of the previous layer's value per layer (the asymptotic per-layer
+            cost ratio of a tree-walking transform); ``None`` if unknown. On a swept chain it may
+            be the name of a sweep parameter; each variant then carries that parameter's value.
+        depths: default depths to probe, ascending.
+        modes: modes to probe, a subset of :data:`KNOWN_MODES`.
+        description: one line; defaults to the first docstring line.
+        sweep: parameter name -> values; empty for an unswept chain or a variant.
+        params: the bound sweep values of a variant (empty otherwise).
+        seed: seed of the default random input.
+        base: for a variant, the name of the swept chain it came from.
+        source: the file the chain was loaded from, if :func:`load_chains` loaded it.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    input_shape: tuple[int, ...] = DEFAULT_INPUT_SHAPE
+    input: Callable[[], Any] | np.ndarray | float | None = None
+    dtype: str = "float64"
+    reuse: float | str | None = None
+    depths: tuple[int, ...] = DEFAULT_DEPTHS
+    modes: tuple[str, ...] = DEFAULT_MODES
+    description: str = ""
+    sweep: dict[str, list[Any]] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = DEFAULT_SEED
+    base: str | None = None
+    source: str | None = None
+
+    def __call__(self, xp: Any, x: Any, depth: int, *args: Any, **kwargs: Any) -> Any:
+        """Run the chain: ``fn(xp, x, depth, ...)`` (a variant's ``fn`` already binds its params)."""
+        return self.fn(xp, x, depth, *args, **kwargs)
+
+    @property
+    def max_depth(self) -> int:
+        """The largest default depth."""
+        return max(self.depths)
+
+    @property
+    def is_swept(self) -> bool:
+        """True if :meth:`variants` yields more than the chain itself."""
+        return bool(self.sweep)
+
+    @property
+    def is_scalar_input(self) -> bool:
+        """True if the input is a 0-d array (e.g. TRG's beta)."""
+        return self.make_input().ndim == 0
+
+    def make_input(self) -> np.ndarray:
+        """A fresh numpy input: ``input`` if given, else uniform [0.5, 1.0) of ``input_shape``.
+
+        The random input is reproducible: ``numpy.random.default_rng(seed)``.
+        """
+        dtype = np.dtype(self.dtype)
+        src = self.input
+        if src is None:
+            rng = np.random.default_rng(self.seed)
+            return rng.uniform(DEFAULT_INPUT_LOW, DEFAULT_INPUT_HIGH, size=self.input_shape).astype(dtype)
+        if callable(src):
+            src = src()
+        return np.array(src, dtype=dtype)  # a copy: callers may mutate it
+
+    def variants(self) -> Iterator[Chain]:
+        """One concrete ``(xp, x, depth)`` chain per combination of sweep values (or just self)."""
+        if not self.sweep:
+            yield self
+            return
+        keys = list(self.sweep)
+        for values in itertools.product(*(self.sweep[k] for k in keys)):
+            params = dict(zip(keys, values, strict=True))
+            yield self.variant(**params)
+
+    def variant(self, **params: Any) -> Chain:
+        """The variant binding ``params`` (each must be a sweep parameter; values need not be listed)."""
+        if set(params) != set(self.sweep):
+            raise ChainError(
+                f"chain {self.name!r}: variant needs exactly the sweep parameters "
+                f"{sorted(self.sweep)}, got {sorted(params)}"
+            )
+        params = {k: params[k] for k in self.sweep}  # sweep order
+        label = ",".join(f"{k}={v}" for k, v in params.items())
+        reuse = self.reuse
+        if isinstance(reuse, str):
+            reuse = params[reuse]
+        return _make_variant(self, params, label, reuse)
+
+    def __repr__(self) -> str:
+        extra = f", params={self.params}" if self.params else ""
+        sweep = f", sweep={self.sweep}" if self.sweep else ""
+        return f"Chain({self.name!r}, reuse={self.reuse!r}, depths={self.depths}{sweep}{extra})"
+
+
+def _bind(fn: Callable[..., Any], params: Mapping[str, Any]) -> Callable[..., Any]:
+    def bound(xp: Any, x: Any, depth: int) -> Any:
+        return fn(xp, x, depth, **params)
+
+    bound.__name__ = getattr(fn, "__name__", "chain")
+    bound.__qualname__ = getattr(fn, "__qualname__", bound.__name__)
+    bound.__doc__ = fn.__doc__
+    bound.__module__ = getattr(fn, "__module__", None)
+    bound.__wrapped__ = fn  # type: ignore[attr-defined]
+    return bound
+
+
+def _make_variant(parent: Chain, params: dict[str, Any], label: str, reuse: Any) -> Chain:
+    return replace(
+        parent,
+        name=f"{parent.name}[{label}]",
+        fn=_bind(parent.fn, params),
+        reuse=reuse,
+        sweep={},
+        params=dict(params),
+        base=parent.name,
+    )
+
+
+def _normalize_depths(
+    depths: Sequence[int] | range | None, max_depth: int | None, name: str
+) -> tuple[int, ...]:
+    if depths is not None and max_depth is not None:
+        raise ChainError(f"chain {name!r}: give depths= or max_depth=, not both")
+    if max_depth is not None:
+        if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
+            raise ChainError(f"chain {name!r}: max_depth must be a positive int, got {max_depth!r}")
+        return tuple(range(1, max_depth + 1))
+    if depths is None:
+        return DEFAULT_DEPTHS
+    out = tuple(depths)
+    if not out or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in out):
+        raise ChainError(f"chain {name!r}: depths must be positive ints, got {depths!r}")
+    return tuple(sorted(set(out)))
+
+
+def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
+    if not callable(fn):
+        raise ChainSignatureError(f"@adprof.chain must decorate a function, got {fn!r}")
+    name = opts.pop("name", None) or getattr(fn, "__name__", None) or "chain"
+    sweep_in = opts.pop("sweep", None) or {}
+    if not isinstance(sweep_in, Mapping):
+        raise ChainError(f"chain {name!r}: sweep must be a dict name -> list of values")
+    sweep: dict[str, list[Any]] = {}
+    for key, values in sweep_in.items():
+        if not isinstance(key, str) or not key.isidentifier() or key in _CHAIN_ARGS:
+            raise ChainError(f"chain {name!r}: bad sweep parameter name {key!r}")
+        vals = [values] if isinstance(values, str | bytes) else list(values)
+        if not vals:
+            raise ChainError(f"chain {name!r}: sweep parameter {key!r} has no values")
+        sweep[key] = vals
+    _check_signature(fn, name, list(sweep))
+
+    depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
+
+    modes = opts.pop("modes", None) or DEFAULT_MODES
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    bad = [m for m in modes if m not in KNOWN_MODES]
+    if bad or not modes:
+        raise ChainError(f"chain {name!r}: unknown mode(s) {bad}; known modes: {', '.join(KNOWN_MODES)}")
+
+    input_shape = opts.pop("input_shape", None)
+    inp = opts.pop("input", None)
+    if input_shape is not None and inp is not None:
+        raise ChainError(f"chain {name!r}: give input_shape= or input=, not both")
+    if input_shape is None:
+        input_shape = DEFAULT_INPUT_SHAPE
+    try:
+        input_shape = tuple(int(n) for n in input_shape)
+    except TypeError:
+        raise ChainError(
+            f"chain {name!r}: input_shape must be a tuple of ints, got {input_shape!r}"
+        ) from None
+    if inp is not None and not (callable(inp) or isinstance(inp, int | float | np.ndarray | np.number)):
+        raise ChainError(f"chain {name!r}: input must be a callable, a numpy array or a float, got {inp!r}")
+    if isinstance(inp, bool):
+        raise ChainError(f"chain {name!r}: input must not be a bool")
+
+    dtype = opts.pop("dtype", "float64")
+    try:
+        dtype = np.dtype(dtype).name
+    except TypeError:
+        raise ChainError(f"chain {name!r}: unknown dtype {dtype!r}") from None
+
+    reuse = opts.pop("reuse", None)
+    if isinstance(reuse, str):
+        if reuse not in sweep:
+            raise ChainError(f"chain {name!r}: reuse={reuse!r} names no sweep parameter")
+    elif reuse is not None and (isinstance(reuse, bool) or not isinstance(reuse, int | float) or reuse <= 0):
+        raise ChainError(f"chain {name!r}: reuse must be a positive number, a sweep name or None")
+
+    description = opts.pop("description", None)
+    if description is None:
+        description = _first_doc_line(fn)
+    seed = opts.pop("seed", DEFAULT_SEED)
+    if opts:
+        raise ChainError(f"chain {name!r}: unknown option(s) {', '.join(sorted(opts))}")
+
+    ch = Chain(
+        name=name,
+        fn=fn,
+        input_shape=input_shape,
+        input=inp,
+        dtype=dtype,
+        reuse=reuse,
+        depths=depths,
+        modes=modes,
+        description=description,
+        sweep=sweep,
+        seed=int(seed),
+    )
+    try:
+        setattr(fn, _CHAIN_ATTR, ch)
+    except (AttributeError, TypeError):
+        pass  # builtins and some callables refuse attributes; the returned Chain is enough
+    return ch
+
+
+def chain(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    input_shape: Sequence[int] | None = None,
+    input: Callable[[], Any] | np.ndarray | float | None = None,
+    dtype: str = "float64",
+    reuse: float | str | None = None,
+    depths: Sequence[int] | None = None,
+    max_depth: int | None = None,
+    modes: Sequence[str] | None = None,
+    description: str | None = None,
+    sweep: Mapping[str, Sequence[Any]] | None = None,
+    seed: int = DEFAULT_SEED,
+) -> Any:
+    """Mark ``fn(xp, x, depth[, sweep params])`` as a chain; returns a callable :class:`Chain`.
+
+    Usable bare (``@chain``) or with options (``@chain(reuse=2)``). ``max_depth=N`` means depths
+    ``1..N``; the default depths are :data:`DEFAULT_DEPTHS`. Without ``input``/``input_shape``
+    the input is a 3x3 float64 matrix, uniform in [0.5, 1.0), seed 0.
+    """
+    opts = dict(
+        name=name,
+        input_shape=input_shape,
+        input=input,
+        dtype=dtype,
+        reuse=reuse,
+        depths=depths,
+        max_depth=max_depth,
+        modes=modes,
+        description=description,
+        sweep=sweep,
+        seed=seed,
+    )
+    if fn is not None:
+        return _make_chain(fn, **opts)
+
+    def decorate(f: Callable[..., Any]) -> Chain:
+        return _make_chain(f, **opts)
+
+    return decorate
+
+
+def as_chain(obj: Any) -> Chain | None:
+    """The Chain behind ``obj`` (a Chain, or a function decorated with ``@chain``), else None."""
+    if isinstance(obj, Chain):
+        return obj
+    ch = getattr(obj, _CHAIN_ATTR, None)
+    return ch if isinstance(ch, Chain) else None
+
+
+def chains_in(namespace: Mapping[str, Any] | Any, module_name: str | None = None) -> list[Chain]:
+    """Chains defined in a module or namespace dict, in definition order (unique objects).
+
+    With ``module_name``, only chains whose function was defined in that module are returned
+    (chains imported from elsewhere are skipped).
+    """
+    ns = namespace if isinstance(namespace, Mapping) else vars(namespace)
+    if module_name is None and not isinstance(namespace, Mapping):
+        module_name = getattr(namespace, "__name__", None)
+    seen: set[int] = set()
+    found: list[tuple[int, int, Chain]] = []
+    for i, value in enumerate(list(ns.values())):
+        ch = as_chain(value)
+        if ch is None or id(ch) in seen:
+            continue
+        if module_name is not None and getattr(ch.fn, "__module__", None) != module_name:
+            continue
+        seen.add(id(ch))
+        code = getattr(ch.fn, "__code__", None)
+        found.append((code.co_firstlineno if code else 1 << 30, i, ch))
+    return [ch for _, _, ch in sorted(found, key=lambda t: (t[0], t[1]))]
+
+
+# --------------------------------------------------------------------------- loading files
+
+
+def parse_target(target: str) -> tuple[Path, str | None]:
+    """Split the CLI target ``FILE[::CHAIN]`` into ``(Path(FILE), CHAIN or None)``.
+
+    CHAIN may name a sweep variant, e.g. ``probes/chains.py::reuse[k=2]``.
+    """
+    if not isinstance(target, str) or not target.strip():
+        raise TargetSyntaxError("empty target; expected FILE[::CHAIN]")
+    path, sep, name = target.partition("::")
+    if not path:
+        raise TargetSyntaxError(f"target {target!r} has no file; expected FILE[::CHAIN]")
+    if not sep:
+        return Path(path), None
+    base = name.split("[", 1)[0]
+    if not base.isidentifier() or ("[" in name and not name.endswith("]")) or "::" in name:
+        raise TargetSyntaxError(f"target {target!r}: {name!r} is not a chain name; expected FILE[::CHAIN]")
+    return Path(path), name
+
+
+def _error_line(exc: BaseException, filename: str) -> str:
+    """' (line N)' for the deepest traceback frame in ``filename``, else ''."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == Path(filename).resolve():
+            line = frame.lineno
+    return f" (line {line})" if line else ""
+
+
+def _import_isolated(path: Path) -> Any:
+    """Execute ``path`` as a fresh module; sys.modules and sys.path are restored afterwards."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ChainImportError(f"cannot read {path}: {exc}") from None
+    try:
+        compile(source, str(path), "exec")
+    except SyntaxError as exc:
+        raise ChainSyntaxError(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
+
+    mod_name = f"_adprof_chains_{path.stem if path.stem.isidentifier() else 'file'}_{uuid.uuid4().hex[:12]}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ChainImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    directory = str(path.parent)
+    sys.path.insert(0, directory)
+    sys.modules[mod_name] = module  # dataclasses, pickle-by-reference etc. look the module up
+    try:
+        spec.loader.exec_module(module)
+    except ChainError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        raise ChainImportError(
+            f"error importing {path}{_error_line(exc, str(path))}: {type(exc).__name__}: {msg}".rstrip(": ")
+        ) from exc
+    finally:
+        sys.modules.pop(mod_name, None)
+        try:
+            sys.path.remove(directory)
+        except ValueError:
+            pass
+    return module
+
+
+def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
+    base, _, rest = name.partition("[")
+    if rest:
+        parent = _lookup(module, path, base, defined)
+        for v in parent.variants():
+            if v.name == name or v.name.replace(" ", "") == name.replace(" ", ""):
+                return v
+        names = ", ".join(v.name for v in parent.variants())
+        raise ChainNotFoundError(f"no variant {name!r} in {path}; variants: {names}")
+    ns = vars(module)
+    if base not in ns or base.startswith("__"):
+        avail = ", ".join(c.name for c in defined) or "none"
+        raise ChainNotFoundError(f"no chain or function named {base!r} in {path}; chains: {avail}")
+    obj = ns[base]
+    ch = as_chain(obj)
+    if ch is None:
+        if not inspect.isfunction(obj):
+            raise ChainSignatureError(f"{base!r} in {path} is a {type(obj).__name__}, not a function")
+        try:
+            ch = _make_chain(obj)
+        except ChainError as exc:
+            raise type(exc)(f"{path}: {exc}") from None
+    return ch
+
+
+def load_chains(path: str | Path, names: Sequence[str] | None = None) -> list[Chain]:
+    """Import a chain file in isolation and return its chains.
+
+    Without ``names``: every ``@chain`` function defined in the file, in definition order. With
+    ``names``: those chains, in the given order; an undecorated function is wrapped with the
+    default options, and ``base[k=2]`` selects one sweep variant. Each returned chain records the
+    file in ``source``. Raises a :class:`ChainError` subclass with a one-line message.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ChainFileNotFoundError(f"no such file: {p}")
+    if p.is_dir() or p.suffix != ".py":
+        raise NotAPythonFileError(f"not a Python file: {p} (expected a .py file)")
+    module = _import_isolated(p)
+    defined = chains_in(vars(module), module.__name__)
+    if names is None:
+        if not defined:
+            raise NoChainsError(f"no @adprof.chain functions in {p}; name one with {p}::FUNC")
+        result = defined
+    else:
+        if isinstance(names, str):
+            names = [names]
+        result = [_lookup(module, p, n, defined) for n in names]
+    src = str(p.resolve())
+    return [replace(ch, source=src) for ch in result]
