@@ -148,7 +148,7 @@ def structural_key_eq(a, b) -> bool:
         if len(xi) != len(yi):
             equal = False
             break
-        extend(zip(xi, yi))
+        extend(zip(xi, yi, strict=True))
     COUNTERS.key_comparisons += visits
     if COUNTERS.budget is not None and COUNTERS.key_comparisons > COUNTERS.budget:
         raise CounterBudgetExceeded(f"key comparison budget exceeded ({COUNTERS.key_comparisons} visits)")

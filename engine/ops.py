@@ -905,7 +905,8 @@ def _einsum_vjp(ct, args, outs, spec):
         others = [s for j, s in enumerate(ins) if j != i]
         present = set(out).union(*others) if others else set(out)
         reduced = "".join(c for c in target if c in present)
-        g = einsum(",".join([out] + others) + "->" + reduced, ct[0], *[a for j, a in enumerate(args) if j != i])
+        rest = [a for j, a in enumerate(args) if j != i]
+        g = einsum(",".join([out] + others) + "->" + reduced, ct[0], *rest)
         if reduced != target:  # indices only in this operand: the gradient is constant along them
             g = broadcast_in_dim(g, args[i].shape, tuple(target.index(c) for c in reduced))
         grads.append(g)

@@ -169,7 +169,8 @@ class Prepared:
         for a, aval in zip(arrays, self.input_avals, strict=True):
             a = np.asarray(a, dtype=aval.dtype)
             if a.shape != aval.shape:
-                raise ShapeError(f"prepared program input has shape {list(a.shape)}, expected {list(aval.shape)}")
+                raise ShapeError(f"prepared program input has shape {list(a.shape)}, "
+                                 f"expected {list(aval.shape)}")
             args.append(a)
         COUNTERS.ops_executed += self._nops
         return self._run(*args)
