@@ -315,7 +315,7 @@ def _use_censored(fit: Fit) -> None:
         and len(beyond) >= 2
         and rates
         and min(rates) > 1.5
-        and fit.kind in ("inconclusive", "superlinear")
+        and fit.kind == "inconclusive"
     ):
         fit.kind = "exponential"
         fit.base = float(np.exp(np.mean(np.log(rates))))
