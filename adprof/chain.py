@@ -149,11 +149,11 @@ def _check_signature(fn: Callable[..., Any], name: str, sweep_names: Sequence[st
         raise ChainSignatureError(f"chain {name!r}: cannot inspect its signature ({exc})") from None
     try:
         sig.bind(*([None] * len(_CHAIN_ARGS)), **{k: None for k in sweep_names})
-    except TypeError as exc:
+    except TypeError:
         extra = f", {', '.join(sweep_names)}" if sweep_names else "[, sweep params]"
         raise ChainSignatureError(
-            f"chain {name!r} ({_where(fn)}) has signature {name}{sig}; a chain must accept "
-            f"(xp, x, depth{extra}) ({exc})"
+            f"chain {name!r} at {_where(fn)} has signature {name}{sig}; "
+            f"a chain must accept (xp, x, depth{extra})"
         ) from None
 
 
@@ -508,8 +508,8 @@ def _import_isolated(path: Path) -> Any:
     sys.modules[mod_name] = module  # dataclasses, pickle-by-reference etc. look the module up
     try:
         spec.loader.exec_module(module)
-    except ChainError as exc:
-        raise type(exc)(f"{path}: {exc}") from None
+    except ChainError:
+        raise  # raised by @chain at import time; the message names the file and line
     except (Exception, SystemExit) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else ""
         raise ChainImportError(
@@ -542,10 +542,7 @@ def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
     if ch is None:
         if not inspect.isfunction(obj):
             raise ChainSignatureError(f"{base!r} in {path} is a {type(obj).__name__}, not a function")
-        try:
-            ch = _make_chain(obj)
-        except ChainError as exc:
-            raise type(exc)(f"{path}: {exc}") from None
+        ch = _make_chain(obj)
     return ch
 
 
