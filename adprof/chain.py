@@ -215,6 +215,23 @@ class Chain:
         """True if the input is a 0-d array (e.g. TRG's beta)."""
         return self.make_input().ndim == 0
 
+    def metadata(self) -> dict[str, Any]:
+        """Plain JSON-able metadata (no function, no input data)."""
+        return {
+            "name": self.name,
+            "base": self.base,
+            "params": dict(self.params),
+            "sweep": {k: list(v) for k, v in self.sweep.items()},
+            "reuse": self.reuse,
+            "depths": list(self.depths),
+            "modes": list(self.modes),
+            "description": self.description,
+            "input_shape": list(self.make_input().shape),
+            "dtype": self.dtype,
+            "seed": self.seed,
+            "source": self.source,
+        }
+
     def make_input(self) -> np.ndarray:
         """A fresh numpy input: ``input`` if given, else uniform [0.5, 1.0) of ``input_shape``.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -161,6 +162,9 @@ def test_sweep_variants() -> None:
     x = np.full((3, 3), 0.8)
     assert v2(xp, x, 2) == pytest.approx(reuse(xp, x, 2, k=2)) == pytest.approx(9 * ((0.8**2 / 2) ** 2 / 2))
     assert v2.fn(xp, x, 2) == v2(xp, x, 2)  # the variant's function takes (xp, x, depth)
+    meta = v2.metadata()
+    assert meta["name"] == "reuse[k=2]" and meta["params"] == {"k": 2} and meta["input_shape"] == [3, 3]
+    assert json.loads(json.dumps(meta)) == meta
     assert reuse.variant(k=7).name == "reuse[k=7]"
     with pytest.raises(ChainError, match="sweep parameters"):
         reuse.variant(j=1)
