@@ -63,6 +63,7 @@ __all__ = [
     "NoChainsError",
     "NotAPythonFileError",
     "TargetSyntaxError",
+    "as_chain",
     "chain",
     "chains_in",
     "load_chains",
