@@ -1,3 +1,11 @@
-"""adprof: a diagnostic profiler for autodiff cost pathologies."""
+"""adprof: a diagnostic profiler for autodiff cost pathologies.
+
+Write chains with :func:`chain` (see the README), load them with :func:`load_chains`, and run
+``adprof check my_chain.py``.
+"""
+
+from adprof.chain import Chain, ChainError, chain, load_chains, parse_target
 
 __version__ = "0.1.0"
+
+__all__ = ["Chain", "ChainError", "__version__", "chain", "load_chains", "parse_target"]

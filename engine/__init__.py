@@ -10,14 +10,44 @@ from . import counters, keys, metadata, ops, profiles
 from . import numpy as numpy  # noqa: PLC0414 - the xp namespace: engine.numpy
 from .ad import grad, jvp, vjp
 from .compile import compile  # noqa: A004
+from .eager import CacheStats, EagerRuntime, EagerSession, EagerTensor
 from .errors import DTypeError, EngineError, MissingRuleError, ShapeError, TransformError
 from .graph import TracedTensor, constant, input, value_op_count  # noqa: A004
 from .profiles import profile, set_profile
 from .program import Prepared, Program
+from .remedies import Staged, checkpoint
 from .runtime import prepare, run
 
 __all__ = [
-    "DTypeError", "EngineError", "MissingRuleError", "Prepared", "Program", "ShapeError", "TracedTensor",
-    "TransformError", "compile", "constant", "counters", "grad", "input", "jvp", "keys", "metadata",
-    "numpy", "ops", "prepare", "profile", "profiles", "run", "set_profile", "value_op_count", "vjp",
+    "CacheStats",
+    "DTypeError",
+    "EagerRuntime",
+    "EagerSession",
+    "EagerTensor",
+    "EngineError",
+    "MissingRuleError",
+    "Prepared",
+    "Program",
+    "ShapeError",
+    "TracedTensor",
+    "TransformError",
+    "checkpoint",
+    "compile",
+    "constant",
+    "counters",
+    "grad",
+    "input",
+    "jvp",
+    "keys",
+    "metadata",
+    "numpy",
+    "ops",
+    "prepare",
+    "profile",
+    "profiles",
+    "run",
+    "set_profile",
+    "Staged",
+    "value_op_count",
+    "vjp",
 ]

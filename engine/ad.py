@@ -22,7 +22,7 @@ import numpy as np
 from . import keys as K
 from .counters import COUNTERS
 from .errors import TransformError
-from .graph import Node, TracedTensor, freeze
+from .graph import Node, TracedTensor, chain_aliases, freeze
 from .metadata import MetadataScope
 from .ops import add, full, rule
 from .program import Program, ProgramBuilder
@@ -205,7 +205,7 @@ def _reverse(y: TracedTensor, xs: list[TracedTensor], cotangent):
     for x in xs:
         if x.node is not None:
             raise TransformError("differentiate with respect to leaves (engine.input / engine.constant)")
-    frozen = freeze([y], inputs=xs, allow_unbound=True)
+    frozen = freeze([y], inputs=xs, allow_unbound=True, aliases=chain_aliases([y]))
     COUNTERS.trace_rebuilds += 1
     seed = None if cotangent is not None else np.ones(y.shape, dtype=y.dtype)
     dprog = vjp_program(frozen.program, list(range(len(xs))), seed=seed)
@@ -226,7 +226,7 @@ def jvp(outputs, inputs, tangents) -> tuple[list[TracedTensor], list[TracedTenso
         if x.aval != t.aval:
             raise TransformError(f"tangent {t.aval} does not match input {x.aval}")
     start = time.perf_counter()
-    frozen = freeze(outs, inputs=ins, allow_unbound=True)
+    frozen = freeze(outs, inputs=ins, allow_unbound=True, aliases=chain_aliases(outs))
     COUNTERS.trace_rebuilds += 1
     dprog = jvp_program(frozen.program, list(range(len(ins))))
     # tangent inputs come after all source inputs

@@ -1,5 +1,370 @@
-_SESSION = None
+"""Eager mode: compute at once, record a trace, backpropagate it (tenferro's ``EagerRuntime``).
+
+Every op on an :class:`EagerTensor` runs the primitive's numpy kernel immediately and records the
+same traced fragment as traced mode (keys, metadata registration), so values can be read and
+branched on. ``loss.backward()`` is a semantic VJP of the recorded trace through a
+**prepared-derivative cache** keyed by (engine target, semantic fingerprint, concrete input
+shapes): a miss transforms and prepares the derivative program, a hit reuses it.
+
+What a backward costs besides running the program depends on the profile:
+
+* ``v08`` (tenferro 0.8.0, seeds 000/002): every call, hit or miss, re-derives the whole trace
+  into a source program and computes its fingerprint from scratch (:func:`rebuild_source_program`),
+  and after running builds one derivative trace per gradient (fresh keys, registered in the
+  global table next to the recorded trace's own keys) and drops it again when the gradient becomes
+  a plain value. Both grow superlinearly with depth, and a warm cache does not help.
+* ``fixed``: each tensor's fingerprint is maintained incrementally while recording, so a hit
+  needs no rebuild, and no derivative trace is built unless ``create_graph=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import profiles
+from .ad import derivative_traces_from_program, vjp_program
+from .counters import COUNTERS
+from .errors import DTypeError, EngineError, TransformError
+from .graph import TracedTensor, freeze
+from .keys import InputKey
+from .ops import Aval, Primitive, TensorBase
+
+ENGINE_TARGET = "cpu-numpy"
+
+_SESSION: EagerSession | None = None
 
 
-def current_session():
+def current_session() -> EagerSession | None:
+    """The innermost open eager session, if any."""
     return _SESSION
+
+
+class EagerTensor(TensorBase):
+    """A value computed at once, with its recorded trace (a traced tensor) behind it."""
+
+    __slots__ = ("value", "aval", "trace", "runtime", "fp", "session", "requires_grad", "grad", "_freed",
+                 "__weakref__")
+
+    def __init__(self, value: np.ndarray, trace: TracedTensor | None, runtime: EagerRuntime,
+                 fp=None, session: EagerSession | None = None, requires_grad: bool = False) -> None:
+        self.value = value
+        self.aval = Aval(value.shape, value.dtype)
+        self.trace = trace
+        self.runtime = runtime
+        self.fp = fp
+        self.session = session
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._freed = False
+
+    # -- values -----------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The value (a numpy array; do not modify it in place)."""
+        return self.value
+
+    def __float__(self) -> float:
+        if self.value.size != 1:
+            raise TransformError(f"float() needs a single value, tensor has shape {list(self.shape)}")
+        return float(self.value.reshape(()))
+
+    def __bool__(self) -> bool:
+        if self.value.size != 1:
+            raise TransformError("the truth value of a tensor with more than one element is ambiguous")
+        return bool(self.value.reshape(()))
+
+    def item(self) -> float:
+        return self.value.reshape(()).item()
+
+    def __repr__(self) -> str:
+        kind = "variable" if self.requires_grad else "tensor"
+        return f"EagerTensor({kind}, {self.aval}, {np.array2string(self.value, threshold=6)})"
+
+    def clear_grad(self) -> None:
+        """Reset the accumulated gradient."""
+        self.grad = None
+
+    # -- recording ---------------------------------------------------------------------------
+    def _bind(self, prim: Primitive, args, params):
+        return self.runtime._apply(prim, args, params)
+
+    def _constant(self, array: np.ndarray) -> EagerTensor:
+        return self.runtime.constant(array)
+
+    # -- AD ---------------------------------------------------------------------------------
+    def backward(self, create_graph: bool = False, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every variable this loss depends on.
+
+        ``create_graph=True`` keeps a derivative trace so gradients can be differentiated again.
+        The trace is freed afterwards unless ``retain_graph`` (or ``create_graph``) is set.
+        """
+        self.runtime._backward(self, create_graph, retain_graph or create_graph)
+
+
+@dataclass
+class CacheStats:
+    entries: int = 0
+    retained_bytes: int = 0
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    clears: int = 0
+
+
+class _PreparedDerivative:
+    __slots__ = ("program", "prepared", "leaf_ordinals", "retained_bytes")
+
+    def __init__(self, program, prepared, leaf_ordinals) -> None:
+        self.program = program
+        self.prepared = prepared
+        self.leaf_ordinals = leaf_ordinals
+        self.retained_bytes = sum(a.nbytes for _, a in program.bindings)
+
+
+class EagerSession:
+    """A recording scope: leaves get ordinals here, which makes incremental fingerprints canonical."""
+
+    def __init__(self, runtime: EagerRuntime) -> None:
+        self.runtime = runtime
+        self.leaves: list[EagerTensor] = []
+        self._ordinal: dict[int, int] = {}
+        self._leaf_fp: dict[int, int] = {}
+
+    def constant(self, array) -> EagerTensor:
+        return self.runtime.constant(array)
+
+    def leaf_fp(self, t: EagerTensor) -> int:
+        fp = self._leaf_fp.get(id(t))
+        if fp is None:
+            ordinal = len(self.leaves)
+            self.leaves.append(t)
+            self._ordinal[id(t)] = ordinal
+            fp = hash(("leaf", ordinal, t.aval.shape, t.aval.dtype.str, t.requires_grad))
+            self._leaf_fp[id(t)] = fp
+        return fp
+
+    def ordinal(self, leaf_trace: TracedTensor) -> int | None:
+        for t in self.leaves:
+            if t.trace is leaf_trace:
+                return self._ordinal[id(t)]
+        return None
+
+
+class EagerRuntime:
+    """Holds the AD rule set (the primitive registry) and the caches; no engine state."""
+
+    def __init__(self, cache_capacity: int = 256) -> None:
+        self.cache_capacity = cache_capacity
+        self._cache: OrderedDict = OrderedDict()
+        self._stats = CacheStats()
+
+    # -- leaves ------------------------------------------------------------------------------
+    def variable(self, array) -> EagerTensor:
+        """A leaf that collects gradients in ``.grad``."""
+        value = _as_float_array(array, "variable")
+        trace = TracedTensor(InputKey(), Aval(value.shape, value.dtype), data=value)
+        var = EagerTensor(value, trace, self, requires_grad=True)
+        trace.owner = weakref.ref(var)
+        return var
+
+    def constant(self, array) -> EagerTensor:
+        """A leaf that does not collect gradients."""
+        value = np.asarray(array)
+        if value.dtype.kind in "iu":
+            value = value.astype(np.float64)
+        trace = TracedTensor(InputKey(), Aval(value.shape, value.dtype), data=value)
+        return EagerTensor(value, trace, self)
+
+    # -- sessions ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def session(self, resume: EagerSession | None = None) -> Iterator[EagerSession]:
+        """A scope in which ops on eager tensors compute at once and record their trace.
+
+        ``resume`` re-enters an earlier session of this runtime (its tensors keep their
+        incremental fingerprints, so a surrogate built on them stays cacheable).
+        """
+        global _SESSION
+        if resume is not None and resume.runtime is not self:
+            raise EngineError("cannot resume a session of another EagerRuntime")
+        previous = _SESSION
+        session = resume if resume is not None else EagerSession(self)
+        _SESSION = session
+        try:
+            yield session
+        finally:
+            _SESSION = previous
+
+    def with_session(self, fn: Callable):
+        """Run ``fn(session)`` inside a new session and return its result."""
+        with self.session() as s:
+            return fn(s)
+
+    # -- ops ---------------------------------------------------------------------------------
+    def _apply(self, prim: Primitive, args, params):
+        session = _SESSION
+        if session is not None and session.runtime is not self:
+            raise EngineError("this eager tensor belongs to another EagerRuntime than the open session")
+        traces = []
+        fps = []
+        for a in args:
+            if type(a) is not EagerTensor:
+                raise TypeError(f"{prim.name}: cannot mix an eager tensor with {type(a).__name__}")
+            if a.runtime is not self:
+                raise EngineError("eager tensors of different EagerRuntimes cannot be combined")
+            if a.trace is None:
+                raise EngineError("this eager tensor's trace was freed by backward(); "
+                                  "use retain_graph=True to reuse it")
+            traces.append(a.trace)
+            if fps is not None:
+                if a.trace.node is None:
+                    fps.append(session.leaf_fp(a) if session is not None else None)
+                elif a.session is session and session is not None:
+                    fps.append(a.fp)
+                else:
+                    fps = None
+                if fps is not None and fps[-1] is None:
+                    fps = None
+        out = prim.impl(*[a.value for a in args], **params)
+        COUNTERS.ops_executed += 1
+        out_traces = TracedTensor._bind(None, prim, tuple(traces), params)
+        if prim.nout == 1:
+            out, out_traces = (out,), (out_traces,)
+        fp = None
+        if fps is not None and session is not None:
+            fp = hash((prim.name, tuple(params.values()), tuple(fps)))
+        results = tuple(
+            EagerTensor(np.asarray(v), t, self, None if fp is None else hash((fp, i)), session)
+            for i, (v, t) in enumerate(zip(out, out_traces, strict=True)))
+        return results[0] if prim.nout == 1 else results
+
+    # -- backward ----------------------------------------------------------------------------
+    def _backward(self, loss: EagerTensor, create_graph: bool, retain_graph: bool) -> None:
+        if type(loss) is not EagerTensor:
+            raise TransformError("backward() needs an eager tensor")
+        if loss._freed or loss.trace is None:
+            raise TransformError("backward() called twice on a freed trace; "
+                                 "pass retain_graph=True to the first call")
+        if loss.shape != ():
+            raise TransformError(f"backward() needs a scalar loss, got shape {list(loss.shape)}; "
+                                 "reduce it first (e.g. engine.numpy.sum)")
+        if loss.dtype.kind != "f":
+            raise DTypeError(f"backward() needs a floating-point loss, got {loss.dtype.name}")
+        v08 = profiles.current() == "v08"
+        entry = None
+        frozen = None
+        leaves = None
+        if not v08 and loss.fp is not None and loss.session is not None and not create_graph:
+            # fixed: the incremental fingerprint names the program; no rebuild on a hit
+            key = (ENGINE_TARGET, "incremental", loss.fp)
+            entry = self._cache_get(key)
+            if entry is not None:
+                session_leaves = loss.session.leaves
+                leaves = [session_leaves[i].trace for i in entry.leaf_ordinals]
+        if entry is None:
+            frozen = rebuild_source_program(loss.trace)
+            leaves = frozen.input_leaves
+            wrt = tuple(i for i, leaf in enumerate(leaves) if _owner(leaf) is not None)
+            shapes = tuple(leaf.aval for leaf in leaves)
+            if not v08 and loss.fp is not None and loss.session is not None and not create_graph:
+                key = (ENGINE_TARGET, "incremental", loss.fp)
+                ordinals = tuple(loss.session.ordinal(leaf) for leaf in leaves)
+                if any(o is None for o in ordinals):
+                    key, ordinals = (ENGINE_TARGET, frozen.program.fingerprint, shapes, wrt), None
+            else:
+                key, ordinals = (ENGINE_TARGET, frozen.program.fingerprint, shapes, wrt), None
+            entry = self._cache_get(key)
+            if entry is None:
+                dprog = vjp_program(frozen.program, list(wrt), seed=np.ones((), dtype=loss.dtype))
+                entry = _PreparedDerivative(dprog, dprog.prepare(), ordinals)
+                entry.program.wrt = wrt
+                self._cache_put(key, entry)
+        wrt = entry.program.wrt
+        values = [leaf.data for leaf in leaves]
+        grads = entry.prepared.run_unchecked(*values)
+        owners = [_owner(leaves[i]) for i in wrt]
+        if v08 or create_graph:
+            for n, (owner, g) in enumerate(zip(owners, grads, strict=True)):
+                trace = derivative_traces_from_program(entry.program, list(leaves),
+                                                       output_slice=slice(n, n + 1))[0]
+                if create_graph:
+                    grad_t = EagerTensor(g, trace, self)
+                    owner.grad = grad_t if owner.grad is None else _accumulate(self, owner.grad, grad_t)
+                else:
+                    del trace  # the gradient becomes a plain value: its derivative trace is dropped
+                    owner.grad = g if owner.grad is None else _plain(owner.grad) + g
+        else:
+            for owner, g in zip(owners, grads, strict=True):
+                owner.grad = g if owner.grad is None else _plain(owner.grad) + g
+        if not retain_graph:
+            loss._freed = True
+            loss.trace = None
+
+    # -- cache -------------------------------------------------------------------------------
+    def _cache_get(self, key):
+        entry = self._cache.get(key)
+        if entry is None:
+            return None
+        self._cache.move_to_end(key)
+        self._stats.hits += 1
+        return entry
+
+    def _cache_put(self, key, entry) -> None:
+        self._stats.misses += 1
+        self._cache[key] = entry
+        while len(self._cache) > self.cache_capacity:
+            self._cache.popitem(last=False)
+            self._stats.evictions += 1
+
+    def cache_stats(self) -> CacheStats:
+        """Entries, retained bytes, hits, misses, evictions and clears of the derivative cache."""
+        s = self._stats
+        return CacheStats(len(self._cache), sum(e.retained_bytes for e in self._cache.values()),
+                          s.hits, s.misses, s.evictions, s.clears)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._stats.clears += 1
+
+
+def rebuild_source_program(trace: TracedTensor):
+    """Re-derive a recorded trace into a source program and fingerprint it from scratch."""
+    frozen = freeze([trace], bind_data=False, allow_unbound=True)
+    frozen.program.fingerprint  # noqa: B018 - computed here, as the cache key needs it
+    COUNTERS.trace_rebuilds += 1
+    return frozen
+
+
+def _owner(leaf: TracedTensor) -> EagerTensor | None:
+    """The live variable a trace leaf belongs to (``None`` for constants)."""
+    ref = leaf.owner
+    return None if ref is None else ref()
+
+
+def _plain(g):
+    return g.value if type(g) is EagerTensor else g
+
+
+def _accumulate(runtime: EagerRuntime, a, b):
+    if type(a) is not EagerTensor:
+        a = runtime.constant(a)
+    return runtime._apply(_add_p(), (a, b), {})
+
+
+def _add_p():
+    from .ops import add_p
+
+    return add_p
+
+
+def _as_float_array(array, what) -> np.ndarray:
+    value = np.array(array, dtype=None, copy=True)
+    if value.dtype.kind in "iu":
+        value = value.astype(np.float64)
+    if value.dtype.kind != "f":
+        raise DTypeError(f"{what}: expected floating-point data, got {value.dtype.name}")
+    return value

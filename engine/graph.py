@@ -40,7 +40,8 @@ class TracedTensor(TensorBase):
     registration (recorded values); values of a derivative graph share their graph's ``scope``.
     """
 
-    __slots__ = ("key", "aval", "node", "slot", "data", "registered", "scope", "chain", "name", "__weakref__")
+    __slots__ = ("key", "aval", "node", "slot", "data", "registered", "scope", "chain", "owner",
+                 "__weakref__")
 
     def __init__(self, key, aval: Aval, node: Node | None = None, slot: int = 0, data=None,
                  register: bool = True, scope=None, chain=None) -> None:
@@ -51,7 +52,7 @@ class TracedTensor(TensorBase):
         self.data = data
         self.scope = scope
         self.chain = chain
-        self.name = None
+        self.owner = None  # eager variables: weak reference to the tensor collecting the gradient
         self.registered = register
         if register:
             metadata.register_metadata(key, aval)
@@ -113,6 +114,18 @@ def _merge_chains(args):
     return chain
 
 
+def chain_aliases(outputs) -> dict | None:
+    """``id(leaf) -> (leaf, target)`` over the checkpoint chains of ``outputs`` (None if none)."""
+    aliases = {}
+    for t in outputs:
+        link = t.chain
+        while link is not None:
+            aliases[id(link.leaf)] = (link.leaf, link.target)
+            link = link.prev
+    COUNTERS.nodes_visited += len(aliases)
+    return aliases or None
+
+
 def _merge(lhs, rhs):  # replaced by remedies once imported (profile-dependent merge)
     return lhs
 
@@ -135,12 +148,20 @@ def constant(array) -> TracedTensor:
     return TracedTensor(K.InputKey(), Aval(array.shape, array.dtype), data=array)
 
 
-def toposort(outputs) -> list[Node]:
-    """Nodes reachable from ``outputs``, parents first (iterative)."""
+def toposort(outputs, aliases: dict | None = None) -> list[Node]:
+    """Nodes reachable from ``outputs``, parents first (iterative).
+
+    ``aliases`` (``id(leaf) -> (leaf, target)``) makes a checkpoint leaf depend on its target.
+    """
     order: list[Node] = []
     state: dict[int, int] = {}  # id(node) -> 1 visiting, 2 done
     keep = []
-    stack = [(t.node, False) for t in outputs if t.node is not None]
+    roots = []
+    for t in outputs:
+        while t.node is None and aliases and id(t) in aliases:
+            t = aliases[id(t)][1]
+        roots.append(t)
+    stack = [(t.node, False) for t in roots if t.node is not None]
     visits = 0
     while stack:
         node, done = stack.pop()
@@ -157,6 +178,8 @@ def toposort(outputs) -> list[Node]:
         keep.append(node)
         stack.append((node, True))
         for p in node.inputs:
+            if p.node is None and aliases and id(p) in aliases:
+                p = aliases[id(p)][1]
             if p.node is not None and id(p.node) not in state:
                 stack.append((p.node, False))
     COUNTERS.nodes_visited += visits
@@ -190,13 +213,16 @@ class Frozen:
         self.bound_leaves = bound_leaves
 
 
-def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False) -> Frozen:
+def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bind_data: bool = True,
+           aliases: dict | None = None) -> Frozen:
     """Materialize the graph behind ``outputs`` into one flat program.
 
     ``inputs`` are the placeholders fed positionally; leaves with data are bound as constants.
     With ``cse``, operations with equal keys are emitted once (equal keys compare structurally in
     ``v08``). Placeholders not listed raise :class:`TransformError` unless ``allow_unbound``, which
-    appends them as extra inputs.
+    appends them as extra inputs. With ``bind_data=False`` leaves with data become inputs too
+    (eager backward feeds their current values). ``aliases`` maps ``id(leaf)`` to the tensor a
+    checkpoint leaf stands for, so the transform sees through checkpoints.
     """
     outputs = list(outputs)
     inputs = list(inputs)
@@ -212,13 +238,15 @@ def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False) ->
             raise TransformError("the same input is listed twice")
         var_of[id(t)] = b.add_input(t.aval)
         input_leaves.append(t)
-    nodes = toposort(outputs)
     bound: list[TracedTensor] = []
+    nodes = toposort(outputs, aliases)
 
     def leaf_var(t: TracedTensor):
         v = var_of.get(id(t))
         if v is None:
-            if t.data is not None:
+            if aliases and id(t) in aliases:
+                return var_for(aliases[id(t)][1])
+            if t.data is not None and bind_data:
                 v = b.add_binding(t.data)
                 bound.append(t)
             elif allow_unbound:
