@@ -1,0 +1,243 @@
+"""Verdicts on hand-built Series (traced, compile, eager; counters and time-only backends)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adprof import explain, model
+from adprof.classify import classify, sweep_table
+from adprof.model import Point, Result, Series
+
+
+def traced_series(depths, kc, *, with_counters=True, noise=None, mode="traced", **kw) -> Series:
+    """Traced points whose transform+drop key comparisons follow kc(d); times follow them too."""
+    pts = []
+    for i, d in enumerate(depths):
+        c = float(kc(d))
+        f = 1.0 if noise is None else float(noise[i])
+        times = {
+            "record": 1e-4 * d,
+            "transform": 1e-3 + c * 1e-6 * f,
+            "compile": 1e-3,
+            "run": 1e-5,
+            "drop": c * 1e-6 * f,
+        }
+        counters = {}
+        if with_counters:
+            counters = {
+                "transform": {"key_comparisons": c, "metadata_lookups": 3 * d, "nodes_visited": 5 * d},
+                "drop": {"key_comparisons": c, "metadata_lookups": d},
+            }
+        pts.append(
+            Point(depth=d, times=times, counters=counters, ops={"value_ops": 3 * d, "derivative_ops": 9 * d})
+        )
+    kw.setdefault("chain", "mul")
+    kw.setdefault("backend", "engine")
+    kw.setdefault("profile", "v08")
+    return Series(mode=mode, points=pts, **kw)
+
+
+def eager_series(depths, per_call, *, call0=None, warm=1.0, **kw) -> Series:
+    """Eager points: steady backward counter = per_call(d); calls 2..5 cost warm * call 1."""
+    pts = []
+    for d in depths:
+        c = float(per_call(d))
+        c0 = float(call0(d)) if call0 else 3 * c
+        calls = [c0, c] + [c * warm] * 4
+        steady = float(np.median(calls[1:]))
+        pts.append(
+            Point(
+                depth=d,
+                times={
+                    "forward0": 1e-5 * d,
+                    "backward0": c0 * 1e-7,
+                    "forward": 1e-5 * d,
+                    "backward": steady * 1e-7,
+                },
+                counters={
+                    "forward0": {},
+                    "backward0": {"metadata_lookups": c0},
+                    "forward": {},
+                    "backward": {"metadata_lookups": steady},
+                },
+                extra={
+                    "backward_calls": [x * 1e-7 for x in calls],
+                    "backward_call_counters": [{"metadata_lookups": x} for x in calls],
+                    "cache": {"hits": 5, "misses": 1},
+                },
+            )
+        )
+    kw.setdefault("chain", "sin")
+    kw.setdefault("backend", "engine")
+    kw.setdefault("profile", "v08")
+    return Series(mode="eager", points=pts, **kw)
+
+
+def test_mul_chain_exponential_transform():
+    s = traced_series(range(1, 19), lambda d: 5 * 2**d + 30 * d, declared_reuse=2)
+    v = classify(s, predicted_base=2.0)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM
+    assert v.base == pytest.approx(2.0, abs=0.15)
+    assert v.predicted_base == 2.0
+    assert v.reuse_agrees is True
+    assert v.counter_fit.kind == "exponential" and v.time_fit.kind == "exponential"
+    text = "\n".join(v.evidence)
+    assert "x2.00 per layer over depths 16..18" in text
+    assert "declared reuse 2 vs measured base 2.00: agrees" in text
+    assert "key_comparisons" in text  # dominant counter share
+    assert "x2.0 per layer" in v.cause and "used 2 times" in v.cause
+    assert explain.STAGING in v.remedies and explain.FIXED_PROFILE in v.remedies
+    assert explain.TRACED not in v.remedies
+
+
+def test_cube_and_svd3_base_three_and_disagreeing_declared_reuse():
+    s = traced_series(range(1, 11), lambda d: 7 * 3**d + 20 * d, declared_reuse=2, chain="svd3")
+    v = classify(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM
+    assert v.base == pytest.approx(3.0, abs=0.15)
+    assert v.reuse_agrees is False
+    assert any("disagrees" in e for e in v.evidence)
+
+
+def test_fixed_profile_linear_no_remedies():
+    depths = [8, 16, 32, 64, 128, 256, 512]
+    s = traced_series(depths, lambda d: 40 + 6 * d, profile="fixed")
+    v = classify(s)
+    assert v.kind == model.LINEAR
+    assert v.exponent == pytest.approx(1.0, abs=0.05)
+    assert v.base is None and v.remedies == []
+    assert "linear" in v.cause
+
+
+def test_zero_counters_linear():
+    s = traced_series([1, 2, 3, 4, 5], lambda d: 0)
+    for p in s.points:  # nothing at all counted
+        p.counters = {"transform": {"key_comparisons": 0}, "drop": {}}
+    v = classify(s)
+    assert v.kind == model.LINEAR
+
+
+def test_time_only_backend_uses_wall_time():
+    rng = np.random.default_rng(7)
+    depths = [8, 16, 32, 64, 128, 256]
+    s = traced_series(
+        depths,
+        lambda d: 50 * d,
+        with_counters=False,
+        noise=np.exp(rng.normal(0, 0.05, 6)),
+        backend="jax",
+        profile=None,
+        mode="compile",
+    )
+    v = classify(s)
+    assert v.counter_fit is None and v.time_fit is not None
+    assert v.kind == model.LINEAR
+    assert v.metric.startswith("time: transform+drop+compile")
+    assert explain.FIXED_PROFILE not in v.remedies
+
+
+def test_compile_mode_exponential_is_transform():
+    s = traced_series(
+        range(1, 12), lambda d: 2**d, with_counters=False, backend="jax", profile=None, mode="compile"
+    )
+    v = classify(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM
+    assert v.base == pytest.approx(2.0, abs=0.2)
+
+
+def test_counter_time_disagreement_recorded():
+    # counters exponential, times flat (e.g. a noisy machine): counters decide, disagreement noted
+    s = traced_series(range(1, 12), lambda d: 2**d)
+    for p in s.points:
+        p.times["transform"], p.times["drop"] = 1e-3, 1e-3
+    v = classify(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM
+    assert any("disagrees with counters (exponential)" in e for e in v.evidence)
+
+
+def test_eager_superlinear_backward_not_amortized():
+    s = eager_series([50, 100, 200, 400], lambda d: 3 * d * d + 50 * d)
+    v = classify(s)
+    assert v.kind == model.SUPERLINEAR_BACKWARD
+    assert 1.7 <= v.exponent <= 2.1
+    assert v.halving_ratio >= 3
+    assert v.amortized is False
+    assert v.warm_to_call1 == pytest.approx(1.0)
+    text = "\n".join(v.evidence)
+    assert "below 1/3 when halved" in text
+    assert "not amortized" in text
+    assert explain.TRACED in v.remedies
+    assert "every eager backward" in v.cause
+
+
+def test_eager_warm_calls_cheaper_are_amortized():
+    s = eager_series([50, 100, 200, 400], lambda d: 3 * d * d, warm=0.1)
+    v = classify(s)
+    assert v.amortized is True
+    assert v.warm_to_call1 == pytest.approx(0.1)
+
+
+def test_eager_exponential_backward():
+    s = eager_series(range(1, 12), lambda d: 2**d + 10 * d)
+    v = classify(s)
+    assert v.kind == model.EXPONENTIAL_BACKWARD
+    assert v.base == pytest.approx(2.0, abs=0.15)
+
+
+def test_eager_only_call0_grows_is_transform():
+    s = eager_series(range(1, 12), lambda d: 100 + 4 * d, call0=lambda d: 3**d)
+    v = classify(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM
+    assert v.base == pytest.approx(3.0, abs=0.15)
+    assert v.call0_fit is not None and v.call0_fit.kind == "exponential"
+    assert any("only call 0 grows" in e for e in v.evidence)
+
+
+def test_inconclusive_two_points():
+    v = classify(traced_series([1, 2], lambda d: 2**d))
+    assert v.kind == model.INCONCLUSIVE
+
+
+def test_error_verdicts():
+    v = classify(Series(chain="x", backend="engine", profile="v08", mode="traced", error="ValueError: boom"))
+    assert v.kind == model.ERROR and "boom" in v.cause
+    v = classify(Series(chain="x", backend="engine", profile="v08", mode="traced"))
+    assert v.kind == model.ERROR
+    s = traced_series(range(1, 10), lambda d: 2**d)
+    s.error = "worker crashed at depth 10"
+    assert classify(s).kind == model.ERROR
+
+
+def test_censored_points_support_exponential():
+    s = traced_series(range(1, 8), lambda d: 4**d if d < 5 else 4**5)
+    s.points[-2].extra["censored"] = True
+    s.points[-1].extra["censored"] = True
+    s.stopped = "stopped after depth 5: transform cap"
+    v = classify(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM
+    assert v.counter_fit.censored_depths == [6, 7]
+    assert 6 not in v.counter_fit.depths
+    assert s.stopped in v.evidence
+
+
+def test_sweep_table_rows():
+    results = []
+    for k in (3, 1, 2):
+        s = traced_series(
+            range(1, 12), lambda d, k=k: k**d + 10 * d if k > 1 else 10 * d, params={"k": k}, chain="reuse"
+        )
+        results.append(Result(series=s, verdict=classify(s, predicted_base=float(k))))
+    results.append(
+        Result(series=traced_series(range(1, 6), lambda d: d), verdict=model.Verdict(kind="linear"))
+    )
+    rows = sweep_table(results)
+    assert [r["k"] for r in rows] == [1, 2, 3]
+    assert [r["verdict"] for r in rows] == [
+        model.LINEAR,
+        model.EXPONENTIAL_TRANSFORM,
+        model.EXPONENTIAL_TRANSFORM,
+    ]
+    assert rows[2]["base"] == pytest.approx(3.0, abs=0.15)
+    assert rows[1]["predicted_base"] == 2.0
+    assert all(r["agrees"] for r in rows)
