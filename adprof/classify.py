@@ -235,11 +235,20 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
     v.metric = primary.metric
     label = c_label if primary is counter_fit else t_label
     v.evidence.append(describe_fit(primary, label))
-    v.evidence.extend(f"{label}: {n}" for n in primary.notes)
+    if primary.kind != "inconclusive":  # (inconclusive lines already carry the notes)
+        v.evidence.extend(f"{label}: {n}" for n in primary.notes)
     halving = describe_halving(primary)
     if halving and primary.kind != "inconclusive":
         v.evidence.append(halving)
-    if primary.r2_exponential is not None and primary.r2_power is not None and primary.kind != "linear":
+    if (
+        primary.r2_exponential is not None
+        and primary.r2_power is not None
+        and primary.kind
+        in (
+            "exponential",
+            "superlinear",
+        )
+    ):
         v.evidence.append(
             f"log fits: exponential R² {primary.r2_exponential:.3f}, power R² {primary.r2_power:.3f}"
         )
