@@ -60,7 +60,11 @@ def _draw(ax: Any, result: Result) -> None:
         )
         return
     pos = [(d, v) for d, v in zip(fit.depths, fit.values, strict=True) if v > 0]
-    label = "counters" if fit.method == "marginal" else "seconds"
+    label = (
+        fit.metric.split(":")[0] if fit.metric else ("counters" if fit.method == "marginal" else "seconds")
+    )
+    if label == "time":
+        label = "seconds (" + fit.metric.split(":", 1)[1].strip() + ")"
     ax.set_ylabel(label)
     if pos:
         ax.plot([d for d, _ in pos], [v for _, v in pos], "o", color="C0", label="measured")
