@@ -76,8 +76,11 @@ class MetadataScope:
     __slots__ = ("keys", "on_close", "__weakref__")
 
     def __init__(self, items, on_close=None) -> None:
-        self.keys = register_metadata_batch(items)
         self.on_close = on_close
+        self.keys = []
+        for key, meta in items:  # tracked one by one: a failure midway still releases what it holds
+            register_metadata(key, meta)
+            self.keys.append(key)
 
     def close(self) -> None:
         """Deregister the batch now (idempotent); the time goes to ``drop_seconds``."""
