@@ -72,16 +72,23 @@ class TracedTensor(TensorBase):
 
     # -- recording ------------------------------------------------------------------------
     def _bind(self, prim: Primitive, args, params):
+        avals = []
+        keys = []
+        chain = None
         for a in args:
             if type(a) is not TracedTensor:
                 raise TypeError(f"{prim.name}: cannot mix a traced tensor with {type(a).__name__}")
-        out_avals = prim.shape_rule(*[a.aval for a in args], **params)
-        opkey = K.op_key(prim, tuple(params.values()), tuple(a.key for a in args))
-        chain = _merge_chains(args)
+            avals.append(a.aval)
+            keys.append(a.key)
+            if a.chain is not None:
+                chain = a.chain if chain is None else _merge(chain, a.chain)
+        out_avals = prim.shape_rule(*avals, **params)
+        opkey = K.op_key(prim, tuple(params.values()), tuple(keys))
         node = Node(prim, params, args, opkey)
-        outs = tuple(TracedTensor(K.value_key(opkey, i), aval, node, i, chain=chain)
+        if prim.nout == 1:
+            return TracedTensor(K.value_key(opkey, 0), out_avals[0], node, 0, chain=chain)
+        return tuple(TracedTensor(K.value_key(opkey, i), aval, node, i, chain=chain)
                      for i, aval in enumerate(out_avals))
-        return outs[0] if prim.nout == 1 else outs
 
     def _constant(self, array: np.ndarray) -> TracedTensor:
         return constant(array)
@@ -103,15 +110,6 @@ class TracedTensor(TensorBase):
         if self.data is not None:
             return self.data
         raise TransformError("a traced tensor has no value: compile and run it (engine.compile)")
-
-
-def _merge_chains(args):
-    """Checkpoint chains of the inputs merged for the output (see ``remedies``)."""
-    chain = None
-    for a in args:
-        if a.chain is not None:
-            chain = a.chain if chain is None else _merge(chain, a.chain)
-    return chain
 
 
 def chain_aliases(outputs) -> dict | None:

@@ -19,17 +19,27 @@ Equality is where the profiles differ:
 from __future__ import annotations
 
 import itertools
-import weakref
+from weakref import KeyedRef
 
 from . import profiles
 from .counters import COUNTERS, CounterBudgetExceeded
 
 _next_uid = itertools.count(1).__next__
 _interning = False
-# (primitive name, params, input uids) -> OpKey, and (op uid, slot) -> ValueKey; weak so that dead
-# graphs free their keys.
-_op_interner: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_value_interner: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# (primitive name, params, input uids) -> weak reference to the OpKey, and (op uid, slot) -> weak
+# reference to the ValueKey; weak so that dead graphs free their keys (the callback drops the entry).
+_op_interner: dict = {}
+_value_interner: dict = {}
+
+
+def _forget_op(ref) -> None:
+    if _op_interner.get(ref.key) is ref:
+        del _op_interner[ref.key]
+
+
+def _forget_value(ref) -> None:
+    if _value_interner.get(ref.key) is ref:
+        del _value_interner[ref.key]
 
 
 def _on_profile(name: str) -> None:
@@ -159,10 +169,11 @@ def op_key(prim, params: tuple, inputs: tuple) -> OpKey:
     """Make (``v08``) or find (``fixed``: hash-consed) the key of an operation."""
     if _interning:
         ident = (prim.name, params, tuple([k.uid for k in inputs]))
-        key = _op_interner.get(ident)
+        ref = _op_interner.get(ident)
+        key = None if ref is None else ref()
         if key is None:
             key = OpKey(prim, params, inputs)
-            _op_interner[ident] = key
+            _op_interner[ident] = KeyedRef(key, _forget_op, ident)
         return key
     return OpKey(prim, params, inputs)
 
@@ -171,10 +182,11 @@ def value_key(op: OpKey, slot: int) -> ValueKey:
     """Make (``v08``) or find (``fixed``) the key of output ``slot`` of ``op``."""
     if _interning:
         ident = (op.uid, slot)
-        key = _value_interner.get(ident)
+        ref = _value_interner.get(ident)
+        key = None if ref is None else ref()
         if key is None:
             key = ValueKey(op, slot)
-            _value_interner[ident] = key
+            _value_interner[ident] = KeyedRef(key, _forget_value, ident)
         return key
     return ValueKey(op, slot)
 

@@ -207,9 +207,15 @@ class ProgramBuilder:
 
     def bind(self, prim: Primitive, args, params):
         out_avals = prim.shape_rule(*[a.aval for a in args], **params)
+        avals = self.avals
+        if prim.nout == 1:
+            avals.append(out_avals[0])
+            out = Var(len(avals) - 1, out_avals[0], self)
+            self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), (out.idx,)))
+            return out
         outs = tuple(self._new(a) for a in out_avals)
-        self.eqns.append(Eqn(prim, params, tuple(a.idx for a in args), tuple(o.idx for o in outs)))
-        return outs[0] if prim.nout == 1 else outs
+        self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), tuple(o.idx for o in outs)))
+        return outs
 
     def build(self, outputs: list[Var], dce: bool = True) -> Program:
         """Freeze into a Program, dropping equations the outputs do not need, and renumbering."""
@@ -229,18 +235,24 @@ class ProgramBuilder:
         # renumber densely: inputs, bindings, then equation outputs in order
         remap: dict[int, int] = {}
         avals: list[Aval] = []
-
-        def fresh(v: int) -> int:
+        src = self.avals
+        for v in self.inputs:
             remap[v] = len(avals)
-            avals.append(self.avals[v])
-            return remap[v]
-
-        inputs = [fresh(v) for v in self.inputs]
-        new_bindings = [(fresh(v), a) for v, a in bindings]
+            avals.append(src[v])
+        inputs = [remap[v] for v in self.inputs]
+        new_bindings = []
+        for v, a in bindings:
+            remap[v] = len(avals)
+            avals.append(src[v])
+            new_bindings.append((remap[v], a))
         new_eqns = []
         for e in eqns:
-            ins = tuple(remap[i] for i in e.ins)
-            outs = tuple(fresh(o) for o in e.outs)
-            new_eqns.append(Eqn(e.prim, e.params, ins, outs))
+            ins = tuple([remap[i] for i in e.ins])
+            outs = []
+            for o in e.outs:
+                remap[o] = len(avals)
+                avals.append(src[o])
+                outs.append(remap[o])
+            new_eqns.append(Eqn(e.prim, e.params, ins, tuple(outs)))
         outputs_idx = [remap[v] for v in out_idx]
         return Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
