@@ -26,11 +26,18 @@ the surrogate ``<T_{n+1}, ct_{n+1}> + 2^-N 2^(N-n) ln c_n``.
 
 from __future__ import annotations
 
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+import engine
 from adprof.chain import chain
+from probes.onsager import energy_exact, lnz_exact
 
 __all__ = [
     "CHI",
@@ -41,6 +48,13 @@ __all__ = [
     "trg_lnz",
     "schedule",
     "trg",
+    "ConstantsAsInputs",
+    "WholeGraph",
+    "whole_graph_traced",
+    "whole_graph_eager",
+    "TRGStep",
+    "StagedTRG",
+    "main",
 ]
 
 CHI = 16
@@ -164,14 +178,292 @@ def trg(xp: Any, beta: Any, depth: int) -> Any:
     return trg_lnz(xp, beta, steps=depth, chi=CHI)
 
 
-if __name__ == "__main__":  # pragma: no cover - a quick numpy check, not the staged table
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import numpy_xp
+# ----------------------------------------------------------------------------------------------
+# On the engine: whole graph (traced, eager) and staged (traced, eager), seeds 002 and 004
 
-    from probes.onsager import lnz_exact
 
-    value = float(trg_lnz(numpy_xp, 0.30))
-    print(f"beta=0.30 lnZ/N={value:.15f} exact={lnz_exact(0.30):.15f} err={value - lnz_exact(0.30):+.3e}")
+class ConstantsAsInputs:
+    """An ``engine.numpy`` proxy whose ``asarray`` of numpy data makes placeholders, not constants.
+
+    The values are collected in :attr:`feeds` (fed after beta when the program runs). The engine's
+    derivative-trace rebuild gives every bound constant a fresh leaf key, so in the ``v08`` profile
+    nothing downstream of a constant collides with the source keys and the whole-graph blowup of
+    seed 001 never shows; with the constants as placeholders the rebuilt keys equal the source
+    keys structurally, as they do in tenferro.
+    """
+
+    def __init__(self) -> None:
+        self.inputs: list[Any] = []
+        self.feeds: list[np.ndarray] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(engine.numpy, name)
+
+    def asarray(self, obj: Any, dtype: Any = None) -> Any:
+        if isinstance(obj, engine.ops.TensorBase):
+            return obj
+        value = np.asarray(obj, dtype=np.float64 if dtype is None else dtype)
+        placeholder = engine.input(value.shape, value.dtype)
+        self.inputs.append(placeholder)
+        self.feeds.append(value)
+        return placeholder
+
+
+@dataclass
+class WholeGraph:
+    """Whole-graph traced TRG: lnZ/N and its beta-derivative as one compiled program."""
+
+    steps: int
+    program: Any  # engine.Program with outputs [lnZ/N, d lnZ/N / d beta]
+    grad_counters: Any  # engine.counters Snapshot of the engine.grad call
+    grad_seconds: float
+    feeds: list[np.ndarray] = field(default_factory=list)
+    _run: Any = None
+
+    def __call__(self, beta: float) -> tuple[float, float]:
+        """``(lnZ/N, d lnZ/N / d beta)`` at ``beta``."""
+        if self._run is None:
+            self._run = self.program.prepare()
+        value, grad = self._run(np.asarray(float(beta)), *self.feeds)
+        return float(value), float(grad)
+
+
+def whole_graph_traced(steps: int, chi: int = CHI, constants_as_inputs: bool = False) -> WholeGraph:
+    """Record TRG with ``steps`` steps as one graph, ``engine.grad`` it (counted) and compile.
+
+    ``constants_as_inputs`` records the numpy constants as placeholders (see
+    :class:`ConstantsAsInputs`); the numbers do not change.
+    """
+    xp: Any = ConstantsAsInputs() if constants_as_inputs else engine.numpy
+    beta = engine.input(())
+    y = trg_lnz(xp, beta, steps=steps, chi=chi)
+    start = time.perf_counter()
+    with engine.counters.measure() as snap:
+        g = engine.grad(y, beta)
+    seconds = time.perf_counter() - start
+    extra = xp.inputs if constants_as_inputs else []
+    program = engine.compile([y, g], inputs=[beta, *extra])
+    return WholeGraph(steps, program, snap, seconds, list(xp.feeds) if constants_as_inputs else [])
+
+
+def whole_graph_eager(beta: float, steps: int, chi: int = CHI,
+                      runtime: engine.EagerRuntime | None = None) -> tuple[float, float]:
+    """Whole-graph eager TRG: one session, one ``backward``; ``(lnZ/N, d lnZ/N / d beta)``."""
+    rt = engine.EagerRuntime() if runtime is None else runtime
+    b = rt.variable(np.asarray(float(beta)))
+    with rt.session():
+        y = trg_lnz(engine.numpy, b, steps=steps, chi=chi)
+    value = float(y)
+    y.backward()
+    return value, float(b.grad)
+
+
+class TRGStep:
+    """One TRG step with bond dimension ``k`` as an ``engine.Staged`` stage: ``(T_next, ln c)``.
+
+    Stages with the same ``k`` share ``stage_key``, so they share programs per input shape.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = int(k)
+        self.stage_key = ("trg_step", self.k)
+
+    def __call__(self, xp: Any, t: Any) -> tuple[Any, Any]:
+        return trg_step(xp, t, self.k)
+
+    def __repr__(self) -> str:
+        return f"TRGStep(k={self.k})"
+
+
+def _initial_stage(xp: Any, beta: Any) -> Any:
+    """Stage 0: beta (0-d) -> T0 (no extra term)."""
+    return initial_tensor(xp, beta)
+
+
+class StagedTRG:
+    """TRG as ``engine.Staged``: stage 0 maps beta to T0, stage n is step n (one stage object per
+    distinct k), extras ``ln c_n`` weighted ``c_n = 2^(N-n) 2^-N``, final ``2^-N ln tr T_N``.
+
+    The objective is lnZ/N; its gradient is d lnZ/N / d beta, and u = -gradient.
+    """
+
+    def __init__(self, steps: int = STEPS, chi: int = CHI) -> None:
+        self.steps, self.chi = steps, chi
+        self.ks = schedule(steps, chi)
+        by_k: dict[int, TRGStep] = {}
+        step_stages = [by_k.setdefault(k, TRGStep(k)) for k in self.ks]
+        scale = 2.0**-steps
+        weights = [0.0] + [2.0 ** (steps - n) * scale for n in range(1, steps + 1)]
+        self.staged = engine.Staged([_initial_stage, *step_stages], self._final, weights)
+
+    def _final(self, xp: Any, t: Any) -> Any:
+        return final_log_trace(xp, t) * 2.0**-self.steps
+
+    def step_shapes(self) -> list[tuple[int, int]]:
+        """Distinct step shapes (D, k), in order of first use."""
+        shapes: list[tuple[int, int]] = []
+        d = 2
+        for k in self.ks:
+            if (d, k) not in shapes:
+                shapes.append((d, k))
+            d = k
+        return shapes
+
+    def _input_shapes(self) -> list[tuple[int, ...]]:
+        return [()] + [(d,) * 4 for d in [2, *self.ks[:-1]]]
+
+    def build(self) -> float:
+        """Build (transform, compile, prepare) every traced program now; return the seconds taken."""
+        start = time.perf_counter()
+        for stage, shape in zip(self.staged.stages, self._input_shapes(), strict=True):
+            self.staged._stage_programs(stage, shape, np.float64)
+        last = self.ks[-1] if self.ks else 2
+        self.staged._final_programs((last,) * 4, np.float64)
+        return time.perf_counter() - start
+
+    def programs(self) -> list[tuple[str, int, int]]:
+        """(label, forward ops, backward ops) per traced stage program built so far."""
+        rows = []
+        for key, shape, fwd, bwd in self.staged.program_summary():
+            label = "initial beta -> T0" if key is _initial_stage else f"step (d, k) = ({shape[0]}, {key[1]})"
+            rows.append((label, fwd, bwd))
+        return rows
+
+    def value_and_grad(self, beta: float, mode: str = "traced",
+                       runtime: engine.EagerRuntime | None = None) -> tuple[float, float]:
+        """``(lnZ/N, d lnZ/N / d beta)``, staged ``mode`` "traced" or "eager"."""
+        value, grad = self.staged.value_and_grad(np.asarray(float(beta)), mode=mode, runtime=runtime)
+        return float(value), float(grad)
+
+    def value(self, beta: float, mode: str = "traced", runtime: engine.EagerRuntime | None = None) -> float:
+        """lnZ/N only: traced runs the forward programs; eager computes stage by stage, no backward."""
+        if mode == "traced":
+            return float(self.staged.value(np.asarray(float(beta))))
+        if mode != "eager":
+            raise ValueError(f"mode must be 'traced' or 'eager', got {mode!r}")
+        rt = engine.EagerRuntime() if runtime is None else runtime
+        t = np.asarray(float(beta))
+        total = 0.0
+        for stage, w in zip(self.staged.stages, self.staged.weights, strict=True):
+            with rt.session():
+                out = stage(engine.numpy, rt.constant(t))
+            t_next, extra = out if isinstance(out, tuple) else (out, None)
+            if extra is not None:
+                total += w * float(extra)
+            t = t_next.numpy()
+        with rt.session():
+            fin = self._final(engine.numpy, rt.constant(t))
+        return total + float(fin)
+
+
+# ----------------------------------------------------------------------------------------------
+# python -m probes.trg: seed 004's table for both staged variants
+
+DEFAULT_BETAS = (0.30, 0.40, 0.44, 0.50, 0.60)
+FD_STEP = 1e-5
+
+
+@dataclass
+class Row:
+    """One beta of the table."""
+
+    beta: float
+    lnz: float
+    grad: float
+    fd: float
+    value_seconds: float
+    value_grad_seconds: float
+
+    @property
+    def u(self) -> float:
+        return -self.grad
+
+
+def table_rows(staged: StagedTRG, mode: str, betas: Sequence[float],
+               runtime: engine.EagerRuntime | None = None, h: float = FD_STEP) -> list[Row]:
+    """Value, value+gradient (timed) and a central difference of the value, per beta."""
+    rows = []
+    for beta in betas:
+        start = time.perf_counter()
+        value = staged.value(beta, mode, runtime)
+        t_value = time.perf_counter() - start
+        start = time.perf_counter()
+        lnz, grad = staged.value_and_grad(beta, mode, runtime)
+        t_grad = time.perf_counter() - start
+        fd = (staged.value(beta + h, mode, runtime) - staged.value(beta - h, mode, runtime)) / (2 * h)
+        if value != lnz:
+            print(f"  note: beta={beta:.2f} value-only {value!r} differs from value_and_grad {lnz!r}")
+        rows.append(Row(beta, lnz, grad, fd, t_value, t_grad))
+    return rows
+
+
+def format_rows(rows: list[Row]) -> list[str]:
+    """Per-beta detail lines and the summary table (errors against Onsager)."""
+    lines = []
+    for r in rows:
+        lz, ue = lnz_exact(r.beta), energy_exact(r.beta)
+        lines.append(f"beta={r.beta:.2f} lnZ/N={r.lnz:#.17g} exact={lz:#.17g} err={r.lnz - lz:+.3e}")
+        lines.append(f"  u={r.u:#.17g} exact={ue:#.17g} err={r.u - ue:+.3e} | grad={r.grad:#.17g} "
+                     f"fd={r.fd:#.17g} |grad-fd|={abs(r.grad - r.fd):.1e}")
+    lines.append(f"{'beta':>5} {'lnZ/N err':>11} {'u err':>11} {'|grad-fd|':>10} {'value ms':>9} "
+                 f"{'value+grad ms':>14}")
+    for r in rows:
+        lines.append(f"{r.beta:5.2f} {r.lnz - lnz_exact(r.beta):+11.3e} {r.u - energy_exact(r.beta):+11.3e} "
+                     f"{abs(r.grad - r.fd):10.1e} {1e3 * r.value_seconds:9.1f} "
+                     f"{1e3 * r.value_grad_seconds:14.1f}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print seed 004's table for staged traced and staged eager TRG on the engine."""
+    parser = argparse.ArgumentParser(prog="python -m probes.trg", description=main.__doc__)
+    parser.add_argument("--steps", type=int, default=STEPS, help="RG steps (default %(default)s)")
+    parser.add_argument("--chi", type=int, default=CHI, help="bond dimension cap (default %(default)s)")
+    parser.add_argument("--betas", type=lambda s: [float(b) for b in s.split(",") if b.strip()],
+                        default=list(DEFAULT_BETAS), help="comma-separated couplings (default 0.30,0.40,...)")
+    parser.add_argument("--profile", choices=engine.profiles.PROFILES, default="fixed",
+                        help="engine cost profile (default %(default)s)")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or any(b <= 0 for b in args.betas):
+        parser.error("need --steps >= 1 and positive betas")
+    with engine.profile(args.profile):
+        _report(args.steps, args.chi, args.betas, args.profile)
+    return 0
+
+
+def _report(steps: int, chi: int, betas: list[float], profile: str) -> None:
+    total_start = time.perf_counter()
+    ks = schedule(steps, chi)
+    # traced: build once, then every beta reuses the programs
+    staged = StagedTRG(steps, chi)
+    print(f"staged traced: engine profile={profile} chi={chi} steps={steps} ks={ks}")
+    with engine.counters.measure() as snap:
+        build = staged.build()
+    progs = staged.programs()
+    total_ops = sum(f + b for _, f, b in progs)
+    print(f"build (grad+compile+prepare) all programs {1e3 * build:.1f} ms "
+          f"({len(staged.step_shapes())} step shapes, {total_ops} ops in stage programs; "
+          f"key comparisons {snap.key_comparisons}, metadata lookups {snap.metadata_lookups})")
+    for label, fwd, bwd in progs:
+        print(f"  {label}: fwd+ln-norm {fwd} ops, bwd {bwd} ops")
+    for line in format_rows(table_rows(staged, "traced", betas)):
+        print(line)
+    # eager: one runtime, its derivative cache shared by all betas
+    print()
+    print(f"staged eager: engine profile={profile} chi={chi} steps={steps} ks={ks}")
+    rt = engine.EagerRuntime()
+    eager = StagedTRG(steps, chi)
+    start = time.perf_counter()
+    eager.value_and_grad(betas[0], "eager", rt)
+    print(f"first call (value+grad, fills the cache) {1e3 * (time.perf_counter() - start):.1f} ms; "
+          f"cache {rt.cache_stats()}")
+    rows = table_rows(eager, "eager", betas, rt)
+    for line in format_rows(rows):
+        print(line)
+    print(f"cache: {rt.cache_stats()}")
+    print(f"total {time.perf_counter() - total_start:.1f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
