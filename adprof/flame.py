@@ -54,6 +54,7 @@ PHASE_TABLE: tuple[tuple[str, str, str], ...] = (
     ("setup", "make_iteration", "flame_worker.py"),
     ("setup", "load_chains", "chain.py"),
     ("setup", "_find_and_load", "<frozen importlib._bootstrap>"),
+    ("setup", "_get_module_details", "<frozen runpy>"),
     # structural key comparison (seed 001: computegraph's ValueKey::eq)
     ("key equality", "structural_key_eq", "keys.py"),
     ("key equality", "__eq__", "keys.py"),
@@ -647,9 +648,10 @@ def _run(args: argparse.Namespace) -> int:
     run = sample_probe(worker_target, args.mode, args.depth, args.profile, args.seconds, args.rate, py_spy)
     summary = attribute(run.stacks)
     st = run.status
+    done = (f"{st.get('iterations', 0)} iterations in {st.get('seconds', 0.0):.2f} s of looping"
+            if st.get("state") == "done" else f"stopped during iteration {st.get('iterations', 0) + 1}")
     summary.title = (f"adprof flame {args.target} ({args.mode}, depth {args.depth}, profile {args.profile}): "
-                     f"{st.get('iterations', 0)} iterations in {st.get('seconds', 0.0):.2f} s "
-                     f"of looping, sampled at {args.rate} Hz")
+                     f"{done}, sampled at {args.rate} Hz")
     if run.status.get("state") == "running":
         summary.notes.append(
             f"note: py-spy's {run.seconds_cap} s cap stopped the worker during iteration "
