@@ -1,0 +1,281 @@
+"""The reference engine backend: measure one point (one depth) of one chain in one mode.
+
+Traced mode (``measure_traced``): record the chain on a placeholder, ``engine.grad``, compile and
+prepare the derivative program, run it, then drop the derivative graph; each phase is timed with
+the garbage collector collected before and disabled during it, and gets its own counter deltas.
+
+Eager mode (``measure_eager``): ``calls`` forward+backward calls on fresh variables of one
+``EagerRuntime`` (call 0 misses the prepared-derivative cache, the others hit it).
+
+Failures raise :class:`PointFailure` with a ``kind``: ``"chain"`` (the chain or the engine raised
+on it), ``"output"`` (not a scalar tensor, or not finite), ``"budget"`` (the key-comparison budget
+ran out: a censored point) or ``"resource"`` (RecursionError, MemoryError). The partial point
+(completed phases) travels with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import math
+import statistics
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import engine
+from adprof.chain import Chain
+from adprof.model import Point
+from engine import counters
+
+PROFILES: tuple[str, ...] = ("v08", "fixed")
+MODES: tuple[str, ...] = ("traced", "eager")
+DEFAULT_CALLS = 6
+DEFAULT_COUNTER_BUDGET = 50_000_000
+RUN_REPEATS = 3
+
+PhaseCallback = Callable[[str, int | None], None]
+
+
+class PointFailure(Exception):
+    """A point could not be measured; ``kind`` says why, ``point`` holds what was measured."""
+
+    def __init__(self, kind: str, message: str, phase: str | None = None, point: Point | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.phase = phase
+        self.point = point
+
+
+def _no_phase(name: str, call: int | None) -> None:  # default callback
+    return None
+
+
+def _where(exc: BaseException, chain: Chain) -> str:
+    """' (file.py line N)' for the deepest traceback frame in the chain's file, else ''."""
+    code = getattr(getattr(chain.fn, "__wrapped__", chain.fn), "__code__", None)
+    files = {f for f in (chain.source, code.co_filename if code else None) if f}
+    resolved = {str(Path(f).resolve()) for f in files}
+    line = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        if fr.filename in files or str(Path(fr.filename).resolve()) in resolved:
+            line = (Path(fr.filename).name, fr.lineno)
+    return f" ({line[0]} line {line[1]})" if line else ""
+
+
+def describe_exception(exc: BaseException, chain: Chain) -> str:
+    """``Type: first message line (file line N)``: one line."""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    head = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    if len(head) > 200:
+        head = head[:197] + "..."
+    return head + _where(exc, chain)
+
+
+def _classify_exception(exc: BaseException) -> str:
+    if isinstance(exc, counters.CounterBudgetExceeded):
+        return "budget"
+    if isinstance(exc, RecursionError | MemoryError):
+        return "resource"
+    return "chain"
+
+
+@contextlib.contextmanager
+def _phase(pt: Point, name: str, on_phase: PhaseCallback, call: int | None = None,
+           store: bool = True) -> Iterator[dict[str, Any]]:
+    """Time one phase: gc.collect() first, gc disabled inside; counters per phase.
+
+    Yields a dict that receives ``seconds`` and ``counters`` when the block ends (also on error,
+    so that a failing phase still leaves its partial cost); stored in ``pt`` when ``store``.
+    """
+    gc.collect()
+    on_phase(name, call)
+    out: dict[str, Any] = {}
+    gc.disable()
+    t0 = time.perf_counter()
+    try:
+        with counters.measure() as m:
+            yield out
+    finally:
+        t1 = time.perf_counter()
+        gc.enable()
+        out["seconds"] = t1 - t0
+        out["counters"] = m.as_dict()
+        if store:
+            pt.times[name] = out["seconds"]
+            pt.counters[name] = out["counters"]
+
+
+def _fail(exc: BaseException, chain: Chain, depth: int, phase: str, pt: Point) -> PointFailure:
+    kind = _classify_exception(exc)
+    msg = describe_exception(exc, chain)
+    if kind == "chain":
+        where = "recording the chain" if phase in ("record", "forward", "forward0") else phase
+        msg = f"depth {depth} ({where}): {msg}"
+    return PointFailure(kind, msg, phase, pt)
+
+
+def _check_traced_output(y: Any, depth: int) -> None:
+    if not isinstance(y, engine.TracedTensor):
+        raise PointFailure("output", f"depth {depth}: the chain returned {type(y).__name__}, "
+                           "not a tensor (build the result with xp operations on x)")
+    if tuple(y.shape) != ():
+        raise PointFailure("output", f"depth {depth}: the chain's output is not a scalar "
+                           f"(shape {tuple(y.shape)}); reduce it, e.g. with xp.sum")
+    if y.dtype.kind != "f":
+        raise PointFailure("output", f"depth {depth}: the chain's output has dtype {y.dtype.name}, "
+                           "expected floating point")
+
+
+def _check_finite(value: float, depth: int) -> None:
+    if not math.isfinite(value):
+        raise PointFailure("output", f"depth {depth}: the chain's output is {value} (not finite)")
+
+
+def measure_traced(chain: Chain, depth: int, profile: str, *, on_phase: PhaseCallback = _no_phase,
+                   counter_budget: int | None = DEFAULT_COUNTER_BUDGET) -> Point:
+    """Record, transform, compile+prepare, run and drop at one depth (see the module docstring)."""
+    a = chain.make_input()
+    xp = engine.numpy
+    pt = Point(depth=depth)
+    phase = "record"
+    with engine.profile(profile), counters.budget(counter_budget):
+        try:
+            with _phase(pt, "record", on_phase):
+                x = engine.input(a.shape, a.dtype)
+                y = chain(xp, x, depth)
+            _check_traced_output(y, depth)
+            pt.ops["value_ops"] = engine.value_op_count([y])
+            phase = "check"
+            value = np.asarray(engine.compile(y, inputs=[x]).prepare()(a)[0])
+            _check_finite(float(value), depth)
+            pt.extra["value"] = float(value)
+            phase = "transform"
+            with _phase(pt, "transform", on_phase):
+                g = engine.grad(y, x)
+            pt.ops["derivative_ops"] = engine.value_op_count([g])
+            phase = "compile"
+            with _phase(pt, "compile", on_phase):
+                prog = engine.compile(g, inputs=[x])
+                run = prog.prepare()
+            pt.ops["program_ops"] = prog.op_count
+            phase = "run"
+            grads = run(a)  # warm-up, untimed
+            pt.extra["finite_gradient"] = bool(np.all(np.isfinite(np.asarray(grads[0]))))
+            samples = []
+            for _ in range(RUN_REPEATS):
+                with _phase(pt, "run", on_phase, store=False) as r:
+                    run(a)
+                samples.append(r)
+            best = sorted(samples, key=lambda s: s["seconds"])[len(samples) // 2]
+            pt.times["run"], pt.counters["run"] = best["seconds"], best["counters"]
+            phase = "drop"
+            with _phase(pt, "drop", on_phase):
+                before = counters.COUNTERS.derivative_traces_dropped
+                del g  # deregistration happens on drop
+                if counters.COUNTERS.derivative_traces_dropped == before:
+                    gc.collect()  # a reference cycle held it: collect (still inside the drop phase)
+            del y, x, prog, run
+        except PointFailure as f:
+            f.point = pt
+            raise
+        except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+            raise _fail(exc, chain, depth, phase, pt) from None
+    return pt
+
+
+def measure_eager(chain: Chain, depth: int, profile: str, *, calls: int = DEFAULT_CALLS,
+                  on_phase: PhaseCallback = _no_phase,
+                  counter_budget: int | None = DEFAULT_COUNTER_BUDGET) -> Point:
+    """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth."""
+    calls = max(2, int(calls))
+    a = chain.make_input()
+    xp = engine.numpy
+    pt = Point(depth=depth)
+    fwd: list[dict[str, Any]] = []
+    bwd: list[dict[str, Any]] = []
+    phase = "forward0"
+    with engine.profile(profile), counters.budget(counter_budget):
+        rt = engine.EagerRuntime()
+        try:
+            for i in range(calls):
+                x = rt.variable(a)
+                phase = "forward0" if i == 0 else "forward"
+                with _phase(pt, phase, on_phase, i, store=False) as f:
+                    with rt.session():
+                        loss = chain(xp, x, depth)
+                fwd.append(f)
+                if i == 0:
+                    pt.times["forward0"], pt.counters["forward0"] = f["seconds"], f["counters"]
+                    if not isinstance(loss, engine.EagerTensor):
+                        raise PointFailure("output", f"depth {depth}: the chain returned "
+                                           f"{type(loss).__name__}, not a tensor (use xp operations on x)")
+                    if tuple(loss.shape) != ():
+                        raise PointFailure("output", f"depth {depth}: the chain's output is not a scalar "
+                                           f"(shape {tuple(loss.shape)}); reduce it, e.g. with xp.sum")
+                    value = float(loss.item())
+                    _check_finite(value, depth)
+                    pt.extra["value"] = value
+                phase = "backward0" if i == 0 else "backward"
+                with _phase(pt, phase, on_phase, i, store=False) as b:
+                    loss.backward()
+                bwd.append(b)
+                if i == 0:
+                    pt.times["backward0"], pt.counters["backward0"] = b["seconds"], b["counters"]
+                    gx = x.grad
+                    pt.extra["finite_gradient"] = bool(gx is not None and np.all(np.isfinite(np.asarray(gx))))
+                del loss, x
+        except PointFailure as f:
+            f.point = _eager_summary(pt, fwd, bwd, rt)
+            raise
+        except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014
+            raise _fail(exc, chain, depth, phase, _eager_summary(pt, fwd, bwd, rt)) from None
+    return _eager_summary(pt, fwd, bwd, rt)
+
+
+def _eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]],
+                   rt: engine.EagerRuntime) -> Point:
+    """Fill steady (median of calls 1..K-1) times and counters, per-call lists and cache stats."""
+    warm_b = bwd[1:]
+    warm_f = fwd[1:]
+    if warm_b:
+        med = statistics.median(b["seconds"] for b in warm_b)
+        i = min(range(len(warm_b)), key=lambda j: abs(warm_b[j]["seconds"] - med))
+        pt.times["backward"] = med
+        pt.counters["backward"] = warm_b[i]["counters"]
+    if warm_f:
+        med = statistics.median(f["seconds"] for f in warm_f)
+        i = min(range(len(warm_f)), key=lambda j: abs(warm_f[j]["seconds"] - med))
+        pt.times["forward"] = med
+        pt.counters["forward"] = warm_f[i]["counters"]
+    pt.extra["calls"] = len(bwd)
+    pt.extra["backward_calls"] = [b["seconds"] for b in bwd]
+    pt.extra["backward_call_counters"] = [b["counters"] for b in bwd]
+    pt.extra["forward_calls"] = [f["seconds"] for f in fwd]
+    pt.extra["cache"] = dataclasses.asdict(rt.cache_stats())
+    return pt
+
+
+def measure_point(chain: Chain, mode: str, depth: int, profile: str | None, *,
+                  calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = _no_phase,
+                  counter_budget: int | None = DEFAULT_COUNTER_BUDGET) -> Point:
+    """Measure one point; ``mode`` is ``traced`` or ``eager``, ``profile`` ``v08`` or ``fixed``."""
+    profile = profile or "fixed"
+    if profile not in PROFILES:
+        raise ValueError(f"unknown engine profile {profile!r}; known: {', '.join(PROFILES)}")
+    if mode == "traced":
+        return measure_traced(chain, depth, profile, on_phase=on_phase, counter_budget=counter_budget)
+    if mode == "eager":
+        return measure_eager(chain, depth, profile, calls=calls, on_phase=on_phase,
+                             counter_budget=counter_budget)
+    raise ValueError(f"unknown mode {mode!r} for the engine backend; known: {', '.join(MODES)}")
+
+
+__all__ = ["MODES", "PROFILES", "PointFailure", "describe_exception", "measure_eager", "measure_point",
+           "measure_traced"]

@@ -1,0 +1,123 @@
+"""Structure analysis: predict a chain's per-layer blowup base from its recorded graph, without a transform.
+
+A transform (or a structural key comparison) that walks the key DAG without a memo visits every
+root-to-leaf path, i.e. the DAG unfolded as a tree. ``engine.keys.tree_size(y.key)`` counts that
+tree in linear time. Recording the chain at a few small consecutive depths gives tree sizes
+``T(d)``; the marginal ratio ``(T(d) - T(d-1)) / (T(d-1) - T(d-2))`` tends to the number of uses of
+the previous layer's value per layer (the use matrix's spectral radius): 2 for ``y*y``, 3 for
+``y*y*y`` or ``u*s + vt`` of one SVD, 1 for a chain without reuse. A predicted base above
+:data:`RISK_BASE` flags the chain as at risk of an exponential transform before any timing.
+
+:func:`analyze` records the chain (it runs user code: the CLI calls it in the worker process);
+:func:`predict_base` is the pure part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from adprof.chain import Chain
+
+RISK_BASE = 1.15
+DEFAULT_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+
+
+@dataclass
+class Structure:
+    """Forward-graph structure of one chain at small depths."""
+
+    chain: str
+    depths: list[int] = field(default_factory=list)
+    value_ops: list[int] = field(default_factory=list)
+    tree_sizes: list[int] = field(default_factory=list)  # key DAG unfolded as a tree (paths)
+    ratios: list[float] = field(default_factory=list)  # marginal tree-size ratio at depths[2:]
+    predicted_base: float | None = None
+    uses_per_layer: float | None = None  # predicted base rounded when it is close to an integer
+    ops_per_layer: float | None = None
+    at_risk: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Structure:
+        names = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def summary(self) -> str:
+        """One line for the report."""
+        if self.predicted_base is None:
+            why = self.error or "too few depths"
+            return f"structure of {self.chain}: no predicted base ({why})"
+        n = self.uses_per_layer
+        uses = (f"{n:g} use{'' if n == 1 else 's'}" if n is not None
+                else f"{self.predicted_base:.2f} effective uses")
+        ops = f", {self.ops_per_layer:g} ops per layer" if self.ops_per_layer is not None else ""
+        risk = (f": AT RISK (predicted base {self.predicted_base:.2f} > {RISK_BASE})" if self.at_risk
+                else f": no reuse blowup predicted (base {self.predicted_base:.2f})")
+        return (f"structure of {self.chain}: {uses} of the previous value per layer{ops}, "
+                f"tree size {self.tree_sizes[-1]:,} at depth {self.depths[-1]}{risk}")
+
+
+def predict_base(depths: Sequence[int], tree_sizes: Sequence[float]) -> tuple[float | None, list[float]]:
+    """Predicted per-layer base (last marginal ratio over consecutive depths) and all the ratios."""
+    ratios: list[float] = []
+    for i in range(2, len(depths)):
+        d0, d1, d2 = depths[i - 2], depths[i - 1], depths[i]
+        if d1 - d0 != 1 or d2 - d1 != 1:
+            continue
+        m1 = tree_sizes[i - 1] - tree_sizes[i - 2]
+        m2 = tree_sizes[i] - tree_sizes[i - 1]
+        if m1 > 0 and m2 > 0:
+            ratios.append(m2 / m1)
+    return (ratios[-1] if ratios else None), ratios
+
+
+def _rounded(base: float) -> float:
+    r = round(base)
+    return float(r) if abs(base - r) <= 0.02 else round(base, 2)
+
+
+def analyze(chain: Chain, depths: Sequence[int] = DEFAULT_DEPTHS,
+            on_depth: Callable[[int], None] | None = None) -> Structure:
+    """Record ``chain`` (traced, engine ``fixed`` profile) at ``depths`` and predict its base.
+
+    Errors while recording stop the analysis; the message is kept in ``error`` and what was
+    recorded before still counts.
+    """
+    import engine
+    from engine.keys import tree_size
+
+    st = Structure(chain=chain.name)
+    a = chain.make_input()
+    with engine.profile("fixed"):
+        for d in depths:
+            if on_depth is not None:
+                on_depth(d)
+            try:
+                x = engine.input(a.shape, a.dtype)
+                y = chain(engine.numpy, x, d)
+                if not isinstance(y, engine.TracedTensor):
+                    raise TypeError(f"the chain returned {type(y).__name__}, not a tensor")
+                st.tree_sizes.append(int(tree_size(y.key)))
+                st.value_ops.append(int(engine.value_op_count([y])))
+                st.depths.append(int(d))
+                del x, y
+            except (Exception, RecursionError) as exc:  # noqa: B014
+                msg = str(exc).splitlines()[0] if str(exc) else ""
+                st.error = f"depth {d}: {type(exc).__name__}: {msg}".rstrip(": ")
+                break
+    base, st.ratios = predict_base(st.depths, st.tree_sizes)
+    if base is not None:
+        st.predicted_base = float(base)
+        st.uses_per_layer = _rounded(base)
+        st.at_risk = base > RISK_BASE
+    if len(st.depths) >= 2 and st.depths[-1] - st.depths[-2] == 1:
+        st.ops_per_layer = float(st.value_ops[-1] - st.value_ops[-2])
+    return st
+
+
+__all__ = ["DEFAULT_DEPTHS", "RISK_BASE", "Structure", "analyze", "predict_base"]
