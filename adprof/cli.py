@@ -216,7 +216,7 @@ def _load_targets(targets: Sequence[str], timeout: float) -> list[dict[str, Any]
     try:
         for target in targets:
             path, name = parse_target(target)
-            file = str(path.resolve()) if path.exists() else str(path)
+            file = str(path)
             for m in list_chains(file, [name] if name else None, worker, timeout):
                 m["file"] = file
                 metas.append(m)
@@ -378,8 +378,8 @@ def _config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
         raise UsageError("--calls must be at least 2 (call 0 and one warm call)")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, jobs=args.jobs,
-                         started=args.started, **kw)
+    kw.setdefault("jobs", args.jobs)
+    return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 
 def _backends(value: str) -> list[str]:
@@ -397,6 +397,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     out, err = _consoles(args)
     backends = _backends(args.backend)
     cfg = _config(args, depths=args.depths, structure=not args.no_structure)
+    _plan([], backends, args.profile, args.mode, [])  # validate the options before loading anything
     metas = _load_targets(args.targets, max(10.0, cfg.timeout * 2))
     notes: list[str] = []
     specs = _plan(metas, backends, args.profile, args.mode, notes)
@@ -470,7 +471,8 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     d = args.depth or max(meta.get("depths") or [8])
     if d < 4:
         raise UsageError(f"--depth must be at least 4 (got {d})")
-    depths = tuple(sorted({max(1, round(d / 4)), max(1, round(d / 2)), d}))
+    # d/8 too: four depths give the growth fit its minimum; the table shows d, d/2, d/4
+    depths = tuple(sorted({max(1, round(d / 8)), max(1, round(d / 4)), max(1, round(d / 2)), d}))
     cfg = _config(args, depths=depths, jobs=1, structure=False)
     report = _single(args, argv, cfg, meta, err)
     from adprof.render import render_halving

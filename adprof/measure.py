@@ -50,7 +50,8 @@ FAST_RATIO = 1.15
 MIN_CALLS = 3
 RUN_REPEATS = 3  # steady runs per traced point (plus one warm-up)
 STRUCTURE_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
-LOAD_TIMEOUT = 30.0
+LOAD_TIMEOUT = 30.0  # importing a chain file
+STARTUP_TIMEOUT = 60.0  # a worker importing numpy, scipy and the engine
 
 _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -122,7 +123,8 @@ class Worker:
         self._buf = b""
         self._err: Any = None
 
-    def start(self) -> None:
+    def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Spawn the worker and wait for its ``ready`` line (imports done)."""
         self._err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "adprof.worker"],
@@ -132,6 +134,17 @@ class Worker:
             env=worker_env(),
         )
         self._buf = b""
+        try:
+            line = self._readline(time.monotonic() + timeout)
+        except EOFError:
+            code = self.proc.wait()
+            tail = self.stderr_tail()
+            self.kill()
+            msg = f"worker failed to start (exit code {code})" + (f": {tail}" if tail else "")
+            raise WorkerCrashed(msg) from None
+        if line is None:
+            self.kill()
+            raise WorkerCrashed(f"worker did not start within {timeout:g} s")
 
     @property
     def alive(self) -> bool:
@@ -205,10 +218,12 @@ class Worker:
         timeout: float,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         hard_deadline: float | None = None,
+        first_timeout: float | None = LOAD_TIMEOUT,
     ) -> dict[str, Any]:
         """Send ``msg``; return the final answer. ``timeout`` restarts at every event line.
 
-        Raises :class:`WorkerTimeout` (worker killed) or :class:`WorkerCrashed`.
+        Until the first event (the worker loading the chain file) ``first_timeout`` applies, if
+        larger. Raises :class:`WorkerTimeout` (worker killed) or :class:`WorkerCrashed`.
         """
         import json
 
@@ -225,8 +240,10 @@ class Worker:
         phase: str | None = None
         call: int | None = None
         phase_start = time.monotonic()
+        first = True
         while True:
-            deadline = phase_start + timeout
+            limit = max(timeout, first_timeout or 0.0) if first else timeout
+            deadline = phase_start + limit
             if hard_deadline is not None:
                 deadline = min(deadline, max(hard_deadline, phase_start + min(timeout, 1.0)))
             try:
@@ -248,6 +265,7 @@ class Worker:
             except ValueError:
                 continue  # not ours (cannot happen: fd 1 is redirected in the worker)
             if "event" in data:
+                first = False
                 if data.get("event") == "phase":
                     phase, call = data.get("phase"), data.get("call")
                 phase_start = time.monotonic()
@@ -305,8 +323,12 @@ class Schedule:
         r = m[-1] / m[-2]
         if r < FAST_RATIO:
             return False
-        if len(m) >= 3 and m[-3] > 0 and r < 0.9 * (m[-2] / m[-3]):
-            return False  # ratio decaying: a power law, not an exponential
+        if len(m) >= 3 and m[-3] > 0:
+            r_prev = m[-2] / m[-3]
+            # a power law's marginal ratio decays like (d/(d-1))^(p-1): its log shrinks ~2/d per step
+            # (0.87x at d = 8); an exponential's stays put (or rises when linear work fades out)
+            if r_prev > 1 and math.log(r) < 0.93 * math.log(r_prev):
+                return False
         return True
 
     def next_depth(self, points: Sequence[Point]) -> int | None:

@@ -94,6 +94,7 @@ class _Worker:
             from adprof.structure import analyze
 
             ch = self.chain(req["file"], req["chain"])
+            self.send({"event": "loaded"})
             st = analyze(ch, req.get("depths") or (1, 2, 3, 4, 5, 6),
                          on_depth=lambda d: self.send({"event": "depth", "depth": d}))
             self.send({"ok": True, "structure": st.to_dict()})
@@ -102,6 +103,7 @@ class _Worker:
 
             backend = get_backend(req.get("backend", "engine"))
             ch = self.chain(req["file"], req["chain"])
+            self.send({"event": "loaded"})
             try:
                 pt = backend.measure_point(
                     ch, req["mode"], int(req["depth"]), req.get("profile"),
@@ -129,6 +131,7 @@ def main() -> None:
 
     _freeze()
     w = _Worker(out)
+    w.send({"event": "ready", "pid": os.getpid()})
     for line in sys.stdin:
         line = line.strip()
         if not line:
