@@ -27,7 +27,15 @@ the surrogate ``<T_{n+1}, ct_{n+1}> + 2^-N 2^(N-n) ln c_n``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+# Timed runs (``python -m probes.trg``) use single-threaded BLAS, like the seeds' width-1 figures: on a
+# small shared machine BLAS threads spinning against other processes make times swing tenfold. Set
+# before numpy loads; an explicit setting in the environment wins.
+if __name__ == "__main__":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field

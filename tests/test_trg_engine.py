@@ -191,7 +191,7 @@ def test_whole_graph_v08_blowup() -> None:
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_whole_graph_v08_blowup_steps_3_4() -> None:
-    """Step 2 -> 3 measured in full, step 3 -> 4 stopped at 5x step 3 (about a minute)."""
+    """Step 2 -> 3 measured in full, step 3 -> 4 stopped at 5x step 3 (minutes)."""
     s2, s3 = _whole_graph_counters("v08", (2, 3))
     assert s3.key_comparisons > 5 * s2.key_comparisons
     assert _grows_past("v08", 4, 5, s3.key_comparisons)
