@@ -314,14 +314,15 @@ def _report_errors(report: Report, err: Console) -> None:
 
 
 class _Progress:
-    """Transient rich progress on stderr: one line per lane plus an overall bar (TTY only)."""
+    """Transient rich progress on stderr (TTY only): one bar over the series, with what each worker
+    lane is measuring right now in its description."""
 
     def __init__(self, console: Console, total: int, lanes: int, enabled: bool) -> None:
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                                 transient=True, disable=not enabled)
-        self.total = self.progress.add_task("series", total=total)
-        self.lanes = [self.progress.add_task("", total=None) for _ in range(lanes)]
+        self.progress = Progress(SpinnerColumn(), BarColumn(bar_width=20), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
+                                 console=console, transient=True, disable=not enabled)
+        self.task = self.progress.add_task("starting", total=total)
+        self.lanes = [""] * lanes
 
     def __enter__(self) -> _Progress:
         self.progress.__enter__()
@@ -332,10 +333,11 @@ class _Progress:
 
     def status(self, lane: int, text: str) -> None:
         if lane < len(self.lanes):
-            self.progress.update(self.lanes[lane], description=text)
+            self.lanes[lane] = text
+            self.progress.update(self.task, description=" | ".join(t for t in self.lanes if t))
 
     def done(self, series: Series) -> None:
-        self.progress.advance(self.total)
+        self.progress.advance(self.task)
 
 
 def _run(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool) -> Measured:
