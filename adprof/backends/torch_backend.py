@@ -1,0 +1,191 @@
+"""The PyTorch peer backend: the same chain file on ``array_api_compat.torch`` (float64, 1 thread).
+
+Modes (no counters: points carry wall times, phases repeated and their median kept, see
+:mod:`adprof.backends.peer_common`):
+
+* ``eager``: per call a fresh ``requires_grad`` leaf, ``forward`` = the chain, ``backward`` =
+  ``loss.backward()``; ``calls`` calls: call 0 and the median of calls 1..K-1.
+* ``traced``: a real transform, traced to a graph: ``record`` = ``make_fx(f)(x)`` (``value_ops``),
+  ``transform`` = ``make_fx(torch.func.grad(f))(x)`` (functorch's grad transform traced into an FX
+  graph; ``derivative_ops``), ``drop`` = freeing that graph. Op counts are the graphs'
+  ``call_function`` nodes. There is no compile mode (``torch.compile`` is not a grad transform).
+
+``xp`` is :data:`xp`: ``array_api_compat.torch`` with three documented changes so that chains
+written for the engine's numpy-like namespace run unchanged: ``linalg.svd`` defaults to the reduced
+SVD (``full_matrices=False``; torch and the array API default to the full one), ``transpose`` has
+numpy's semantics (``transpose(x)`` reverses the axes, ``transpose(x, axes)`` permutes them;
+torch's ``transpose(x, dim0, dim1)`` swaps two), and ``asarray`` of Python numbers or sequences
+gives float64 (torch would give float32). On import: ``torch.set_num_threads(1)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from adprof.backends.peer_common import (
+    DEFAULT_CALLS,
+    PhaseCallback,
+    PointFailure,
+    check_finite,
+    check_output,
+    failure,
+    first_time,
+    measure_phase,
+    namespace,
+    no_phase,
+    not_installed,
+    prepare_process,
+)
+from adprof.backends.peer_common import measure_eager as _eager_loop
+from adprof.chain import Chain
+from adprof.model import Point
+
+try:
+    import array_api_compat.torch as _xt
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+except ImportError as _exc:
+    raise not_installed("torch", _exc, "torch, array-api-compat") from None
+
+torch.set_num_threads(1)
+
+PROFILES: tuple[None, ...] = (None,)
+MODES: tuple[str, ...] = ("traced", "eager")
+#: Depths suggested for this backend's time-only fits (>= 8x span, doublings).
+DEPTHS: tuple[int, ...] = (8, 16, 32, 64, 128)
+
+
+@functools.wraps(torch.linalg.svd)
+def _svd(a: Any, full_matrices: bool = False, **kwargs: Any) -> Any:
+    """``torch.linalg.svd`` defaulting to the reduced SVD (the engine's and the chains' convention)."""
+    return torch.linalg.svd(a, full_matrices=full_matrices, **kwargs)
+
+
+def _transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
+    """numpy's ``transpose``: reverse the axes, or permute them by ``axes``."""
+    if axes is None:
+        axes = tuple(range(x.ndim - 1, -1, -1))
+    return torch.permute(x, tuple(axes))
+
+
+def _asarray(obj: Any, /, *, dtype: Any = None, **kwargs: Any) -> Any:
+    """``asarray``, float64 for Python floats/ints and sequences of them (as in the engine)."""
+    if dtype is None and isinstance(obj, float | int | list | tuple) and not isinstance(obj, bool):
+        dtype = torch.float64
+    return _xt.asarray(obj, dtype=dtype, **kwargs)
+
+
+_linalg = namespace("adprof_torch_linalg", _xt.linalg, {"svd": _svd})
+#: The ``xp`` chains get (see the module docstring).
+xp = namespace("adprof_torch_xp", _xt, {"linalg": _linalg, "transpose": _transpose, "asarray": _asarray})
+
+_warm = False
+
+
+def _warm_up() -> None:
+    """One tiny make_fx(grad) per process: its first use costs seconds of one-time set-up."""
+    global _warm
+    if not _warm:
+        make_fx(torch.func.grad(lambda x: (x * x).sum()))(torch.ones(2, dtype=torch.float64))
+        _warm = True
+
+
+def _input(chain: Chain) -> Any:
+    return torch.from_numpy(chain.make_input())
+
+
+def _fn(chain: Chain, depth: int) -> Any:
+    def f(x: Any) -> Any:
+        return chain(xp, x, depth)
+
+    return f
+
+
+def _check(y: Any, depth: int) -> None:
+    if not isinstance(y, torch.Tensor):
+        check_output((), False, depth, type(y).__name__)
+    check_output(tuple(y.shape), y.dtype.is_floating_point, depth)
+
+
+def op_count(gm: Any) -> int:
+    """``call_function`` nodes of an FX graph module."""
+    return sum(1 for node in gm.graph.nodes if node.op == "call_function")
+
+
+def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
+    """``make_fx(f)`` (record) and ``make_fx(torch.func.grad(f))`` (transform), medians of repeats."""
+    pt = Point(depth=depth)
+    x = _input(chain)
+    f = _fn(chain, depth)
+    phase = "record"
+    try:
+        _warm_up()
+        if first_time(chain, "traced"):  # first use of each op, untimed
+            make_fx(torch.func.grad(_fn(chain, 1)))(x)
+        with torch.no_grad():
+            y = f(x)
+        _check(y, depth)
+        value = float(y)
+        check_finite(value, depth)
+        pt.extra["value"] = value
+        gm = measure_phase(pt, "record", lambda: make_fx(_fn(chain, depth))(x), on_phase)
+        pt.ops["value_ops"] = op_count(gm)
+        del gm
+        phase = "transform"
+        gg = measure_phase(pt, "transform", lambda: make_fx(torch.func.grad(_fn(chain, depth)))(x), on_phase)
+        pt.extra["transform_includes"] = "trace + grad (make_fx(torch.func.grad(f)))"
+        pt.ops["derivative_ops"] = op_count(gg)
+        phase = "drop"
+        holder = [gg]
+        del gg
+        measure_phase(pt, "drop", holder.clear, on_phase, repeat=False)
+    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+        raise failure(exc, chain, depth, phase, pt) from None
+    return pt
+
+
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS,
+                  on_phase: PhaseCallback = no_phase) -> Point:
+    """``calls`` forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
+    a = chain.make_input()
+    f = _fn(chain, depth)
+
+    def forward(x: Any) -> tuple[Any, Any]:
+        loss = f(x)
+        return loss, loss
+
+    def backward(x: Any, loss: Any) -> Any:
+        loss.backward()
+        return x.grad
+
+    def warm_up() -> None:
+        if first_time(chain, "eager"):
+            x = torch.tensor(a, requires_grad=True)
+            chain(xp, x, 1).backward()
+
+    return _eager_loop(chain, depth, calls=calls, on_phase=on_phase,
+                       leaf=lambda: torch.tensor(a, requires_grad=True), forward=forward, backward=backward,
+                       scalar=lambda y: float(y.detach()), check=_check, warm_up=warm_up)
+
+
+def measure_point(chain: Chain, mode: str, depth: int, profile: str | None = None, *,
+                  calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase,
+                  counter_budget: int | None = None) -> Point:
+    """Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
+
+    ``counter_budget`` is accepted for interface parity and ignored (torch has no counters).
+    """
+    if profile is not None:
+        raise ValueError(f"the torch backend has no cost profiles (got {profile!r})")
+    prepare_process()
+    if mode == "eager":
+        return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
+    if mode == "traced":
+        return measure_traced(chain, depth, on_phase=on_phase)
+    raise ValueError(f"unknown mode {mode!r} for the torch backend; known: {', '.join(MODES)}")
+
+
+__all__ = ["DEPTHS", "MODES", "PROFILES", "PointFailure", "measure_eager", "measure_point", "measure_traced",
+           "op_count", "xp"]
