@@ -108,20 +108,26 @@ def jvp_program(program: Program, wrt: list[int]) -> Program:
 
 
 def derivative_traces_from_program(program: Program, input_tensors: list[TracedTensor],
-                                   output_slice: slice | None = None) -> list[TracedTensor]:
+                                   output_slice: slice | None = None,
+                                   bound_leaves: list[TracedTensor] = ()) -> list[TracedTensor]:
     """Rebuild a traced graph from ``program`` and register its metadata in one scoped batch.
 
-    ``input_tensors`` stand for the program's inputs (source leaves, cotangents); bindings become
-    constant leaves. Every operation gets its key from ``keys.op_key``, built afresh from the
-    rebuilt input keys (tenferro: ``derivative_traces_from_frozen_program``).
+    ``input_tensors`` stand for the program's inputs (source leaves, cotangents); a binding that
+    holds the data of one of ``bound_leaves`` (the source's constants) stands for that leaf, as
+    source inputs keep their keys; other bindings (the seed) become new constant leaves. Every
+    operation gets its key from ``keys.op_key``, built afresh from the rebuilt input keys
+    (tenferro: ``derivative_traces_from_frozen_program``).
     """
     start = time.perf_counter()
     env: list = [None] * len(program.avals)
     for v, t in zip(program.inputs, input_tensors, strict=True):
         env[v] = t
     items = []
+    source_constants = {id(t.data): t for t in bound_leaves}
     for v, array in program.bindings:
-        leaf = TracedTensor(K.InputKey(), program.avals[v], data=array, register=False)
+        leaf = source_constants.get(id(array))
+        if leaf is None:
+            leaf = TracedTensor(K.InputKey(), program.avals[v], data=array, register=False)
         env[v] = leaf
         items.append((leaf.key, leaf.aval))
     for e in program.eqns:
@@ -211,7 +217,7 @@ def _reverse(y: TracedTensor, xs: list[TracedTensor], cotangent):
     dprog = vjp_program(frozen.program, list(range(len(xs))), seed=seed)
     inputs = list(frozen.input_leaves) + ([cotangent] if cotangent is not None else [])
     COUNTERS.transform_seconds += time.perf_counter() - start
-    return derivative_traces_from_program(dprog, inputs)
+    return derivative_traces_from_program(dprog, inputs, bound_leaves=frozen.bound_leaves)
 
 
 def jvp(outputs, inputs, tangents) -> tuple[list[TracedTensor], list[TracedTensor]]:
@@ -235,6 +241,6 @@ def jvp(outputs, inputs, tangents) -> tuple[list[TracedTensor], list[TracedTenso
     # jvp_program appended tangent inputs in wrt order after the source inputs
     assert len(dprog.inputs) == n_src + len(ts)
     COUNTERS.transform_seconds += time.perf_counter() - start
-    results = derivative_traces_from_program(dprog, order)
+    results = derivative_traces_from_program(dprog, order, bound_leaves=frozen.bound_leaves)
     primals, tans = results[: len(outs)], results[len(outs):]
     return (primals, tans) if many_out else (primals[0], tans[0])

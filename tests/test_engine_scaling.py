@@ -197,3 +197,34 @@ def test_counter_budget_stops_a_runaway_transform():
         y = mul(x, 30)
         with pytest.raises(engine.counters.CounterBudgetExceeded), engine.counters.budget(100_000):
             engine.grad(y, x)
+
+
+def test_v08_constants_do_not_hide_the_blowup():
+    """Rebuilt derivative traces keep the source constants' keys, as they keep the inputs' keys."""
+    half = np.full((3, 3), 0.5)
+
+    def mul_by_constant(x, depth):
+        c = xnp.asarray(half)
+        y = x
+        for _ in range(depth):
+            y = (y * y) * c
+        return xnp.sum(y)
+
+    with engine.profile("v08"):
+        counts = [transform_counters(mul_by_constant, d)[0].key_comparisons for d in (8, 9, 10)]
+    assert counts[2] / counts[1] == pytest.approx(2, abs=0.05)
+    assert counts[1] / counts[0] == pytest.approx(2, abs=0.05)
+
+
+def test_fixed_interned_keys_are_freed_with_their_graph():
+    from engine import keys
+
+    with engine.profile("fixed"):
+        gc.collect()
+        before = len(keys._op_interner), len(keys._value_interner)
+        x = engine.input((3,))
+        g = engine.grad(sin_chain(x, 300), x)
+        assert len(keys._op_interner) > before[0] + 300
+        del g, x
+        gc.collect()
+        assert (len(keys._op_interner), len(keys._value_interner)) == before
