@@ -39,6 +39,7 @@ from rich.progress import (
 )
 
 from adprof import __version__, model
+from adprof import backends as backends_pkg
 from adprof.backends import BACKEND_PROFILES, KNOWN_BACKENDS, UnknownBackendError, check_backend
 from adprof.chain import KNOWN_MODES, ChainError, parse_target
 from adprof.classify import classify
@@ -58,6 +59,10 @@ from adprof.model import Report, Result, Series, Verdict
 from adprof.structure import RISK_BASE, Structure
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: Fallback when ``adprof.backends`` has no ``BACKEND_MODES`` table.
+_BACKEND_MODES: dict[str, tuple[str, ...]] = {
+    "engine": ("traced", "eager"), "jax": ("traced", "compile", "eager"), "torch": ("traced", "eager"),
+}
 
 
 class UsageError(Exception):
@@ -150,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "time, per-layer ratio, derivative ops, drop time and counters (seed 001's table).",
     )
     ratio.add_argument("target", metavar="FILE::CHAIN")
-    ratio.add_argument("--mode", default="traced", choices=KNOWN_MODES)
+    ratio.add_argument("--mode", default="traced",
+                       help="traced (default), eager, or compile where the backend has it")
     ratio.add_argument("--profile", default="v08")
     ratio.add_argument("--depths", type=_depths, default=None, help="explicit depths instead of 1, 2, 3, ...")
     ratio.add_argument("--max-depth", type=int, default=40, help="deepest unit step (default 40)")
@@ -162,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "by halving the depth) means a superlinear cost of graph size, not arithmetic.",
     )
     halve.add_argument("target", metavar="FILE::CHAIN")
-    halve.add_argument("--mode", default="eager", choices=KNOWN_MODES)
+    halve.add_argument("--mode", default="eager",
+                       help="eager (default), traced, or compile where the backend has it")
     halve.add_argument("--profile", default="v08")
     halve.add_argument("--depth", type=int, default=None,
                        help="deepest depth d (default: the chain's largest)")
@@ -237,22 +244,33 @@ def _select(value: str | None, known: Sequence[str], what: str, backend: str = "
     return chosen
 
 
+def backend_modes(backend: str) -> tuple[str, ...]:
+    """Modes a backend can measure (``compile`` only where the backend has it)."""
+    table = getattr(backends_pkg, "BACKEND_MODES", None) or _BACKEND_MODES
+    return tuple(table.get(backend, KNOWN_MODES))
+
+
 def _plan(metas: list[dict[str, Any]], backends: list[str], profiles: str | None,
           modes: str | None, notes: list[str]) -> list[SeriesSpec]:
-    want_modes = _select(modes, KNOWN_MODES, "mode")
+    every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
+    want_modes = _select(modes, every, "mode")
+    with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
+    if profiles is not None and not with_profiles:
+        raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
     specs: list[SeriesSpec] = []
     for backend in backends:
         known_profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p is not None]
         chosen_profiles: list[str | None] = list(known_profiles) or [None]
-        if profiles is not None:
-            if not known_profiles:
-                raise UsageError(f"backend {backend} has no profiles")
+        if profiles is not None and known_profiles:
             chosen_profiles = list(_select(profiles, known_profiles, "profile", backend) or [])
         for m in metas:
             chain_modes = list(m.get("modes") or KNOWN_MODES)
-            use = [md for md in chain_modes if want_modes is None or md in want_modes]
+            # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
+            wanted = want_modes if want_modes is not None else chain_modes
+            use = [md for md in wanted
+                   if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
-                notes.append(f"{m['name']}: skipped (declares modes {', '.join(chain_modes)})")
+                notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
             for prof in chosen_profiles:
                 for md in use:
                     specs.append(SeriesSpec(
@@ -427,7 +445,9 @@ def _one_chain(target: str, timeout: float) -> dict[str, Any]:
 def _single(args: argparse.Namespace, argv: Sequence[str], cfg: MeasureConfig, meta: dict[str, Any],
             err: Console) -> Report:
     backends = _backends(args.backend)
-    profile = _select(args.profile, [p for p in BACKEND_PROFILES[backends[0]] if p], "profile", backends[0])
+    _select(args.mode, backend_modes(backends[0]), "mode", backends[0])
+    known = [p for p in BACKEND_PROFILES.get(backends[0], (None,)) if p]
+    profile = _select(args.profile, known, "profile", backends[0]) if known else None
     spec = SeriesSpec(file=meta["file"], chain=meta["name"], backend=backends[0],
                       profile=(profile or [None])[0], mode=args.mode,
                       max_depth=max(meta.get("depths") or [8]), declared_reuse=meta.get("reuse"),

@@ -681,9 +681,10 @@ class LanePool:
         for i in range(len(jobs)):
             q.put(i)
         done: queue.Queue[tuple[int, Any]] = queue.Queue()
+        stop = threading.Event()
 
         def lane(k: int) -> None:
-            while True:
+            while not stop.is_set():
                 try:
                     i = q.get_nowait()
                 except queue.Empty:
@@ -699,17 +700,21 @@ class LanePool:
         for t in threads:
             t.start()
         remaining = len(jobs)
-        while remaining:
-            try:
-                i, res = done.get(timeout=0.1)
-            except queue.Empty:
-                if poll is not None:
-                    poll()
-                continue
-            results[i] = res
-            remaining -= 1
-            if on_done is not None:
-                on_done(i, res)
+        try:
+            while remaining:
+                try:
+                    i, res = done.get(timeout=0.1)
+                except queue.Empty:
+                    if poll is not None:
+                        poll()
+                    continue
+                results[i] = res
+                remaining -= 1
+                if on_done is not None:
+                    on_done(i, res)
+        except BaseException:
+            stop.set()  # interrupted: lanes take no new job; the caller closes the workers
+            raise
         for t in threads:
             t.join()
         for r in results:

@@ -56,7 +56,7 @@ def _check_bad(p: subprocess.CompletedProcess[str], message: str) -> None:
 
 @pytest.mark.parametrize(
     ("option", "message"),
-    [(("--backend", "jax"), "unknown backend 'jax'; known backends: engine"),
+    [(("--backend", "nosuch"), "unknown backend 'nosuch'; known backends: engine"),
      (("--profile", "v09"), "unknown profile 'v09'"),
      (("--mode", "compile"), "unknown mode 'compile'")],
 )
