@@ -48,6 +48,7 @@ DEFAULT_COUNTER_BUDGET = 50_000_000
 UNIT_UNTIL = 8
 FAST_RATIO = 1.15
 MIN_CALLS = 3
+PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 RUN_REPEATS = 3  # steady runs per traced point (plus one warm-up)
 STRUCTURE_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 LOAD_TIMEOUT = 30.0  # importing a chain file
@@ -546,7 +547,7 @@ def run_series(
         exponential = not sched.doubling
         if series.points:
             pred = predict_next(series.points, depth, exponential)
-            big = {k: v for k, v in pred.items() if v > cfg.cap}
+            big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
             if big:
                 ph, t = max(big.items(), key=lambda kv: kv[1])
                 series.stopped = (f"stopped after depth {last}: next point (depth {depth}) predicted "
