@@ -550,8 +550,9 @@ def run_series(
             big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
             if big:
                 ph, t = max(big.items(), key=lambda kv: kv[1])
+                rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
                 series.stopped = (f"stopped after depth {last}: next point (depth {depth}) predicted "
-                                  f"{ph} {fmt_s(t)} > {cap_s}")
+                                  f"{ph} {fmt_s(t)} {rel} {cap_s}")
                 break
             if hard_deadline is not None and time.monotonic() >= hard_deadline:
                 series.stopped = f"stopped after depth {last}: the {cfg.budget:g} s budget is used up"
