@@ -369,7 +369,15 @@ def _run(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: boo
                 err.print(f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
                           f"{[p.depth for p in s.points]} {tail}", markup=False, highlight=False)
 
-        return measure_all(specs, cfg, status=prog.status, on_series=on_series)
+        def on_structures(structures: dict[str, dict[str, Any]]) -> None:
+            if not (enabled or verbose):
+                return
+            for st in structures.values():
+                if "chain" in st and (st.get("at_risk") or verbose):
+                    prog.progress.console.print(Structure.from_dict(st).summary(), markup=False,
+                                                highlight=False, soft_wrap=True)
+
+        return measure_all(specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures)
 
 
 def _write_outputs(report: Report, args: argparse.Namespace, err: Console) -> None:

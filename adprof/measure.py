@@ -558,7 +558,7 @@ def run_series(
                 series.stopped = f"stopped after depth {last}: the {cfg.budget:g} s budget is used up"
                 break
             if left <= 0:
-                series.stopped = (f"stopped after depth {last}: this series' share of the budget "
+                series.stopped = (f"stopped after depth {last}: this series' budget share "
                                   f"({allowance:.1f} s) is used up")
                 break
             if walls and len(series.points) >= 2 and pred:
@@ -788,6 +788,7 @@ def measure_all(
     status: Callable[[int, str], None] | None = None,
     on_series: Callable[[Series], None] | None = None,
     poll: Callable[[], None] | None = None,
+    on_structures: Callable[[dict[str, dict[str, Any]]], None] | None = None,
 ) -> Measured:
     """Structure probes (one per chain), then every series, on ``cfg.jobs`` lanes within the budget."""
     lanes = max(1, min(cfg.jobs, len(specs) or 1))
@@ -809,6 +810,8 @@ def measure_all(
             jobs = [_structure_job(chains[n].file, n, cfg, budget, chains[n].max_depth, st) for n in names]
             for n, res in zip(names, pool.map(jobs, poll=poll), strict=True):
                 structures[n] = res if isinstance(res, dict) else {"error": f"internal: {res}"}
+            if on_structures is not None:
+                on_structures(structures)
         budget.add(len(specs))
 
         def series_job(spec: SeriesSpec) -> Callable[[Worker, int], Series]:

@@ -55,7 +55,8 @@ class Structure:
         n = self.uses_per_layer
         uses = (f"{n:g} use{'' if n == 1 else 's'}" if n is not None
                 else f"{self.predicted_base:.2f} effective uses")
-        ops = f", {self.ops_per_layer:g} ops per layer" if self.ops_per_layer is not None else ""
+        o = self.ops_per_layer
+        ops = f", {o:g} op{'' if o == 1 else 's'} per layer" if o is not None else ""
         risk = (f": AT RISK (predicted base {self.predicted_base:.2f} > {RISK_BASE})" if self.at_risk
                 else f": no reuse blowup predicted (base {self.predicted_base:.2f})")
         return (f"structure of {self.chain}: {uses} of the previous value per layer{ops}, "
