@@ -16,7 +16,7 @@ qr2        q, r = qr(y); y <- q + r             2      3x3
 sin        y <- sin(y)                          1      (10,), deep (seed 000)
 reuse[k]   y <- cos(y * y * ... * y) (k uses)   k      3x3, k = 1..4
 linear     y <- tanh(sin(y)*0.9 + c)            1      3x3, healthy control
-matmul     y <- (y @ W) * 0.99                  1      3x3, healthy control
+matmul     y <- tanh(y @ W)                     1      3x3, healthy control
 =========  ===================================  =====  =====================
 
 Values stay finite to depth 400 (svd1 and qr2 grow at most linearly). The SVD/QR chains depend on
@@ -149,11 +149,16 @@ def _rotation(n: int) -> np.ndarray:
 
 @chain(input_shape=(3, 3), reuse=1, depths=_DEEP)
 def matmul(xp: Any, x: Any, depth: int) -> Any:
-    """y <- (y @ W) * 0.99 with a constant orthogonal W: one use per layer (healthy)."""
+    """y <- tanh(y @ W) with a constant orthogonal W: one use per layer (healthy).
+
+    The activation matters: the backward of tanh needs each layer's output, so the derivative
+    graph refers to every forward value, as real layers do. (A purely linear ``y @ W`` chain has a
+    backward that needs no forward value at all, and no bookkeeping to show.)
+    """
     w = xp.asarray(_rotation(x.shape[-1]))
     y = x
     for _ in range(depth):
-        y = (y @ w) * 0.99
+        y = xp.tanh(y @ w)
     return xp.sum(y)
 
 

@@ -1,0 +1,98 @@
+"""pytest plugin (entry point ``pytest11``): guard a chain's scaling from a test.
+
+::
+
+    def test_mul_scales_linearly(adprof_guard):
+        adprof_guard.scaling(probes.chains.mul, mode="traced", max_base=1.1)
+
+    @pytest.mark.adprof_guard(max_exponent=1.2, profile="fixed")
+    def test_sin(adprof_guard):
+        adprof_guard.scaling("probes/chains.py::sin", mode="eager")
+
+On failure the test fails with the guard's evidence table (limit vs measured, cost per depth,
+cause, remedies). Limits: arguments > marker > ``--adprof-max-base/--adprof-max-exponent`` >
+``[tool.adprof.guard]`` in pyproject.toml > defaults (max_base 1.1, max_exponent 1.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from adprof.guard import GuardLimits, GuardReport, guard_chain, pyproject_guard_table, resolve_chain
+
+MARKER = "adprof_guard"
+_MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("adprof", "adprof scaling guards")
+    group.addoption("--adprof-max-base", type=float, default=None,
+                    help="default per-layer growth limit for the adprof_guard fixture")
+    group.addoption("--adprof-max-exponent", type=float, default=None,
+                    help="default power-law exponent limit for the adprof_guard fixture")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None): "
+        "scaling limits and settings for the adprof_guard fixture")
+
+
+class ScalingGuard:
+    """The ``adprof_guard`` fixture: ``scaling(chain, ...)`` measures, checks, and fails the test."""
+
+    def __init__(self, config: pytest.Config, marker_kwargs: dict[str, Any]) -> None:
+        unknown = set(marker_kwargs) - _MARKER_KEYS
+        if unknown:
+            raise pytest.UsageError(f"{MARKER} marker: unknown arguments {sorted(unknown)}; "
+                                    f"expected some of {sorted(_MARKER_KEYS)}")
+        self._marker = marker_kwargs
+        table = pyproject_guard_table(config.rootpath)
+        self._defaults = {
+            "max_base": config.getoption("adprof_max_base") or table.get("max_base"),
+            "max_exponent": config.getoption("adprof_max_exponent") or table.get("max_exponent"),
+        }
+        self.reports: list[GuardReport] = []
+
+    def _pick(self, name: str, explicit: Any, fallback: Any) -> Any:
+        if explicit is not None:
+            return explicit
+        if self._marker.get(name) is not None:
+            return self._marker[name]
+        if self._defaults.get(name) is not None:
+            return self._defaults[name]
+        return fallback
+
+    def check(self, chain: Any, mode: str | None = None, *, max_base: float | None = None,
+              max_exponent: float | None = None, profile: str | None = None,
+              depths: Sequence[int] | None = None, backend: str | None = None) -> GuardReport:
+        """Measure and check without failing the test; returns the report."""
+        limits = GuardLimits(max_base=float(self._pick("max_base", max_base, GuardLimits.max_base)),
+                             max_exponent=float(self._pick("max_exponent", max_exponent,
+                                                           GuardLimits.max_exponent)))
+        report = GuardReport()
+        for ch in resolve_chain(chain):
+            r = guard_chain(ch, self._pick("mode", mode, "traced"), profile=self._pick("profile", profile, "fixed"),
+                            limits=limits, depths=self._pick("depths", depths, None),
+                            backend=self._pick("backend", backend, "engine"))
+            report.checks.extend(r.checks)
+        self.reports.append(report)
+        return report
+
+    def scaling(self, chain: Any, mode: str | None = None, **kwargs: Any) -> GuardReport:
+        """Like :meth:`check`, but fail the test with the evidence table when a limit is exceeded."""
+        report = self.check(chain, mode, **kwargs)
+        if not report.ok:
+            pytest.fail("adprof guard: scaling limit exceeded\n" + report.text(), pytrace=False)
+        return report
+
+
+@pytest.fixture
+def adprof_guard(request: pytest.FixtureRequest) -> ScalingGuard:
+    """Guard chains' scaling: ``adprof_guard.scaling(chain, mode="traced", max_base=1.1)``."""
+    marker = request.node.get_closest_marker(MARKER)
+    return ScalingGuard(request.config, dict(marker.kwargs) if marker else {})
