@@ -72,7 +72,7 @@ class MeasureConfig:
     max_depth: int | None = None  # overrides the chain's largest declared depth
     structure: bool = True
     started: float | None = None  # time.monotonic() when the run began (the budget counts from it)
-    reserve: float = 1.0  # seconds of the budget kept for classifying and rendering
+    reserve: float | None = None  # seconds kept for classifying and rendering (None: 0.5 + 30 ms/series)
 
     @property
     def timeout(self) -> float:
@@ -792,7 +792,8 @@ def measure_all(
 ) -> Measured:
     """Structure probes (one per chain), then every series, on ``cfg.jobs`` lanes within the budget."""
     lanes = max(1, min(cfg.jobs, len(specs) or 1))
-    budget = Budget(cfg.budget, lanes, cfg.started, cfg.reserve)
+    reserve = cfg.reserve if cfg.reserve is not None else 0.5 + 0.03 * len(specs)
+    budget = Budget(cfg.budget, lanes, cfg.started, reserve)
     pool = LanePool(lanes)
     notes: list[str] = []
 

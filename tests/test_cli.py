@@ -143,3 +143,16 @@ def test_halve_reads_seed_000():
     assert "superlinear-backward" in p.stdout
     p = adprof("halve", f"{BAD}/mixed.py", "--depth", "8")
     assert p.returncode == 2 and "takes one chain" in p.stderr
+
+
+def test_whole_check_respects_a_small_budget():
+    t0 = time.monotonic()
+    p = adprof("check", "probes/chains.py", "--budget", "6", "--json", "-")
+    wall = time.monotonic() - t0
+    assert p.returncode == 1, p.stderr
+    data = json.loads(p.stdout)
+    assert data["elapsed_seconds"] <= 6
+    assert wall < 6 + 4  # interpreter start-up and imports come on top of the budget
+    assert len(data["results"]) == 52  # 13 chain variants x 2 profiles x 2 modes, all reported
+    assert any("budget" in n for n in data["notes"]) or any(
+        r["stopped"] and "budget" in r["stopped"] for r in data["results"])
