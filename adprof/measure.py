@@ -476,6 +476,7 @@ class SeriesSpec:
     max_depth: int
     declared_reuse: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
 
     @property
     def label(self) -> str:
@@ -526,7 +527,7 @@ def run_series(
     else:
         series = Series(chain=spec.chain, backend=spec.backend, profile=spec.profile, mode=spec.mode,
                         declared_reuse=spec.declared_reuse, params=dict(spec.params))
-    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, cfg.depths, cfg.unit_steps)
+    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     start = time.monotonic()
