@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -185,7 +186,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
     eager = series.mode == "eager"
     main, second = ("backward", "forward") if eager else ("transform", "drop")
     phases = ("backward",) if eager else ("transform", "drop")
-    t = Table(title=f"{series.chain} [{backend_label(series)}, {series.mode}]: per-layer ratios")
+    t = Table(title=escape(f"{series.chain} [{backend_label(series)}, {series.mode}]: per-layer ratios"))
     for col in ("depth", "value ops", f"{main} ms", "ratio", "derivative ops", f"{second} ms",
                 "key comparisons", "lookups"):  # fmt: skip
         t.add_column(col, justify="right")
