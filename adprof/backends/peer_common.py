@@ -36,7 +36,7 @@ INSTALL_HINT = "pip install 'adprof[peers]'"
 #: Repeat policy of :func:`repeat_median`: one run below FAST s -> 5 runs, below SLOW s -> 3, else 1.
 FAST, SLOW = 0.1, 1.0
 #: Eager: keep calling (beyond ``calls``) up to this many calls while the point is this young (s).
-EXTRA_CALLS_UP_TO, EXTRA_CALLS_WITHIN = 31, 0.1
+EXTRA_CALLS_UP_TO, EXTRA_CALLS_WITHIN = 61, 0.25
 YIELD_BEFORE = 0.001
 #: What ``Point.times`` holds for the peers (recorded as ``extra["clock"]``).
 CLOCK = "process_cpu"
