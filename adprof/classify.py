@@ -30,7 +30,7 @@ def cost_phases(mode: str) -> tuple[str, ...]:
     if mode == "eager":
         return ("backward",)
     if mode == "compile":
-        return ("transform", "drop", "compile")
+        return ("transform", "lower", "compile", "drop")
     return ("transform", "drop")
 
 
@@ -263,6 +263,14 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
 
     kind = primary.kind
     fit_used = primary
+    steep = _steep_with_structure(series, phases, counter_fit, predicted_base) if kind == "inconclusive" else None
+    if steep is not None:
+        # Too few points for a fit, because the cost outran the cap after 2-3 depths; the exact counters
+        # grow by the factor the structure predicts, which is enough to call it (seed 001's TRG: 4 steps).
+        kind = "exponential"
+        primary.kind, primary.base = "exponential", steep
+        v.evidence.append(f"only {len(primary.depths)} depths before the cap: exact counters grow "
+                          f"x{steep:.1f} per layer, and the structure predicts x{predicted_base:.1f}")
     if kind == "inconclusive":
         v.kind = model.INCONCLUSIVE
     elif kind == "linear":
@@ -310,6 +318,27 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
     )
     v.remedies = explain.remedies(v.kind, mode=series.mode, backend=series.backend, profile=series.profile)
     return v
+
+
+#: Smallest per-layer counter ratio that the few-points rule accepts (with a structure that agrees).
+STEEP_RATIO = 1.5
+
+
+def _steep_with_structure(series: Series, phases: tuple[str, ...], counter_fit: Fit | None,
+                          predicted_base: float | None) -> float | None:
+    """Per-layer base from 2-3 consecutive exact points that agree with the predicted base, else None."""
+    if counter_fit is None or predicted_base is None or predicted_base < STEEP_RATIO:
+        return None
+    d, c = counter_fit.depths, counter_fit.values
+    if not 2 <= len(d) <= 3 or not series.stopped or any(b - a != 1 for a, b in zip(d, d[1:], strict=False)):
+        return None
+    if any(x <= 0 for x in c):
+        return None
+    ratios = [b / a for a, b in zip(c, c[1:], strict=False)]
+    last = ratios[-1]
+    if min(ratios) < STEEP_RATIO or abs(last - predicted_base) > 0.25 * predicted_base:
+        return None
+    return last
 
 
 def sweep_table(results: list[Result]) -> list[dict[str, Any]]:

@@ -292,14 +292,27 @@ def _plan(metas: list[dict[str, Any]], backends: list[str], profiles: str | None
                    if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
                 notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
+            depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
                     specs.append(SeriesSpec(
                         file=m["file"], chain=m["name"], backend=backend, profile=prof, mode=md,
                         max_depth=max(m.get("depths") or [8]), declared_reuse=m.get("reuse"),
-                        params=dict(m.get("params") or {}),
+                        params=dict(m.get("params") or {}), depths=depths,
                     ))
     return specs
+
+
+#: Depths for backends measured on time only (no counters): doublings spanning 16x, since unit steps at
+#: small depths are mostly noise there.
+TIME_ONLY_DEPTHS = (8, 16, 32, 64, 128)
+
+
+def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
+    """The chain's own depths when they span >= 8x (deep chains), else :data:`TIME_ONLY_DEPTHS`."""
+    if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
+        return tuple(sorted(set(declared)))
+    return TIME_ONLY_DEPTHS
 
 
 def _verdict(series: Series, structure: dict[str, Any] | None) -> Verdict:

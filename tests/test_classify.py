@@ -241,3 +241,24 @@ def test_sweep_table_rows():
     assert rows[2]["base"] == pytest.approx(3.0, abs=0.15)
     assert rows[1]["predicted_base"] == 2.0
     assert all(r["agrees"] for r in rows)
+
+
+def test_two_exact_points_that_agree_with_the_structure_are_exponential():
+    """Whole-graph TRG on v08: x24 per step, so only steps 1-2 fit under the cap."""
+    from adprof.model import Point
+
+    def pt(d, kc):
+        return Point(depth=d, times={"transform": 0.02 * kc / 21599, "drop": 0.01},
+                     counters={"transform": {"key_comparisons": kc}, "drop": {"key_comparisons": kc}})
+
+    s = Series("trg", "engine", "v08", "traced", points=[pt(1, 21599), pt(2, 519534)],
+               stopped="stopped after depth 2: next point (depth 3) predicted transform 14 s > 1.5 s cap")
+    v = classify(s, predicted_base=24.0)
+    assert v.kind == "exponential-transform"
+    assert v.base == pytest.approx(24.05, abs=0.1)
+    assert any("structure predicts" in e for e in v.evidence)
+    # without a structure that agrees, two points stay inconclusive
+    assert classify(s, predicted_base=None).kind == "inconclusive"
+    assert classify(s, predicted_base=3.0).kind == "inconclusive"
+    s.stopped = None  # not stopped by the cap: it could have measured more
+    assert classify(s, predicted_base=24.0).kind == "inconclusive"
