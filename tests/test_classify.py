@@ -133,7 +133,7 @@ def test_time_only_backend_uses_wall_time():
     v = classify(s)
     assert v.counter_fit is None and v.time_fit is not None
     assert v.kind == model.LINEAR
-    assert v.metric.startswith("time: transform+drop+compile")
+    assert v.metric.startswith("time: transform+lower+compile+drop")
     assert explain.FIXED_PROFILE not in v.remedies
 
 
