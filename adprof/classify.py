@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from adprof import explain, model
-from adprof.fit import fit_growth
+from adprof.fit import fit_growth, halving_ratios
 from adprof.model import Fit, Result, Series, Verdict
 
 COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
@@ -279,7 +279,8 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
             call0 = _fit(series, ("backward0",), "counters") if has_counters else None
             call0 = call0 or _fit(series, ("backward0",), "time")
             v.call0_fit = call0
-            if call0 is not None and call0.kind in ("exponential", "superlinear"):
+            if call0 is not None and call0.kind in ("exponential", "superlinear") and (
+                    has_counters or _consistent_growth(call0)):
                 v.kind = _KIND[(call0.kind, False)]
                 fit_used = call0
                 v.evidence.append(describe_fit(call0, "call 0 backward (cache miss)") + "; only call 0 grows")
@@ -318,6 +319,13 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
     )
     v.remedies = explain.remedies(v.kind, mode=series.mode, backend=series.backend, profile=series.profile)
     return v
+
+
+def _consistent_growth(fit: Fit) -> bool:
+    """Wall-time growth of a single-sample series (call 0) that is not one slow point: the last two
+    depth-doubling ratios both exceed 2.6 (a load burst inflates one point, not two ratios)."""
+    ratios = [r for _, _, r in halving_ratios(fit.depths, fit.values)]
+    return len(ratios) >= 2 and min(ratios[-2:]) > 2.6
 
 
 #: Smallest per-layer counter ratio that the few-points rule accepts (with a structure that agrees).

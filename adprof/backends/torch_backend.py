@@ -15,7 +15,9 @@ written for the engine's numpy-like namespace run unchanged: ``linalg.svd`` defa
 SVD (``full_matrices=False``; torch and the array API default to the full one), ``transpose`` has
 numpy's semantics (``transpose(x)`` reverses the axes, ``transpose(x, axes)`` permutes them;
 torch's ``transpose(x, dim0, dim1)`` swaps two), and ``asarray`` of Python numbers or sequences
-gives float64 (torch would give float32). On import: ``torch.set_num_threads(1)``.
+gives float64 (torch would give float32). On import: ``torch.set_num_threads(1)``, and subnormal
+floats are flushed to zero (``torch.set_flush_denormal``), as XLA does on CPU: chains like mul
+underflow after ~10 layers, and timing subnormal arithmetic would fake a superlinear cost.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ except ImportError as _exc:
     raise not_installed("torch", _exc, "torch, array-api-compat") from None
 
 torch.set_num_threads(1)
+torch.set_flush_denormal(True)
 
 PROFILES: tuple[None, ...] = (None,)
 MODES: tuple[str, ...] = ("traced", "eager")
