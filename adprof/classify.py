@@ -353,7 +353,8 @@ def sweep_table(results: list[Result]) -> list[dict[str, Any]]:
     """Rows for swept chains (results whose series has params, e.g. {"k": 2}), grouped by chain.
 
     Each row: chain, backend, profile, mode, params, k (``params["k"]``, or the only param's value),
-    base (measured), predicted_base, verdict, and agrees (|base - predicted| <= 0.25, when both known).
+    base (measured), predicted_base, verdict, and agrees (|base - predicted| <= 0.25 when both are known;
+    True for a linear k = 1; None otherwise).
     """
     rows = []
     for r in results:
@@ -368,8 +369,10 @@ def sweep_table(results: list[Result]) -> list[dict[str, Any]]:
         agrees = None
         if pred is not None and base is not None:
             agrees = abs(base - pred) <= REUSE_TOLERANCE
-        elif pred is not None and r.verdict.kind == model.LINEAR:
-            agrees = pred <= 1 + REUSE_TOLERANCE  # k = 1 must come out linear
+        elif pred is not None and r.verdict.kind == model.LINEAR and pred <= 1 + REUSE_TOLERANCE:
+            agrees = True  # k = 1 must come out linear
+        # (a linear verdict where the structure predicts k > 1 is an engine that does not walk the key
+        # DAG as a tree, e.g. the fixed profile: nothing to agree or disagree with, left as None)
         rows.append(
             {
                 "chain": s.chain,
