@@ -135,18 +135,68 @@ def _kernel(eqn: Eqn):
     return kernel
 
 
+#: Primitives whose operands may be swapped without changing a bit of the result.
+COMMUTATIVE = frozenset({"add", "mul"})
+
+
+def execution_plan(program: Program) -> tuple[list[Eqn], list[int]]:
+    """The equations a prepared program runs, and its outputs, after exact simplifications.
+
+    The program itself stays as compiled (its op count and fingerprint are the contract); only the
+    execution skips work whose result is already at hand, bit for bit: a product with a broadcast
+    constant one (the seed of a gradient), an equation identical to an earlier one (also with the
+    operands of ``add``/``mul`` swapped, as transforms emit ``ct*y`` and ``y*ct``), and anything
+    the outputs no longer need.
+    """
+    alias: dict[int, int] = {}
+    ones: set[int] = set()
+    for v, array in program.bindings:
+        if array.size <= 16 and array.dtype.kind == "f" and np.all(array == 1):
+            ones.add(v)
+    seen: dict = {}
+    kept: list[Eqn] = []
+    avals = program.avals
+    for e in program.eqns:
+        ins = tuple([alias.get(i, i) for i in e.ins])
+        name = e.prim.name
+        if name == "broadcast_in_dim" and ins[0] in ones:
+            ones.add(e.outs[0])
+        if name == "mul" and (ins[0] in ones or ins[1] in ones):
+            other = ins[1] if ins[0] in ones else ins[0]
+            if avals[other] == avals[e.outs[0]]:
+                alias[e.outs[0]] = other
+                continue
+        key = (e.prim, tuple(e.params.items()), tuple(sorted(ins)) if name in COMMUTATIVE else ins)
+        earlier = seen.get(key)
+        if earlier is not None:
+            for o, prev in zip(e.outs, earlier, strict=True):
+                alias[o] = prev
+            continue
+        seen[key] = e.outs
+        kept.append(Eqn(e.prim, e.params, ins, e.outs))
+    outputs = [alias.get(o, o) for o in program.outputs]
+    live = set(outputs)
+    needed: list[Eqn] = []
+    for e in reversed(kept):
+        if any(o in live for o in e.outs):
+            needed.append(e)
+            live.update(e.ins)
+    return needed[::-1], outputs
+
+
 class Prepared:
     """A program compiled to straight-line Python source over bound numpy kernels."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
         self.input_avals = program.input_avals
+        eqns, outputs = execution_plan(program)
         ns: dict = {"np": np}
         body = []
         for v, array in program.bindings:
             ns[f"c{v}"] = array
             body.append(f"    v{v} = c{v}")
-        for n, e in enumerate(program.eqns):
+        for n, e in enumerate(eqns):
             ns[f"k{n}"] = _kernel(e)
             args = ", ".join(f"v{i}" for i in e.ins)
             if len(e.outs) == 1:
@@ -154,12 +204,12 @@ class Prepared:
             else:
                 body.append(f"    {', '.join(f'v{o}' for o in e.outs)}, = k{n}({args})")
         ins = ", ".join(f"v{i}" for i in program.inputs)
-        outs = ", ".join(f"v{o}" for o in program.outputs)
+        outs = ", ".join(f"v{o}" for o in outputs)
         body.append(f"    return [{outs}]")
         src = f"def run_program({ins}):\n" + "\n".join(body) + "\n"
         exec(compile(src, f"<prepared program {program.fingerprint.hex()[:8]}>", "exec"), ns)
         self._run = ns["run_program"]
-        self._nops = len(program.eqns)
+        self._nops = len(eqns)
         self.source = src
 
     def __call__(self, *arrays):

@@ -190,3 +190,17 @@ def test_second_order_traced_grad_of_grad():
     g1, h1 = run(np.array(a))
     assert g1 == pytest.approx(np.cos(a) * a + np.sin(a))
     assert h1 == pytest.approx(-np.sin(a) * a + 2 * np.cos(a))
+
+
+def test_prepared_execution_skips_exact_redundancy_without_changing_bits():
+    """The compiled program keeps its ops; the prepared run skips x*1 and swapped duplicates."""
+    from engine.program import execution_plan
+
+    x = engine.input((5,))
+    y = xnp.sum(xnp.sin(x) * x * x)
+    program = engine.compile(engine.grad(y, x), inputs=[x])
+    eqns, _ = execution_plan(program)
+    assert program.op_count == 11 and len(eqns) == 7
+    a = np.linspace(-2.0, 2.0, 5)
+    expected = np.cos(a) * a * a + (np.sin(a) * a + np.sin(a) * a)
+    assert np.array_equal(program.prepare()(a)[0], expected)
