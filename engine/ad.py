@@ -25,7 +25,7 @@ from .errors import TransformError
 from .graph import Node, TracedTensor, chain_aliases, freeze
 from .metadata import MetadataScope
 from .ops import add, full, rule
-from .program import Program, ProgramBuilder
+from .program import Program, ProgramBuilder, prune_inputs
 
 
 def _replay(program: Program, builder: ProgramBuilder):
@@ -46,14 +46,22 @@ def _replay(program: Program, builder: ProgramBuilder):
 
 
 def vjp_program(program: Program, wrt: list[int], out_index: int = 0, seed: np.ndarray | None = None,
-                ) -> Program:
+                residuals: bool = False) -> Program:
     """Reverse-mode transform of ``program`` w.r.t. its inputs at positions ``wrt``.
 
     The derivative program takes the source inputs and then, unless ``seed`` (an array) is given,
-    one cotangent input for output ``out_index``; it returns the cotangents of ``wrt``.
+    one cotangent input for output ``out_index``; it returns the cotangents of ``wrt``. With
+    ``residuals`` the forward is not replayed: every source variable becomes an input instead (the
+    caller has the forward values, as eager mode does), and ``tags`` of the result name, per input,
+    the source variable it stands for; unused inputs are pruned.
     """
     b = ProgramBuilder()
-    env = _replay(program, b)
+    if residuals:
+        env = [b.add_input(aval) for aval in program.avals]
+        for v, var in enumerate(env):
+            b.tags[var.idx] = v
+    else:
+        env = _replay(program, b)
     out_var = program.outputs[out_index]
     out_aval = program.avals[out_var]
     ct_seed = b.add_binding(seed) if seed is not None else b.add_input(out_aval)
@@ -77,7 +85,10 @@ def vjp_program(program: Program, wrt: list[int], out_index: int = 0, seed: np.n
         if c is None:  # the output does not depend on this input
             c = full(ct_seed, 0.0, program.avals[v].shape, program.avals[v].dtype)
         results.append(c)
-    return b.build(results)
+    derivative = b.build(results)
+    if residuals:
+        derivative, _ = prune_inputs(derivative)
+    return derivative
 
 
 def jvp_program(program: Program, wrt: list[int]) -> Program:

@@ -117,23 +117,29 @@ class CacheStats:
 
 
 class _PreparedDerivative:
-    __slots__ = ("program", "prepared", "leaf_ordinals", "retained_bytes")
+    __slots__ = ("program", "prepared", "leaf_ordinals", "wrt_ordinals", "retained_bytes")
 
     def __init__(self, program, prepared, leaf_ordinals) -> None:
         self.program = program
         self.prepared = prepared
-        self.leaf_ordinals = leaf_ordinals
+        self.leaf_ordinals = leaf_ordinals  # session ordinals of the inputs (residual programs)
+        self.wrt_ordinals = None
         self.retained_bytes = sum(a.nbytes for _, a in program.bindings)
 
 
 class EagerSession:
-    """A recording scope: leaves get ordinals here, which makes incremental fingerprints canonical."""
+    """A recording scope. Every value it sees gets an ordinal: leaves when first used, op results
+    when computed. Ordinals make the incremental fingerprints canonical (the same code records the
+    same ordinals) and let a cached derivative program find its inputs, residuals included,
+    without walking the graph."""
 
     def __init__(self, runtime: EagerRuntime) -> None:
         self.runtime = runtime
-        self.leaves: list[EagerTensor] = []
-        self._ordinal: dict[int, int] = {}
+        self.values: list[np.ndarray] = []  # ordinal -> value
+        self.leaves: dict[int, EagerTensor] = {}  # ordinal -> leaf tensor (variables collect grads)
+        self._leaf_ordinal: dict[int, int] = {}  # id(leaf tensor) -> ordinal
         self._leaf_fp: dict[int, int] = {}
+        self._trace_ordinal: dict[int, int] = {}  # id(trace tensor) -> ordinal
 
     def constant(self, array) -> EagerTensor:
         return self.runtime.constant(array)
@@ -141,18 +147,24 @@ class EagerSession:
     def leaf_fp(self, t: EagerTensor) -> int:
         fp = self._leaf_fp.get(id(t))
         if fp is None:
-            ordinal = len(self.leaves)
-            self.leaves.append(t)
-            self._ordinal[id(t)] = ordinal
+            ordinal = len(self.values)
+            self.values.append(t.value)
+            self.leaves[ordinal] = t
+            self._leaf_ordinal[id(t)] = ordinal
+            self._trace_ordinal[id(t.trace)] = ordinal
             fp = hash(("leaf", ordinal, t.aval.shape, t.aval.dtype.str, t.requires_grad))
             self._leaf_fp[id(t)] = fp
         return fp
 
-    def ordinal(self, leaf_trace: TracedTensor) -> int | None:
-        for t in self.leaves:
-            if t.trace is leaf_trace:
-                return self._ordinal[id(t)]
-        return None
+    def record(self, trace: TracedTensor, value: np.ndarray) -> int:
+        ordinal = len(self.values)
+        self.values.append(value)
+        self._trace_ordinal[id(trace)] = ordinal
+        return ordinal
+
+    def ordinal(self, trace: TracedTensor) -> int | None:
+        """The ordinal of a live traced tensor recorded in this session, if any."""
+        return self._trace_ordinal.get(id(trace))
 
 
 class EagerRuntime:
@@ -234,13 +246,16 @@ class EagerRuntime:
         out_traces = TracedTensor._bind(None, prim, tuple(traces), params)
         if prim.nout == 1:
             out, out_traces = (out,), (out_traces,)
-        fp = None
         if fps is not None and session is not None:
-            fp = hash((prim.name, tuple(params.values()), tuple(fps)))
-        results = tuple(
-            EagerTensor(np.asarray(v), t, self, None if fp is None else hash((fp, i)), session)
-            for i, (v, t) in enumerate(zip(out, out_traces, strict=True)))
-        return results[0] if prim.nout == 1 else results
+            node_fp = hash((prim.name, tuple(params.values()), tuple(fps)))
+            results = []
+            for v, t in zip(out, out_traces, strict=True):
+                v = np.asarray(v)
+                ordinal = session.record(t, v)
+                results.append(EagerTensor(v, t, self, hash((node_fp, ordinal)), session))
+        else:
+            results = [EagerTensor(np.asarray(v), t, self, None, session) for v, t in zip(out, out_traces, strict=True)]
+        return results[0] if prim.nout == 1 else tuple(results)
 
     # -- backward ----------------------------------------------------------------------------
     def _backward(self, loss: EagerTensor, create_graph: bool, retain_graph: bool) -> None:
@@ -255,37 +270,21 @@ class EagerRuntime:
         if loss.dtype.kind != "f":
             raise DTypeError(f"backward() needs a floating-point loss, got {loss.dtype.name}")
         v08 = profiles.current() == "v08"
-        entry = None
-        frozen = None
-        leaves = None
-        if not v08 and loss.fp is not None and loss.session is not None and not create_graph:
-            # fixed: the incremental fingerprint names the program; no rebuild on a hit
-            key = (ENGINE_TARGET, "incremental", loss.fp)
-            entry = self._cache_get(key)
-            if entry is not None:
-                session_leaves = loss.session.leaves
-                leaves = [session_leaves[i].trace for i in entry.leaf_ordinals]
+        if not v08 and not create_graph and loss.fp is not None and loss.session is not None:
+            if self._backward_from_residuals(loss):
+                self._release(loss, retain_graph)
+                return
+        # re-derive the whole trace into a source program, fingerprinted from scratch
+        frozen = rebuild_source_program(loss.trace)
+        leaves = frozen.input_leaves
+        wrt = tuple(i for i, leaf in enumerate(leaves) if _owner(leaf) is not None)
+        key = (ENGINE_TARGET, frozen.program.fingerprint, tuple(leaf.aval for leaf in leaves), wrt)
+        entry = self._cache_get(key)
         if entry is None:
-            frozen = rebuild_source_program(loss.trace)
-            leaves = frozen.input_leaves
-            wrt = tuple(i for i, leaf in enumerate(leaves) if _owner(leaf) is not None)
-            shapes = tuple(leaf.aval for leaf in leaves)
-            if not v08 and loss.fp is not None and loss.session is not None and not create_graph:
-                key = (ENGINE_TARGET, "incremental", loss.fp)
-                ordinals = tuple(loss.session.ordinal(leaf) for leaf in leaves)
-                if any(o is None for o in ordinals):
-                    key, ordinals = (ENGINE_TARGET, frozen.program.fingerprint, shapes, wrt), None
-            else:
-                key, ordinals = (ENGINE_TARGET, frozen.program.fingerprint, shapes, wrt), None
-            entry = self._cache_get(key)
-            if entry is None:
-                dprog = vjp_program(frozen.program, list(wrt), seed=np.ones((), dtype=loss.dtype))
-                entry = _PreparedDerivative(dprog, dprog.prepare(), ordinals)
-                entry.program.wrt = wrt
-                self._cache_put(key, entry)
-        wrt = entry.program.wrt
-        values = [leaf.data for leaf in leaves]
-        grads = entry.prepared.run_unchecked(*values)
+            dprog = vjp_program(frozen.program, list(wrt), seed=np.ones((), dtype=loss.dtype))
+            entry = _PreparedDerivative(dprog, dprog.prepare(), None)
+            self._cache_put(key, entry)
+        grads = entry.prepared.run_unchecked(*[leaf.data for leaf in leaves])
         owners = [_owner(leaves[i]) for i in wrt]
         if v08 or create_graph:
             for n, (owner, g) in enumerate(zip(owners, grads, strict=True)):
@@ -296,10 +295,39 @@ class EagerRuntime:
                     owner.grad = grad_t if owner.grad is None else _accumulate(self, owner.grad, grad_t)
                 else:
                     del trace  # the gradient becomes a plain value: its derivative trace is dropped
-                    owner.grad = g if owner.grad is None else _plain(owner.grad) + g
+                    _accumulate_plain(owner, g)
         else:
             for owner, g in zip(owners, grads, strict=True):
-                owner.grad = g if owner.grad is None else _plain(owner.grad) + g
+                _accumulate_plain(owner, g)
+        self._release(loss, retain_graph)
+
+    def _backward_from_residuals(self, loss: EagerTensor) -> bool:
+        """fixed: the incremental fingerprint names the derivative program, whose inputs are the
+        session's forward values (residuals: nothing is recomputed) read by ordinal. A miss
+        re-derives the trace once; False when some value has no ordinal (mixed sessions)."""
+        session = loss.session
+        key = (ENGINE_TARGET, "residuals", loss.fp)
+        entry = self._cache_get(key)
+        if entry is None:
+            frozen = rebuild_source_program(loss.trace, tag=True)
+            source = frozen.program
+            wrt = [i for i, leaf in enumerate(frozen.input_leaves) if _owner(leaf) is not None]
+            dprog = vjp_program(source, wrt, seed=np.ones((), dtype=loss.dtype), residuals=True)
+            ordinals = [session.ordinal(source.tags[dprog.tags[v]]) for v in dprog.inputs]
+            wrt_ordinals = [session.ordinal(frozen.input_leaves[i]) for i in wrt]
+            if None in ordinals or None in wrt_ordinals:
+                return False
+            entry = _PreparedDerivative(dprog, dprog.prepare(), ordinals)
+            entry.wrt_ordinals = wrt_ordinals
+            self._cache_put(key, entry)
+        values = session.values
+        grads = entry.prepared.run_unchecked(*[values[o] for o in entry.leaf_ordinals])
+        for o, g in zip(entry.wrt_ordinals, grads, strict=True):
+            _accumulate_plain(session.leaves[o], g)
+        return True
+
+    @staticmethod
+    def _release(loss: EagerTensor, retain_graph: bool) -> None:
         if not retain_graph:
             loss._freed = True
             loss.trace = None
@@ -331,9 +359,9 @@ class EagerRuntime:
         self._stats.clears += 1
 
 
-def rebuild_source_program(trace: TracedTensor):
+def rebuild_source_program(trace: TracedTensor, tag: bool = False):
     """Re-derive a recorded trace into a source program and fingerprint it from scratch."""
-    frozen = freeze([trace], bind_data=False, allow_unbound=True)
+    frozen = freeze([trace], bind_data=False, allow_unbound=True, tag=tag)
     frozen.program.fingerprint  # noqa: B018 - computed here, as the cache key needs it
     COUNTERS.trace_rebuilds += 1
     return frozen
@@ -343,6 +371,10 @@ def _owner(leaf: TracedTensor) -> EagerTensor | None:
     """The live variable a trace leaf belongs to (``None`` for constants)."""
     ref = leaf.owner
     return None if ref is None else ref()
+
+
+def _accumulate_plain(owner: EagerTensor, g: np.ndarray) -> None:
+    owner.grad = g if owner.grad is None else _plain(owner.grad) + g
 
 
 def _plain(g):

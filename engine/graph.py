@@ -212,7 +212,7 @@ class Frozen:
 
 
 def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bind_data: bool = True,
-           aliases: dict | None = None) -> Frozen:
+           aliases: dict | None = None, tag: bool = False) -> Frozen:
     """Materialize the graph behind ``outputs`` into one flat program.
 
     ``inputs`` are the placeholders fed positionally; leaves with data are bound as constants.
@@ -220,7 +220,8 @@ def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bi
     ``v08``). Placeholders not listed raise :class:`TransformError` unless ``allow_unbound``, which
     appends them as extra inputs. With ``bind_data=False`` leaves with data become inputs too
     (eager backward feeds their current values). ``aliases`` maps ``id(leaf)`` to the tensor a
-    checkpoint leaf stands for, so the transform sees through checkpoints.
+    checkpoint leaf stands for, so the transform sees through checkpoints. With ``tag`` the program's
+    ``tags`` name a tensor for each variable (eager backward reads forward values through them).
     """
     outputs = list(outputs)
     inputs = list(inputs)
@@ -256,7 +257,10 @@ def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bi
         return v
 
     def var_for(t: TracedTensor):
-        return leaf_var(t) if t.node is None else var_of[(id(t.node), t.slot)]
+        v = leaf_var(t) if t.node is None else var_of[(id(t.node), t.slot)]
+        if tag and v.idx not in b.tags:
+            b.tags[v.idx] = t
+        return v
 
     cse_map: dict = {}
     for node in nodes:
@@ -269,5 +273,9 @@ def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bi
                 cse_map[node.opkey] = outs
         for slot, v in enumerate(outs):
             var_of[(id(node), slot)] = v
-    program = b.build([var_for(t) for t in outputs], dce=True)
+    out_vars = [var_for(t) for t in outputs]
+    if tag:
+        for t in input_leaves:
+            b.tags.setdefault(var_of[id(t)].idx, t)
+    program = b.build(out_vars, dce=True)
     return Frozen(program, input_leaves, bound)

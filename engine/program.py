@@ -59,6 +59,7 @@ class Program:
         self.eqns: list[Eqn] = eqns
         self.outputs: list[int] = outputs
         self._fingerprint: bytes | None = None
+        self.tags: list | None = None  # per variable: what it stands for (e.g. the traced tensor)
 
     @property
     def op_count(self) -> int:
@@ -133,6 +134,18 @@ def _kernel(eqn: Eqn):
 
     kernel.__name__ = f"kernel_{eqn.prim.name}"
     return kernel
+
+
+def prune_inputs(program: Program) -> tuple[Program, list[int]]:
+    """Drop inputs no equation or output uses; returns the program and the kept input positions."""
+    used = set(program.outputs)
+    for e in program.eqns:
+        used.update(e.ins)
+    kept = [i for i, v in enumerate(program.inputs) if v in used]
+    pruned = Program(program.avals, [program.inputs[i] for i in kept], program.bindings, program.eqns,
+                     program.outputs)
+    pruned.tags = program.tags
+    return pruned, kept
 
 
 #: Primitives whose operands may be swapped without changing a bit of the result.
@@ -239,6 +252,7 @@ class ProgramBuilder:
         self.inputs: list[int] = []
         self.bindings: list[tuple[int, np.ndarray]] = []
         self.eqns: list[Eqn] = []
+        self.tags: dict[int, object] = {}  # var -> what it stands for (kept by build as Program.tags)
 
     def _new(self, aval: Aval) -> Var:
         self.avals.append(aval)
@@ -305,4 +319,10 @@ class ProgramBuilder:
                 outs.append(remap[o])
             new_eqns.append(Eqn(e.prim, e.params, ins, tuple(outs)))
         outputs_idx = [remap[v] for v in out_idx]
-        return Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
+        program = Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
+        if self.tags:
+            program.tags = [None] * len(avals)
+            for v, tag in self.tags.items():
+                if v in remap:
+                    program.tags[remap[v]] = tag
+        return program
