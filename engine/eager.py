@@ -45,23 +45,59 @@ def current_session() -> EagerSession | None:
     return _SESSION
 
 
-class EagerTensor(TensorBase):
-    """A value computed at once, with its recorded trace (a traced tensor) behind it."""
+class _Pending:
+    """An eager op whose trace is not recorded yet (fixed profile: recorded on first need)."""
 
-    __slots__ = ("value", "aval", "trace", "runtime", "fp", "session", "requires_grad", "grad", "_freed",
-                 "__weakref__")
+    __slots__ = ("prim", "params", "args", "ordinals", "session", "traces")
+
+    def __init__(self, prim: Primitive, params: dict, args: tuple, ordinals: list,
+                 session: EagerSession | None) -> None:
+        self.prim = prim
+        self.params = params
+        self.args = args
+        self.ordinals = ordinals  # session ordinal per output slot (None outside a session)
+        self.session = session
+        self.traces = None
+
+
+class EagerTensor(TensorBase):
+    """A value computed at once, with its recorded trace (a traced tensor) behind it.
+
+    In the ``fixed`` profile the trace is recorded lazily: only a derivative request that misses
+    the cache (or ``create_graph``, or reading ``.trace``) records it, as tenferro defers the
+    metadata analysis of eager traces; ``v08`` records it with every op, as traced mode does.
+    """
+
+    __slots__ = ("value", "aval", "_trace", "_pending", "_slot", "runtime", "fp", "session", "requires_grad",
+                 "grad", "_freed", "__weakref__")
 
     def __init__(self, value: np.ndarray, trace: TracedTensor | None, runtime: EagerRuntime,
-                 fp=None, session: EagerSession | None = None, requires_grad: bool = False) -> None:
+                 fp=None, session: EagerSession | None = None, requires_grad: bool = False,
+                 pending: _Pending | None = None, slot: int = 0) -> None:
         self.value = value
         self.aval = Aval(value.shape, value.dtype)
-        self.trace = trace
+        self._trace = trace
+        self._pending = pending
+        self._slot = slot
         self.runtime = runtime
         self.fp = fp
         self.session = session
         self.requires_grad = requires_grad
         self.grad = None
         self._freed = False
+
+    @property
+    def trace(self) -> TracedTensor | None:
+        """The recorded trace (recorded now if it was deferred); None once freed by backward."""
+        if self._trace is None and self._pending is not None and not self._freed:
+            _record_pending(self)
+        return self._trace
+
+    @trace.setter
+    def trace(self, value: TracedTensor | None) -> None:
+        self._trace = value
+        if value is None:
+            self._pending = None
 
     # -- values -----------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -156,11 +192,16 @@ class EagerSession:
             self._leaf_fp[id(t)] = fp
         return fp
 
-    def record(self, trace: TracedTensor, value: np.ndarray) -> int:
+    def record(self, trace: TracedTensor | None, value: np.ndarray) -> int:
+        """Give ``value`` the next ordinal (and its trace, when it has one already)."""
         ordinal = len(self.values)
         self.values.append(value)
-        self._trace_ordinal[id(trace)] = ordinal
+        if trace is not None:
+            self._trace_ordinal[id(trace)] = ordinal
         return ordinal
+
+    def name_trace(self, trace: TracedTensor, ordinal: int) -> None:
+        self._trace_ordinal[id(trace)] = ordinal
 
     def ordinal(self, trace: TracedTensor) -> int | None:
         """The ordinal of a live traced tensor recorded in this session, if any."""
@@ -221,47 +262,52 @@ class EagerRuntime:
         session = _SESSION
         if session is not None and session.runtime is not self:
             raise EngineError("this eager tensor belongs to another EagerRuntime than the open session")
-        traces = []
-        fps = []
+        lazy = profiles.current() == "fixed"
+        fps = [] if session is not None else None
         for a in args:
             if type(a) is not EagerTensor:
                 raise TypeError(f"{prim.name}: cannot mix an eager tensor with {type(a).__name__}")
             if a.runtime is not self:
                 raise EngineError("eager tensors of different EagerRuntimes cannot be combined")
-            if a.trace is None:
+            if a._freed:
                 raise EngineError("this eager tensor's trace was freed by backward(); "
                                   "use retain_graph=True to reuse it")
-            traces.append(a.trace)
             if fps is not None:
-                if a.trace.node is None:
-                    fps.append(session.leaf_fp(a) if session is not None else None)
-                elif a.session is session and session is not None:
+                if a._pending is None and a._trace.node is None:  # a leaf
+                    fps.append(session.leaf_fp(a))
+                elif a.session is session:
                     fps.append(a.fp)
                 else:
                     fps = None
-                if fps is not None and fps[-1] is None:
-                    fps = None
         out = prim.impl(*[a.value for a in args], **params)
         COUNTERS.ops_executed += 1
-        out_traces = TracedTensor._bind(None, prim, tuple(traces), params)
         if prim.nout == 1:
-            out, out_traces = (out,), (out_traces,)
-        if fps is not None and session is not None:
-            node_fp = hash((prim.name, tuple(params.values()), tuple(fps)))
-            results = []
-            for v, t in zip(out, out_traces, strict=True):
-                v = np.asarray(v)
-                ordinal = session.record(t, v)
-                results.append(EagerTensor(v, t, self, hash((node_fp, ordinal)), session))
+            out = (out,)
+        values = [np.asarray(v) for v in out]
+        node_fp = None if fps is None else hash((prim.name, tuple(params.values()), tuple(fps)))
+        if lazy:
+            ordinals = [None if session is None else session.record(None, v) for v in values]
+            pending = _Pending(prim, params, tuple(args), ordinals, session)
+            results = [EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session,
+                                   pending=pending, slot=i)
+                       for i, (v, o) in enumerate(zip(values, ordinals, strict=True))]
         else:
-            results = [EagerTensor(np.asarray(v), t, self, None, session) for v, t in zip(out, out_traces, strict=True)]
+            traces = TracedTensor._bind(None, prim, tuple(a.trace for a in args), params)
+            traces = (traces,) if prim.nout == 1 else traces
+            results = []
+            for v, t in zip(values, traces, strict=True):
+                fp = None
+                if session is not None:
+                    ordinal = session.record(t, v)
+                    fp = None if node_fp is None else hash((node_fp, ordinal))
+                results.append(EagerTensor(v, t, self, fp, session))
         return results[0] if prim.nout == 1 else tuple(results)
 
     # -- backward ----------------------------------------------------------------------------
     def _backward(self, loss: EagerTensor, create_graph: bool, retain_graph: bool) -> None:
         if type(loss) is not EagerTensor:
             raise TransformError("backward() needs an eager tensor")
-        if loss._freed or loss.trace is None:
+        if loss._freed or (loss._trace is None and loss._pending is None):
             raise TransformError("backward() called twice on a freed trace; "
                                  "pass retain_graph=True to the first call")
         if loss.shape != ():
@@ -357,6 +403,32 @@ class EagerRuntime:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._stats.clears += 1
+
+
+def _record_pending(t: EagerTensor) -> None:
+    """Record the deferred traces behind ``t``, parents first (iterative: any depth)."""
+    order: list[_Pending] = []
+    seen: set[int] = set()
+    stack = [(t._pending, False)]
+    while stack:
+        p, done = stack.pop()
+        if done:
+            order.append(p)
+            continue
+        if id(p) in seen or p.traces is not None:
+            continue
+        seen.add(id(p))
+        stack.append((p, True))
+        for a in p.args:
+            if a._trace is None and a._pending is not None and a._pending.traces is None:
+                stack.append((a._pending, False))
+    for p in order:
+        traces = TracedTensor._bind(None, p.prim, tuple(a.trace for a in p.args), p.params)
+        p.traces = (traces,) if p.prim.nout == 1 else traces
+        if p.session is not None:
+            for trace, ordinal in zip(p.traces, p.ordinals, strict=True):
+                p.session.name_trace(trace, ordinal)
+    t._trace = t._pending.traces[t._slot]
 
 
 def rebuild_source_program(trace: TracedTensor, tag: bool = False):
