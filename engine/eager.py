@@ -262,7 +262,7 @@ class EagerRuntime:
         session = _SESSION
         if session is not None and session.runtime is not self:
             raise EngineError("this eager tensor belongs to another EagerRuntime than the open session")
-        lazy = profiles.current() == "fixed"
+        lazy = profiles._active == "fixed"
         fps = [] if session is not None else None
         for a in args:
             if type(a) is not EagerTensor:
@@ -281,10 +281,16 @@ class EagerRuntime:
                     fps = None
         out = prim.impl(*[a.value for a in args], **params)
         COUNTERS.ops_executed += 1
+        node_fp = None if fps is None else hash((prim.name, tuple(params.values()), tuple(fps)))
+        if lazy and prim.nout == 1:  # the common case, kept lean: one output, trace deferred
+            v = out if type(out) is np.ndarray else np.asarray(out)
+            o = None if session is None else session.record(None, v)
+            pending = _Pending(prim, params, args, [o], session)
+            return EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session,
+                               pending=pending)
         if prim.nout == 1:
             out = (out,)
         values = [np.asarray(v) for v in out]
-        node_fp = None if fps is None else hash((prim.name, tuple(params.values()), tuple(fps)))
         if lazy:
             ordinals = [None if session is None else session.record(None, v) for v in values]
             pending = _Pending(prim, params, tuple(args), ordinals, session)
