@@ -23,7 +23,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from adprof.model import Fit
 
@@ -128,6 +127,8 @@ def log_fits(depths: Sequence[float], values: Sequence[float]) -> dict[str, floa
     def _one(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float | None]:
         if len(x) < 2 or np.ptp(x) == 0:
             return (float(np.mean(y)), 0.0, float(np.sum((y - y.mean()) ** 2)), None)
+        from scipy import stats  # imported on first use: it costs ~0.4 s, paid by every CLI run otherwise
+
         slope, icpt, _, _ = stats.theilslopes(y, x)
         sse = float(np.sum((y - icpt - slope * x) ** 2))
         sst_y = float(np.sum((y - y.mean()) ** 2))
@@ -224,6 +225,8 @@ def _classify_total(d: np.ndarray, v: np.ndarray, lf: dict[str, float | None], f
         vt, dt = v[-k:], d[-k:]
         keep = vt > 0
         if keep.sum() >= 2:
+            from scipy import stats
+
             fit.base = float(math.exp(stats.theilslopes(np.log(vt[keep]), dt[keep])[0]))
         else:
             fit.base = float(math.exp(b))

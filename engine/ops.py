@@ -18,7 +18,6 @@ import functools
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 from .errors import DTypeError, MissingRuleError, ShapeError
 
@@ -1049,6 +1048,8 @@ def _solve_tri_rule(a: Aval, b: Aval, lower):
 
 
 def _solve_tri_impl(a, b, lower):
+    import scipy.linalg  # on first use: importing scipy.linalg costs more than most programs run
+
     return scipy.linalg.solve_triangular(a, b, lower=lower)
 
 
