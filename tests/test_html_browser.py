@@ -48,7 +48,4 @@ def test_html_report_renders_the_verdicts_in_chromium(report_html, tmp_path):
     dom = out.stdout
     verdicts = re.findall(r'class="verdict[^"]*"[^>]*>([^<]+)<', dom)
     assert "exponential-transform" in verdicts and "linear" in verdicts
-    screenshot = tmp_path / "report.png"
-    shot = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile_dir}", f"--screenshot={screenshot}",
-                           "--window-size=1200,900", path.as_uri()], capture_output=True, text=True, timeout=120)
-    assert shot.returncode == 0 and screenshot.stat().st_size > 10_000  # a rendered page, not a blank one
+    assert dom.count("<svg") >= 2  # each result's plot is rendered inline

@@ -124,10 +124,17 @@ def _series(backend, chain, mode):
     return Series(chain=chain.name, backend=name, profile=None, mode=mode, points=[best[d] for d in DEPTHS])
 
 
-@pytest.mark.parametrize(("backend", "mode"), [(jb, "traced"), (tb, "eager")],
-                         ids=["jax-traced", "torch-eager"])
-@pytest.mark.parametrize("chain", [chains.mul, chains.svd3, chains.sin], ids=lambda c: c.name)
+_PEER_CASES = [pytest.param(b, m, c, id=f"{c.name}-{bid}",
+                            marks=() if (c.name, bid) in {("svd3", "jax-traced"), ("mul", "torch-eager")}
+                            else pytest.mark.slow)
+               for b, m, bid in ((jb, "traced", "jax-traced"), (tb, "eager", "torch-eager"))
+               for c in [v for ch in chains.STANDARD for v in ch.variants()]]
+
+
+@pytest.mark.parametrize(("backend", "mode", "chain"), _PEER_CASES)
 def test_standard_chains_are_linear_on_the_peers(backend, mode, chain):
+    """Every standard chain is linear on JAX traced and torch eager (two representative cases run
+    by default, all with ``-m slow``)."""
     s = _series(backend, chain, mode)
     v = classify(s)
     key = "transform" if mode == "traced" else "backward"
