@@ -240,11 +240,9 @@ def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bi
     bound: list[TracedTensor] = []
     nodes = toposort(outputs, aliases)
 
-    def leaf_var(t: TracedTensor):
+    def plain_leaf_var(t: TracedTensor):
         v = var_of.get(id(t))
         if v is None:
-            if aliases and id(t) in aliases:
-                return var_for(aliases[id(t)][1])
             if t.data is not None and bind_data:
                 v = b.add_binding(t.data)
                 bound.append(t)
@@ -255,6 +253,13 @@ def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bi
                 raise TransformError(f"placeholder {t.aval} is not among the inputs; pass it in inputs=[...]")
             var_of[id(t)] = v
         return v
+
+    def leaf_var(t: TracedTensor):
+        # (no nested function calls back into itself or var_for: no closure cycle keeps graphs alive)
+        if aliases and id(t) in aliases:
+            target = aliases[id(t)][1]
+            return plain_leaf_var(target) if target.node is None else var_of[(id(target.node), target.slot)]
+        return plain_leaf_var(t)
 
     def var_for(t: TracedTensor):
         v = leaf_var(t) if t.node is None else var_of[(id(t.node), t.slot)]

@@ -209,6 +209,17 @@ class Prepared:
         for v, array in program.bindings:
             ns[f"c{v}"] = array
             body.append(f"    v{v} = c{v}")
+        # free each intermediate after its last use: large temporaries then recycle memory (as they
+        # do in hand-written numpy) instead of all staying alive until the program returns
+        last_use: dict[int, int] = {}
+        for n, e in enumerate(eqns):
+            for i in e.ins:
+                last_use[i] = n
+        keep = set(outputs) | set(program.inputs) | {v for v, _ in program.bindings}
+        dead_after: dict[int, list[int]] = {}
+        for v, n in last_use.items():
+            if v not in keep:
+                dead_after.setdefault(n, []).append(v)
         for n, e in enumerate(eqns):
             ns[f"k{n}"] = _kernel(e)
             args = ", ".join(f"v{i}" for i in e.ins)
@@ -216,12 +227,14 @@ class Prepared:
                 body.append(f"    v{e.outs[0]} = k{n}({args})")
             else:
                 body.append(f"    {', '.join(f'v{o}' for o in e.outs)}, = k{n}({args})")
+            if n in dead_after:
+                body.append(f"    del {', '.join(f'v{v}' for v in sorted(dead_after[n]))}")
         ins = ", ".join(f"v{i}" for i in program.inputs)
         outs = ", ".join(f"v{o}" for o in outputs)
         body.append(f"    return [{outs}]")
         src = f"def run_program({ins}):\n" + "\n".join(body) + "\n"
         exec(compile(src, f"<prepared program {program.fingerprint.hex()[:8]}>", "exec"), ns)
-        self._run = ns["run_program"]
+        self._run = ns.pop("run_program")  # popped: the function and its globals form no cycle
         self._nops = len(eqns)
         self.source = src
 

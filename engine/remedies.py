@@ -20,6 +20,7 @@ import numpy as np
 
 from . import graph, profiles
 from .ad import grad as _grad
+from .ad import vjp_program
 from .compile import compile as _compile
 from .counters import COUNTERS
 from .errors import TransformError
@@ -106,6 +107,44 @@ def _split(result):
     return result, None
 
 
+class _StagePrograms:
+    """The programs of one stage shape: forward (value only), and either a backward that recomputes
+    the forward, or a forward that also returns the residuals its backward program reads."""
+
+    def __init__(self, fwd, has_extra: bool) -> None:
+        self.fwd = fwd.prepare()
+        self.fwd_ops = fwd.op_count
+        self.has_extra = has_extra
+        self.bwd = None
+        self.bwd_ops = 0
+        self.fwd_res = None  # t -> (t_next, [extra], residuals...)
+        self.sources: list[tuple[str, int]] = []  # per backward input: ("t"|"ct"|"c"|"res", index)
+
+    def with_residuals(self, t, ct, c, fwd_outs, surrogate) -> None:
+        """Build the residual pair; leaves ``bwd`` unset when a residual would need ``ct`` or ``c``."""
+        source = freeze([surrogate], inputs=[t, ct, c], tag=True).program
+        seed = np.ones((), dtype=surrogate.dtype)
+        derivative = vjp_program(source, [0], seed=seed, residuals=True)
+        needed = [source.tags[derivative.tags[v]] for v in derivative.inputs]
+        residuals: list = []
+        sources = []
+        for tensor in needed:
+            named = next((n for n, x in (("t", t), ("ct", ct), ("c", c)) if tensor is x), None)
+            if named is not None:
+                sources.append((named, 0))
+            else:
+                sources.append(("res", len(residuals)))
+                residuals.append(tensor)
+        try:
+            fwd_res = _compile(list(fwd_outs) + residuals, inputs=[t])
+        except TransformError:  # a residual depends on the cotangent: keep the recomputing backward
+            return
+        self.fwd_res = fwd_res.prepare()
+        self.sources = sources
+        self.bwd = derivative.prepare()
+        self.bwd_ops = derivative.op_count
+
+
 class Staged:
     """A chain run in stages: ``t_{n+1}, extra_n = stages[n](xp, t_n)``, then ``final(xp, t_N)``.
 
@@ -114,9 +153,14 @@ class Staged:
     (forward, and backward = grad of the surrogate, from placeholders) once per (stage, shape) and
     reuses them; eager mode records each stage in its own session and reuses the derivative cache.
     Stages that are the same callable object (or share a ``stage_key`` attribute) share programs.
+    With ``keep_residuals`` (default) traced stages keep the forward values their backward needs,
+    as eager stages do; without it each backward program recomputes its stage's forward (less
+    memory: only the stage inputs are kept, like a checkpoint per stage).
     """
 
-    def __init__(self, stages: Sequence[Callable], final: Callable, weights: Sequence[float] | None = None):
+    def __init__(self, stages: Sequence[Callable], final: Callable, weights: Sequence[float] | None = None,
+                 keep_residuals: bool = True):
+        self.keep_residuals = keep_residuals
         self.stages = list(stages)
         self.final = final
         self.weights = [1.0] * len(self.stages) if weights is None else [float(w) for w in weights]
@@ -126,7 +170,7 @@ class Staged:
         self.build_seconds = 0.0
 
     # -- traced -------------------------------------------------------------------------------
-    def _stage_programs(self, stage, shape, dtype):
+    def _stage_programs(self, stage, shape, dtype) -> _StagePrograms:
         from . import numpy as xnp
 
         key = (getattr(stage, "stage_key", stage), shape, np.dtype(dtype).str)
@@ -141,8 +185,12 @@ class Staged:
             surrogate = xnp.sum(t_next * ct)
             if extra is not None:
                 surrogate = surrogate + extra * c
-            bwd = _compile(_grad(surrogate, t), inputs=[t, ct, c])
-            progs = (fwd.prepare(), bwd.prepare(), extra is not None, fwd.op_count, bwd.op_count)
+            progs = _StagePrograms(fwd, extra is not None)
+            if self.keep_residuals:
+                progs.with_residuals(t, ct, c, fwd_outs, surrogate)
+            if progs.bwd is None:  # recompute the stage's forward inside its backward program
+                bwd = _compile(_grad(surrogate, t), inputs=[t, ct, c])
+                progs.bwd, progs.bwd_ops = bwd.prepare(), bwd.op_count
             self._programs[key] = progs
         return progs
 
@@ -166,14 +214,20 @@ class Staged:
         fin, _ = self._final_programs(ts[-1].shape, ts[-1].dtype)
         return total + float(fin(ts[-1])[0])
 
-    def _traced_forward(self, x0):
+    def _traced_forward(self, x0, residuals: list | None = None):
         ts = [x0]
         total = 0.0
         for stage, w in zip(self.stages, self.weights, strict=True):
-            fwd, _, has_extra, _, _ = self._stage_programs(stage, ts[-1].shape, ts[-1].dtype)
-            outs = fwd(ts[-1])
+            progs = self._stage_programs(stage, ts[-1].shape, ts[-1].dtype)
+            if residuals is not None and progs.fwd_res is not None:
+                outs = progs.fwd_res(ts[-1])
+                residuals.append(outs[1 + progs.has_extra:])
+            else:
+                outs = progs.fwd(ts[-1])
+                if residuals is not None:
+                    residuals.append(None)
             ts.append(outs[0])
-            if has_extra:
+            if progs.has_extra:
                 total += w * float(outs[1])
         return ts, total
 
@@ -184,13 +238,20 @@ class Staged:
             return self._eager(x0, runtime)
         if mode != "traced":
             raise ValueError(f"mode must be 'traced' or 'eager', got {mode!r}")
-        ts, total = self._traced_forward(x0)
+        residuals: list = []
+        ts, total = self._traced_forward(x0, residuals)
         fin, fin_bwd = self._final_programs(ts[-1].shape, ts[-1].dtype)
         value = total + float(fin(ts[-1])[0])
         ct = fin_bwd(ts[-1])[0]
         for n in range(len(self.stages) - 1, -1, -1):
-            _, bwd, _, _, _ = self._stage_programs(self.stages[n], ts[n].shape, ts[n].dtype)
-            ct = bwd(ts[n], ct, np.asarray(self.weights[n]))[0]
+            progs = self._stage_programs(self.stages[n], ts[n].shape, ts[n].dtype)
+            c = np.asarray(self.weights[n])
+            if residuals[n] is None:
+                ct = progs.bwd(ts[n], ct, c)[0]
+            else:
+                given = {"t": (ts[n],), "ct": (ct,), "c": (c,), "res": residuals[n]}
+                ct = progs.bwd.run_unchecked(*[given[kind][i] for kind, i in progs.sources])[0]
+            residuals[n] = None  # free as we go
         return value, ct
 
     # -- eager --------------------------------------------------------------------------------
@@ -230,4 +291,4 @@ class Staged:
 
     def program_summary(self) -> list[tuple]:
         """(stage key, shape, forward ops, backward ops) per traced stage program built so far."""
-        return [(k[0], k[1], v[3], v[4]) for k, v in self._programs.items() if k[0] != "final"]
+        return [(k[0], k[1], v.fwd_ops, v.bwd_ops) for k, v in self._programs.items() if k[0] != "final"]
