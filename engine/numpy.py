@@ -163,28 +163,7 @@ equal = _compare("eq")
 not_equal = _compare("ne")
 
 
-def sin(x):
-    return _ops.sin(x)
-
-
-def cos(x):
-    return _ops.cos(x)
-
-
-def exp(x):
-    return _ops.exp(x)
-
-
-def log(x):
-    return _ops.log(x)
-
-
-def sqrt(x):
-    return _ops.sqrt(x)
-
-
-def tanh(x):
-    return _ops.tanh(x)
+sin, cos, exp, log, sqrt, tanh = _ops.sin, _ops.cos, _ops.exp, _ops.log, _ops.sqrt, _ops.tanh
 
 
 def _axes(axis, ndim):

@@ -256,19 +256,19 @@ div_p = defprim("div", _binary_rule("div"), np.divide)
 
 
 def add(a, b):
-    return bind(add_p, a, b)
+    return a._bind(add_p, (a, b), {})
 
 
 def sub(a, b):
-    return bind(sub_p, a, b)
+    return a._bind(sub_p, (a, b), {})
 
 
 def mul(a, b):
-    return bind(mul_p, a, b)
+    return a._bind(mul_p, (a, b), {})
 
 
 def div(a, b):
-    return bind(div_p, a, b)
+    return a._bind(div_p, (a, b), {})
 
 
 @defjvp(add_p)
@@ -355,31 +355,31 @@ pow_int_p = defprim("pow_int", _unary_rule("pow_int"), _pow_impl)  # integer pow
 
 
 def neg(x):
-    return bind(neg_p, x)
+    return x._bind(neg_p, (x,), {})
 
 
 def sin(x):
-    return bind(sin_p, x)
+    return x._bind(sin_p, (x,), {})
 
 
 def cos(x):
-    return bind(cos_p, x)
+    return x._bind(cos_p, (x,), {})
 
 
 def exp(x):
-    return bind(exp_p, x)
+    return x._bind(exp_p, (x,), {})
 
 
 def log(x):
-    return bind(log_p, x)
+    return x._bind(log_p, (x,), {})
 
 
 def sqrt(x):
-    return bind(sqrt_p, x)
+    return x._bind(sqrt_p, (x,), {})
 
 
 def tanh(x):
-    return bind(tanh_p, x)
+    return x._bind(tanh_p, (x,), {})
 
 
 def scale(x, c: float):
