@@ -37,10 +37,13 @@ def fmt_seconds(s: float | None) -> str:
 
 
 def fmt_growth(result: Result) -> str:
-    """``x2.01/layer`` for exponential verdicts, ``d^1.94`` for power laws, ``-`` otherwise."""
+    """``x2.01/layer`` for exponential verdicts, ``d^1.94`` for power laws, ``flat`` for a cost that
+    does not grow at all (e.g. no bookkeeping left on a warm eager backward), ``-`` otherwise."""
     v = result.verdict
     if v.base is not None and v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
         return f"x{v.base:.2f}/layer"
+    if v.kind == model.LINEAR and v.exponent is not None and v.exponent < 0.2:
+        return "flat"
     if v.exponent is not None:
         return f"d^{v.exponent:.2f}"
     return "-"
