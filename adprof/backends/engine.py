@@ -21,14 +21,13 @@ import gc
 import math
 import statistics
 import time
-import traceback
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import engine
+from adprof.backends.peer_common import PointFailure, describe_exception
 from adprof.chain import Chain
 from adprof.model import Point
 from engine import counters
@@ -42,40 +41,8 @@ RUN_REPEATS = 3
 PhaseCallback = Callable[[str, int | None], None]
 
 
-class PointFailure(Exception):
-    """A point could not be measured; ``kind`` says why, ``point`` holds what was measured."""
-
-    def __init__(self, kind: str, message: str, phase: str | None = None, point: Point | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.phase = phase
-        self.point = point
-
-
 def _no_phase(name: str, call: int | None) -> None:  # default callback
     return None
-
-
-def _where(exc: BaseException, chain: Chain) -> str:
-    """' (file.py line N)' for the deepest traceback frame in the chain's file, else ''."""
-    code = getattr(getattr(chain.fn, "__wrapped__", chain.fn), "__code__", None)
-    files = {f for f in (chain.source, code.co_filename if code else None) if f}
-    resolved = {str(Path(f).resolve()) for f in files}
-    line = None
-    for fr in traceback.extract_tb(exc.__traceback__):
-        if fr.filename in files or str(Path(fr.filename).resolve()) in resolved:
-            line = (Path(fr.filename).name, fr.lineno)
-    return f" ({line[0]} line {line[1]})" if line else ""
-
-
-def describe_exception(exc: BaseException, chain: Chain) -> str:
-    """``Type: first message line (file line N)``: one line."""
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    head = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
-    if len(head) > 200:
-        head = head[:197] + "..."
-    return head + _where(exc, chain)
 
 
 def _classify_exception(exc: BaseException) -> str:

@@ -1,4 +1,5 @@
-"""Helpers shared by the peer backends (``jax``, ``torch``): failures, timing, namespaces, eager loop.
+"""Helpers shared by the backends: failures and their one-line descriptions (all backends), and the
+peers' (``jax``, ``torch``) timing, namespaces and eager loop.
 
 Peers have no counters: their points carry times only (``Point.counters`` stays empty, so the
 classifier fits time). To make a time-only point robust:
@@ -50,7 +51,7 @@ PhaseCallback = Callable[[str, int | None], None]
 class PointFailure(Exception):
     """A point could not be measured; ``kind`` says why, ``point`` holds what was measured.
 
-    Same interface as the engine backend's: kinds ``chain``, ``output``, ``resource``.
+    Shared by every backend (the engine's too): kinds ``chain``, ``output``, ``budget``, ``resource``.
     """
 
     def __init__(self, kind: str, message: str, phase: str | None = None, point: Point | None = None):
