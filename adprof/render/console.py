@@ -25,6 +25,10 @@ VERDICT_STYLE = {
 }
 
 
+#: Columns of the sweep table (measured vs predicted base per reuse count), shared by the renderers.
+SWEEP_COLUMNS = ("chain", "backend/profile", "mode", "k", "measured base", "predicted base", "verdict", "agrees")
+
+
 def fmt_seconds(s: float | None) -> str:
     """Seconds as ``12.3 ms`` / ``4.56 s`` / ``-``."""
     if s is None:
@@ -110,16 +114,7 @@ def sweep_rich_table(results: list[Result]) -> Table | None:
     if not rows:
         return None
     t = Table(title="sweeps: measured vs predicted base")
-    for col in (
-        "chain",
-        "backend/profile",
-        "mode",
-        "k",
-        "measured base",
-        "predicted base",
-        "verdict",
-        "agrees",
-    ):
+    for col in SWEEP_COLUMNS:
         t.add_column(col)
     for row in rows:
         bp = f"{row['backend']}/{row['profile']}" if row["profile"] else row["backend"]

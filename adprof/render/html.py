@@ -9,7 +9,7 @@ from html import escape
 
 from adprof.classify import sweep_table
 from adprof.model import Report, Result
-from adprof.render.console import backend_label, depth_reached, fmt_growth, worst_time_text
+from adprof.render.console import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
 from adprof.render.plot import result_svg, simple_svg
 
 CSS = """
@@ -89,19 +89,7 @@ def _sweeps(report: Report) -> str:
             f"<td>{escape(str(row['k']))}</td><td>{base}</td><td>{pred}</td>"
             f"<td>{_verdict(row['verdict'])}</td><td>{agrees}</td></tr>"
         )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "chain",
-            "backend/profile",
-            "mode",
-            "k",
-            "measured base",
-            "predicted base",
-            "verdict",
-            "agrees",
-        )
-    )
+    head = "".join(f"<th>{h}</th>" for h in SWEEP_COLUMNS)
     return (
         "<h2>Sweeps: measured vs predicted base</h2>"
         f'<table class="sweeps"><thead><tr>{head}</tr></thead><tbody>{"".join(out)}</tbody></table>'
