@@ -33,7 +33,7 @@ from .counters import COUNTERS
 from .errors import DTypeError, EngineError, TransformError
 from .graph import TracedTensor, freeze
 from .keys import InputKey
-from .ops import Aval, Primitive, TensorBase
+from .ops import Aval, Primitive, TensorBase, add_p
 
 ENGINE_TARGET = "cpu-numpy"
 
@@ -462,13 +462,8 @@ def _plain(g):
 def _accumulate(runtime: EagerRuntime, a, b):
     if type(a) is not EagerTensor:
         a = runtime.constant(a)
-    return runtime._apply(_add_p(), (a, b), {})
+    return runtime._apply(add_p, (a, b), {})
 
-
-def _add_p():
-    from .ops import add_p
-
-    return add_p
 
 
 def _as_float_array(array, what) -> np.ndarray:

@@ -153,7 +153,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
     """
     order: list[Node] = []
     state: dict[int, int] = {}  # id(node) -> 1 visiting, 2 done
-    keep = []
     roots = []
     for t in outputs:
         while t.node is None and aliases and id(t) in aliases:
@@ -173,7 +172,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
             continue
         visits += 1
         state[nid] = 1
-        keep.append(node)
         stack.append((node, True))
         for p in node.inputs:
             if p.node is None and aliases and id(p) in aliases:

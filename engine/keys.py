@@ -196,7 +196,6 @@ def tree_size(key) -> int:
     # Iterative post-order over the DAG, memoizing by identity: paths(k) = 1 + sum paths(inputs).
     memo: dict[int, int] = {}
     stack = [(key, False)]
-    keep = []
     while stack:
         k, done = stack.pop()
         kid = id(k)
@@ -208,7 +207,6 @@ def tree_size(key) -> int:
         if done:
             memo[kid] = 1 + sum(memo[id(i)] for i in k.op.inputs)
             continue
-        keep.append(k)
         stack.append((k, True))
         stack.extend((i, False) for i in k.op.inputs if id(i) not in memo)
     return memo[id(key)]
