@@ -153,8 +153,7 @@ def _check_signature(fn: Callable[..., Any], name: str, sweep_names: Sequence[st
     except TypeError:
         extra = f", {', '.join(sweep_names)}" if sweep_names else "[, sweep params]"
         raise ChainSignatureError(
-            f"chain {name!r} at {_where(fn)} has signature {name}{sig}; "
-            f"a chain must accept (xp, x, depth{extra})"
+            f"chain {name!r} at {_where(fn)} has signature {name}{sig}; a chain must accept (xp, x, depth{extra})"
         ) from None
 
 
@@ -301,9 +300,7 @@ def _make_variant(parent: Chain, params: dict[str, Any], label: str, reuse: Any)
     )
 
 
-def _normalize_depths(
-    depths: Sequence[int] | range | None, max_depth: int | None, name: str
-) -> tuple[int, ...]:
+def _normalize_depths(depths: Sequence[int] | range | None, max_depth: int | None, name: str) -> tuple[int, ...]:
     if depths is not None and max_depth is not None:
         raise ChainError(f"chain {name!r}: give depths= or max_depth=, not both")
     if max_depth is not None:
@@ -352,9 +349,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     try:
         input_shape = tuple(int(n) for n in input_shape)
     except TypeError:
-        raise ChainError(
-            f"chain {name!r}: input_shape must be a tuple of ints, got {input_shape!r}"
-        ) from None
+        raise ChainError(f"chain {name!r}: input_shape must be a tuple of ints, got {input_shape!r}") from None
     if inp is not None and not (callable(inp) or isinstance(inp, int | float | np.ndarray | np.number)):
         raise ChainError(f"chain {name!r}: input must be a callable, a numpy array or a float, got {inp!r}")
     if isinstance(inp, bool):

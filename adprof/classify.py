@@ -57,9 +57,7 @@ def time_value(point: model.Point, phases: tuple[str, ...]) -> float | None:
     return float(sum(present)) if present else None
 
 
-def metric_points(
-    series: Series, phases: tuple[str, ...], source: str
-) -> tuple[list[int], list[float], list[bool]]:
+def metric_points(series: Series, phases: tuple[str, ...], source: str) -> tuple[list[int], list[float], list[bool]]:
     """``(depths, values, censored)`` of the counter or time cost over phases."""
     get = counter_value if source == "counters" else time_value
     ds, vs, cs = [], [], []
@@ -95,11 +93,7 @@ def describe_fit(fit: Fit, label: str) -> str:
     if fit.kind == "superlinear":
         lp = ""
         if fit.method == "marginal" and fit.local_powers:
-            lp = (
-                " (local power of the marginal cost "
-                + ", ".join(f"{x:.2f}" for x in fit.local_powers[-3:])
-                + ")"
-            )
+            lp = " (local power of the marginal cost " + ", ".join(f"{x:.2f}" for x in fit.local_powers[-3:]) + ")"
         return f"{label} grows as depth^{fit.exponent:.2f} over depths {_fmt_depths(fit.depths)}{lp}"
     if fit.kind == "linear":
         if fit.exponent == 0.0:
@@ -249,16 +243,12 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
             "superlinear",
         )
     ):
-        v.evidence.append(
-            f"log fits: exponential R² {primary.r2_exponential:.3f}, power R² {primary.r2_power:.3f}"
-        )
+        v.evidence.append(f"log fits: exponential R² {primary.r2_exponential:.3f}, power R² {primary.r2_power:.3f}")
     dominant, dom_line = _dominant(series, phases) if counter_fit is not None else (None, None)
     if dom_line:
         v.evidence.append(dom_line)
     if counter_fit is not None and time_fit is not None:
-        agree = (
-            "agrees" if time_fit.kind == counter_fit.kind else f"disagrees with counters ({counter_fit.kind})"
-        )
+        agree = "agrees" if time_fit.kind == counter_fit.kind else f"disagrees with counters ({counter_fit.kind})"
         v.evidence.append(describe_fit(time_fit, t_label) + f"; {agree}")
 
     kind = primary.kind
@@ -269,8 +259,10 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
         # grow by the factor the structure predicts, which is enough to call it (seed 001's TRG: 4 steps).
         kind = "exponential"
         primary.kind, primary.base = "exponential", steep
-        v.evidence.append(f"only {len(primary.depths)} depths before the cap: exact counters grow "
-                          f"x{steep:.1f} per layer, and the structure predicts x{predicted_base:.1f}")
+        v.evidence.append(
+            f"only {len(primary.depths)} depths before the cap: exact counters grow "
+            f"x{steep:.1f} per layer, and the structure predicts x{predicted_base:.1f}"
+        )
     if kind == "inconclusive":
         v.kind = model.INCONCLUSIVE
     elif kind == "linear":
@@ -279,8 +271,11 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
             call0 = _fit(series, ("backward0",), "counters") if has_counters else None
             call0 = call0 or _fit(series, ("backward0",), "time")
             v.call0_fit = call0
-            if call0 is not None and call0.kind in ("exponential", "superlinear") and (
-                    has_counters or _consistent_growth(call0)):
+            if (
+                call0 is not None
+                and call0.kind in ("exponential", "superlinear")
+                and (has_counters or _consistent_growth(call0))
+            ):
                 v.kind = _KIND[(call0.kind, False)]
                 fit_used = call0
                 v.evidence.append(describe_fit(call0, "call 0 backward (cache miss)") + "; only call 0 grows")
@@ -298,9 +293,7 @@ def classify(series: Series, predicted_base: float | None = None) -> Verdict:
     v.halving_ratio = fit_used.halving_ratio
     exp_kind = v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)
     if predicted_base is not None and v.base is not None:
-        v.evidence.append(
-            f"predicted base {predicted_base:.2f} (use-matrix spectral radius), measured {v.base:.2f}"
-        )
+        v.evidence.append(f"predicted base {predicted_base:.2f} (use-matrix spectral radius), measured {v.base:.2f}")
     if series.declared_reuse is not None and exp_kind and v.base is not None:
         v.reuse_agrees = abs(v.base - series.declared_reuse) <= REUSE_TOLERANCE
         v.evidence.append(
@@ -332,8 +325,9 @@ def _consistent_growth(fit: Fit) -> bool:
 STEEP_RATIO = 1.5
 
 
-def _steep_with_structure(series: Series, phases: tuple[str, ...], counter_fit: Fit | None,
-                          predicted_base: float | None) -> float | None:
+def _steep_with_structure(
+    series: Series, phases: tuple[str, ...], counter_fit: Fit | None, predicted_base: float | None
+) -> float | None:
     """Per-layer base from 2-3 consecutive exact points that agree with the predicted base, else None."""
     if counter_fit is None or predicted_base is None or predicted_base < STEEP_RATIO:
         return None

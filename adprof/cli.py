@@ -61,7 +61,9 @@ from adprof.structure import RISK_BASE, Structure
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 #: Fallback when ``adprof.backends`` has no ``BACKEND_MODES`` table.
 _BACKEND_MODES: dict[str, tuple[str, ...]] = {
-    "engine": ("traced", "eager"), "jax": ("traced", "compile", "eager"), "torch": ("traced", "eager"),
+    "engine": ("traced", "eager"),
+    "jax": ("traced", "compile", "eager"),
+    "torch": ("traced", "eager"),
 }
 
 
@@ -80,8 +82,7 @@ def _depths(value: str) -> tuple[int, ...]:
     try:
         ds = tuple(sorted({int(v) for v in _csv(value)}))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"depths must be positive integers, e.g. 1,2,4,8 (got {value!r})") \
-            from None
+        raise argparse.ArgumentTypeError(f"depths must be positive integers, e.g. 1,2,4,8 (got {value!r})") from None
     if not ds or ds[0] < 1:
         raise argparse.ArgumentTypeError(f"depths must be positive integers, e.g. 1,2,4,8 (got {value!r})")
     return ds
@@ -98,20 +99,39 @@ def _positive(value: str) -> float:
 
 
 def _common(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> None:
-    p.add_argument("--backend", default="engine",
-                   help=f"comma-separated backends (known: {', '.join(KNOWN_BACKENDS)}; default engine)")
-    p.add_argument("--cap", type=_positive, default=cap,
-                   help=f"seconds per phase; a series stops past it, or when the next point is predicted "
-                        f"to pass it; a phase running 4x longer is killed (default {cap:g})")
-    p.add_argument("--budget", type=_positive, default=DEFAULT_BUDGET,
-                   help=f"seconds of wall time for the whole run, shared by all series (default "
-                        f"{DEFAULT_BUDGET:g})")
-    p.add_argument("--calls", type=int, default=DEFAULT_CALLS,
-                   help=f"eager mode: forward+backward calls per depth (default {DEFAULT_CALLS})")
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                   help="parallel worker processes (default: min(2, cores))")
-    p.add_argument("--json", metavar="PATH|-", help="write the report as JSON (- for stdout; the tables "
-                   "then go to stderr)")
+    p.add_argument(
+        "--backend",
+        default="engine",
+        help=f"comma-separated backends (known: {', '.join(KNOWN_BACKENDS)}; default engine)",
+    )
+    p.add_argument(
+        "--cap",
+        type=_positive,
+        default=cap,
+        help=f"seconds per phase; a series stops past it, or when the next point is predicted "
+        f"to pass it; a phase running 4x longer is killed (default {cap:g})",
+    )
+    p.add_argument(
+        "--budget",
+        type=_positive,
+        default=DEFAULT_BUDGET,
+        help=f"seconds of wall time for the whole run, shared by all series (default {DEFAULT_BUDGET:g})",
+    )
+    p.add_argument(
+        "--calls",
+        type=int,
+        default=DEFAULT_CALLS,
+        help=f"eager mode: forward+backward calls per depth (default {DEFAULT_CALLS})",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="parallel worker processes (default: min(2, cores))",
+    )
+    p.add_argument(
+        "--json", metavar="PATH|-", help="write the report as JSON (- for stdout; the tables then go to stderr)"
+    )
     p.add_argument("--verbose", "-v", action="store_true", help="tracebacks on errors, more detail on stderr")
     p.add_argument("--no-color", action="store_true", help="no colors")
 
@@ -121,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="adprof",
         description="Find autodiff cost pathologies: exponential transform blowup, superlinear "
-                    "per-backward cost, or neither, and what to do about it.",
+        "per-backward cost, or neither, and what to do about it.",
         epilog=__doc__.split("Exit status", 1)[1].join(["Exit status", ""]).split("Everything")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -129,59 +149,57 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = sub.add_parser(
-        "check", help="classify every chain of a file (both profiles, both modes by default)",
+        "check",
+        help="classify every chain of a file (both profiles, both modes by default)",
         description="Probe each chain (each sweep variant) on each backend, profile and mode at growing "
-                    "depth, classify the growth and print a summary with evidence and remedies. "
-                    "Exit 0: all linear; 1: a pathology or a failing chain (the others are still "
-                    "reported); 2: bad target or option.",
+        "depth, classify the growth and print a summary with evidence and remedies. "
+        "Exit 0: all linear; 1: a pathology or a failing chain (the others are still "
+        "reported); 2: bad target or option.",
     )
     check.add_argument("targets", nargs="+", metavar="FILE[::CHAIN]", help="chain file, optionally ::CHAIN")
-    check.add_argument("--profile", default=None,
-                       help="comma-separated engine profiles (default: all, v08,fixed)")
-    check.add_argument("--mode", default=None,
-                       help="comma-separated modes (default: the chain's, traced,eager)")
-    check.add_argument("--depths", type=_depths, default=None,
-                       help="explicit depths, e.g. 1,2,4,8 (default: adaptive schedule)")
-    check.add_argument("--plot", metavar="PATH",
-                       help="save cost-vs-depth plots (png/svg/pdf; needs matplotlib)")
+    check.add_argument("--profile", default=None, help="comma-separated engine profiles (default: all, v08,fixed)")
+    check.add_argument("--mode", default=None, help="comma-separated modes (default: the chain's, traced,eager)")
+    check.add_argument(
+        "--depths", type=_depths, default=None, help="explicit depths, e.g. 1,2,4,8 (default: adaptive schedule)"
+    )
+    check.add_argument("--plot", metavar="PATH", help="save cost-vs-depth plots (png/svg/pdf; needs matplotlib)")
     check.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
-    check.add_argument("--no-structure", action="store_true",
-                       help="skip the structure (predicted base) probe")
+    check.add_argument("--no-structure", action="store_true", help="skip the structure (predicted base) probe")
     _common(check)
 
     ratio = sub.add_parser(
-        "ratio", help="the per-layer ratio table of one chain (unit steps until the cap)",
+        "ratio",
+        help="the per-layer ratio table of one chain (unit steps until the cap)",
         description="Unit depth steps 1, 2, 3, ... until a phase passes the cap: value ops, transform "
-                    "time, per-layer ratio, derivative ops, drop time and counters (seed 001's table).",
+        "time, per-layer ratio, derivative ops, drop time and counters (seed 001's table).",
     )
     ratio.add_argument("target", metavar="FILE::CHAIN")
-    ratio.add_argument("--mode", default="traced",
-                       help="traced (default), eager, or compile where the backend has it")
+    ratio.add_argument("--mode", default="traced", help="traced (default), eager, or compile where the backend has it")
     ratio.add_argument("--profile", default="v08")
     ratio.add_argument("--depths", type=_depths, default=None, help="explicit depths instead of 1, 2, 3, ...")
     ratio.add_argument("--max-depth", type=int, default=40, help="deepest unit step (default 40)")
     _common(ratio)
 
     halve = sub.add_parser(
-        "halve", help="cost at depth d, d/2, d/4 and the halving ratios (seed 000's check)",
+        "halve",
+        help="cost at depth d, d/2, d/4 and the halving ratios (seed 000's check)",
         description="Time one chain at depth d, d/2 and d/4. A halving ratio above 3 (time cut below 1/3 "
-                    "by halving the depth) means a superlinear cost of graph size, not arithmetic.",
+        "by halving the depth) means a superlinear cost of graph size, not arithmetic.",
     )
     halve.add_argument("target", metavar="FILE::CHAIN")
-    halve.add_argument("--mode", default="eager",
-                       help="eager (default), traced, or compile where the backend has it")
+    halve.add_argument("--mode", default="eager", help="eager (default), traced, or compile where the backend has it")
     halve.add_argument("--profile", default="v08")
-    halve.add_argument("--depth", type=int, default=None,
-                       help="deepest depth d (default: the chain's largest)")
+    halve.add_argument("--depth", type=int, default=None, help="deepest depth d (default: the chain's largest)")
     _common(halve, cap=10.0)
 
     guard = sub.add_parser(
-        "guard", help="CI guard: exit 1 when a chain's scaling exceeds its limits",
+        "guard",
+        help="CI guard: exit 1 when a chain's scaling exceeds its limits",
         description="Measure each chain at fixed depths (its declared ones, or --depths), classify on the "
-                    "engine's deterministic counters (wall time with a tolerance for jax/torch) and "
-                    "compare with the limits. Exit 0: every chain holds; 1: a limit is exceeded (a "
-                    "diff of limit vs measured is printed); 2: bad target or option. Limits default to "
-                    "[tool.adprof.guard] in pyproject.toml, else max base 1.1, max exponent 1.3.",
+        "engine's deterministic counters (wall time with a tolerance for jax/torch) and "
+        "compare with the limits. Exit 0: every chain holds; 1: a limit is exceeded (a "
+        "diff of limit vs measured is printed); 2: bad target or option. Limits default to "
+        "[tool.adprof.guard] in pyproject.toml, else max base 1.1, max exponent 1.3.",
     )
     guard.add_argument("targets", nargs="+", metavar="FILE[::CHAIN]")
     guard.add_argument("--max-base", type=_positive, default=None, help="largest per-layer growth ratio")
@@ -260,8 +278,9 @@ def _select(value: str | None, known: Sequence[str], what: str, backend: str = "
     bad = [v for v in chosen if v not in known]
     if bad or not chosen:
         where = f" for backend {backend}" if backend else ""
-        raise UsageError(f"unknown {what} {', '.join(map(repr, bad)) or repr(value)}; "
-                         f"known {what}s{where}: {', '.join(known)}")
+        raise UsageError(
+            f"unknown {what} {', '.join(map(repr, bad)) or repr(value)}; known {what}s{where}: {', '.join(known)}"
+        )
     return chosen
 
 
@@ -271,8 +290,9 @@ def backend_modes(backend: str) -> tuple[str, ...]:
     return tuple(table.get(backend, KNOWN_MODES))
 
 
-def _plan(metas: list[dict[str, Any]], backends: list[str], profiles: str | None,
-          modes: str | None, notes: list[str]) -> list[SeriesSpec]:
+def _plan(
+    metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
+) -> list[SeriesSpec]:
     every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
     want_modes = _select(modes, every, "mode")
     with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
@@ -288,18 +308,25 @@ def _plan(metas: list[dict[str, Any]], backends: list[str], profiles: str | None
             chain_modes = list(m.get("modes") or KNOWN_MODES)
             # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
             wanted = want_modes if want_modes is not None else chain_modes
-            use = [md for md in wanted
-                   if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
+            use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
                 notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
             depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
-                    specs.append(SeriesSpec(
-                        file=m["file"], chain=m["name"], backend=backend, profile=prof, mode=md,
-                        max_depth=max(m.get("depths") or [8]), declared_reuse=m.get("reuse"),
-                        params=dict(m.get("params") or {}), depths=depths,
-                    ))
+                    specs.append(
+                        SeriesSpec(
+                            file=m["file"],
+                            chain=m["name"],
+                            backend=backend,
+                            profile=prof,
+                            mode=md,
+                            max_depth=max(m.get("depths") or [8]),
+                            declared_reuse=m.get("reuse"),
+                            params=dict(m.get("params") or {}),
+                            depths=depths,
+                        )
+                    )
     return specs
 
 
@@ -318,9 +345,13 @@ def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
 def _verdict(series: Series, structure: dict[str, Any] | None) -> Verdict:
     pb = structure.get("predicted_base") if structure else None
     if not series.points and not series.error:
-        v = Verdict(kind=model.INCONCLUSIVE, predicted_base=pb,
-                    evidence=[series.stopped or "no points measured"],
-                    cause="not measured", remedies=["rerun with a larger --budget or fewer chains"])
+        v = Verdict(
+            kind=model.INCONCLUSIVE,
+            predicted_base=pb,
+            evidence=[series.stopped or "no points measured"],
+            cause="not measured",
+            remedies=["rerun with a larger --budget or fewer chains"],
+        )
     else:
         v = classify(series, predicted_base=pb)
     if structure and "chain" in structure:
@@ -330,21 +361,33 @@ def _verdict(series: Series, structure: dict[str, Any] | None) -> Verdict:
 
 def build_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str]) -> Report:
     """Classify every measured series into a Report."""
-    results = [Result(series=s, verdict=_verdict(s, measured.structures.get(s.chain)))
-               for s in measured.series]
+    results = [Result(series=s, verdict=_verdict(s, measured.structures.get(s.chain))) for s in measured.series]
     notes = list(measured.notes)
-    risky = [(n, st["predicted_base"]) for n, st in measured.structures.items()
-             if st.get("at_risk") and st.get("predicted_base") is not None]
+    risky = [
+        (n, st["predicted_base"])
+        for n, st in measured.structures.items()
+        if st.get("at_risk") and st.get("predicted_base") is not None
+    ]
     if risky:
-        notes.insert(0, f"structure (before timing): at risk, predicted base > {RISK_BASE}: "
-                        + ", ".join(f"{n} ({b:.2f})" for n, b in risky))
+        notes.insert(
+            0,
+            f"structure (before timing): at risk, predicted base > {RISK_BASE}: "
+            + ", ".join(f"{n} ({b:.2f})" for n, b in risky),
+        )
     stopped = [r.series for r in results if r.series.stopped and "budget" in r.series.stopped]
     if stopped:
-        notes.append(f"{len(stopped)} series stopped by the budget: "
-                     + ", ".join(f"{s.chain} [{s.profile}, {s.mode}]" for s in stopped[:8])
-                     + (" ..." if len(stopped) > 8 else ""))
-    return Report(results=results, environment=_environment(cfg, argv), budget_seconds=cfg.budget,
-                  elapsed_seconds=measured.elapsed, notes=notes)
+        notes.append(
+            f"{len(stopped)} series stopped by the budget: "
+            + ", ".join(f"{s.chain} [{s.profile}, {s.mode}]" for s in stopped[:8])
+            + (" ..." if len(stopped) > 8 else "")
+        )
+    return Report(
+        results=results,
+        environment=_environment(cfg, argv),
+        budget_seconds=cfg.budget,
+        elapsed_seconds=measured.elapsed,
+        notes=notes,
+    )
 
 
 def exit_code(report: Report) -> int:
@@ -361,8 +404,7 @@ def _report_errors(report: Report, err: Console) -> None:
         if s.error:
             seen.setdefault((s.chain, s.error), []).append(f"{s.backend}/{s.profile or '-'} {s.mode}")
     for (chain, msg), where in seen.items():
-        err.print(f"adprof: chain {chain}: {msg} [{', '.join(where)}]", markup=False, highlight=False,
-                  soft_wrap=True)
+        err.print(f"adprof: chain {chain}: {msg} [{', '.join(where)}]", markup=False, highlight=False, soft_wrap=True)
 
 
 class _Progress:
@@ -370,9 +412,16 @@ class _Progress:
     lane is measuring right now in its description."""
 
     def __init__(self, console: Console, total: int, lanes: int, enabled: bool) -> None:
-        self.progress = Progress(SpinnerColumn(), BarColumn(bar_width=20), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
-                                 console=console, transient=True, disable=not enabled)
+        self.progress = Progress(
+            SpinnerColumn(),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}", markup=False),
+            console=console,
+            transient=True,
+            disable=not enabled,
+        )
         self.task = self.progress.add_task("starting", total=total)
         self.lanes = [""] * lanes
 
@@ -396,20 +445,26 @@ def _run(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: boo
     enabled = err.is_terminal
     lanes = max(1, min(cfg.jobs, len(specs)))
     with _Progress(err, len(specs), lanes, enabled) as prog:
+
         def on_series(s: Series) -> None:
             prog.done(s)
             if verbose and not enabled:
                 tail = s.error or s.stopped or ""
-                err.print(f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
-                          f"{[p.depth for p in s.points]} {tail}", markup=False, highlight=False)
+                err.print(
+                    f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
+                    f"{[p.depth for p in s.points]} {tail}",
+                    markup=False,
+                    highlight=False,
+                )
 
         def on_structures(structures: dict[str, dict[str, Any]]) -> None:
             if not (enabled or verbose):
                 return
             for st in structures.values():
                 if "chain" in st and (st.get("at_risk") or verbose):
-                    prog.progress.console.print(Structure.from_dict(st).summary(), markup=False,
-                                                highlight=False, soft_wrap=True)
+                    prog.progress.console.print(
+                        Structure.from_dict(st).summary(), markup=False, highlight=False, soft_wrap=True
+                    )
 
         return measure_all(specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures)
 
@@ -484,16 +539,23 @@ def _one_chain(target: str, timeout: float) -> dict[str, Any]:
     return metas[0]
 
 
-def _single(args: argparse.Namespace, argv: Sequence[str], cfg: MeasureConfig, meta: dict[str, Any],
-            err: Console) -> Report:
+def _single(
+    args: argparse.Namespace, argv: Sequence[str], cfg: MeasureConfig, meta: dict[str, Any], err: Console
+) -> Report:
     backends = _backends(args.backend)
     _select(args.mode, backend_modes(backends[0]), "mode", backends[0])
     known = [p for p in BACKEND_PROFILES.get(backends[0], (None,)) if p]
     profile = _select(args.profile, known, "profile", backends[0]) if known else None
-    spec = SeriesSpec(file=meta["file"], chain=meta["name"], backend=backends[0],
-                      profile=(profile or [None])[0], mode=args.mode,
-                      max_depth=max(meta.get("depths") or [8]), declared_reuse=meta.get("reuse"),
-                      params=dict(meta.get("params") or {}))
+    spec = SeriesSpec(
+        file=meta["file"],
+        chain=meta["name"],
+        backend=backends[0],
+        profile=(profile or [None])[0],
+        mode=args.mode,
+        max_depth=max(meta.get("depths") or [8]),
+        declared_reuse=meta.get("reuse"),
+        params=dict(meta.get("params") or {}),
+    )
     measured = _run([spec], cfg, err, args.verbose)
     return build_report(measured, cfg, argv)
 
@@ -512,8 +574,13 @@ def _verdict_line(r: Result) -> str:
 def cmd_ratio(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof ratio``: unit steps until the cap, seed 001's table."""
     out, err = _consoles(args)
-    cfg = _config(args, depths=args.depths, unit_steps=args.depths is None,
-                  max_depth=None if args.depths else args.max_depth, jobs=1)
+    cfg = _config(
+        args,
+        depths=args.depths,
+        unit_steps=args.depths is None,
+        max_depth=None if args.depths else args.max_depth,
+        jobs=1,
+    )
     meta = _one_chain(args.target, max(10.0, cfg.timeout * 2))
     report = _single(args, argv, cfg, meta, err)
     from adprof.render import render_ratio_table
@@ -549,10 +616,14 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
         deep = max((p for p in s.points if not p.extra.get("censored")), key=lambda p: p.depth, default=None)
         if deep is not None and "backward0" in deep.times and "backward" in deep.times:
             cache = deep.extra.get("cache", {})
-            out.print(f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
-                      f"1..{deep.extra.get('calls', 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
-                      f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
-                      f"{deep.times.get('forward', 0) * 1e3:.2f} ms", markup=False, highlight=False)
+            out.print(
+                f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
+                f"1..{deep.extra.get('calls', 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+                f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
+                f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
+                markup=False,
+                highlight=False,
+            )
     if s.stopped:
         out.print(s.stopped, markup=False, highlight=False)
     out.print(_verdict_line(r), markup=False, highlight=False)
@@ -584,12 +655,16 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = _run(specs, cfg, err, args.verbose)
     report = build_report(measured, cfg, argv)
-    guard = GuardReport([check_result(r, limits, 0.0 if r.series.backend == "engine" else TIME_TOLERANCE)
-                         for r in report.results])
+    guard = GuardReport(
+        [check_result(r, limits, 0.0 if r.series.backend == "engine" else TIME_TOLERANCE) for r in report.results]
+    )
     out.print(guard.text(), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
-    out.print(f"adprof guard: {held} of {len(guard.checks)} held "
-              f"(max base {limits.max_base:g}, max exponent {limits.max_exponent:g})", markup=False)
+    out.print(
+        f"adprof guard: {held} of {len(guard.checks)} held "
+        f"(max base {limits.max_base:g}, max exponent {limits.max_exponent:g})",
+        markup=False,
+    )
     if args.json:
         _write_outputs(report, args, err)
     return 0 if guard.ok else 1

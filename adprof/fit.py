@@ -237,8 +237,7 @@ def _classify_total(d: np.ndarray, v: np.ndarray, lf: dict[str, float | None], f
             fit.kind = "exponential"
             fit.base = float(off["base"])
             fit.notes.append(
-                f"exponential x{fit.base:.2f} per layer under a fixed overhead "
-                "(a + c*b^d fitted in log space)"
+                f"exponential x{fit.base:.2f} per layer under a fixed overhead (a + c*b^d fitted in log space)"
             )
             return
         q = float(off["exponent"])
@@ -247,8 +246,7 @@ def _classify_total(d: np.ndarray, v: np.ndarray, lf: dict[str, float | None], f
             fit.kind = "superlinear"
             fit.exponent = q
             fit.notes.append(
-                f"depth^{q:.2f} under a fixed overhead "
-                f"(a + c*d^p fitted in log space; plain log-log slope {p:.2f})"
+                f"depth^{q:.2f} under a fixed overhead (a + c*d^p fitted in log space; plain log-log slope {p:.2f})"
             )
             return
     fit.exponent = float(p)
@@ -372,24 +370,14 @@ def _use_censored(fit: Fit) -> None:
     if not fit.censored_depths or not fit.depths:
         return
     last_d, last_v = fit.depths[-1], fit.values[-1]
-    beyond = [
-        (cd, cv) for cd, cv in zip(fit.censored_depths, fit.censored_values, strict=True) if cd > last_d
-    ]
+    beyond = [(cd, cv) for cd, cv in zip(fit.censored_depths, fit.censored_values, strict=True) if cd > last_d]
     if not beyond:
         return
-    fit.notes.append(
-        "censored (lower bounds): " + ", ".join(f">= {cv:.4g} at depth {cd}" for cd, cv in beyond)
-    )
+    fit.notes.append("censored (lower bounds): " + ", ".join(f">= {cv:.4g} at depth {cd}" for cd, cv in beyond))
     if fit.kind == "exponential":
         return
     rates = fit.tail_ratios[-2:]
-    if (
-        len(fit.depths) >= MIN_POINTS
-        and len(beyond) >= 2
-        and rates
-        and min(rates) > 1.5
-        and fit.kind == "inconclusive"
-    ):
+    if len(fit.depths) >= MIN_POINTS and len(beyond) >= 2 and rates and min(rates) > 1.5 and fit.kind == "inconclusive":
         fit.kind = "exponential"
         fit.base = float(np.exp(np.mean(np.log(rates))))
         fit.notes.append(f"{len(beyond)} censored points after per-layer ratios > 1.5: read as exponential")
@@ -397,9 +385,7 @@ def _use_censored(fit: Fit) -> None:
         cd, cv = beyond[0]
         pred = last_v * (cd / last_d) ** fit.exponent
         if cv > 2 * pred:
-            fit.notes.append(
-                f"censored bound at depth {cd} is {cv / pred:.1f}x above the power-law prediction"
-            )
+            fit.notes.append(f"censored bound at depth {cd} is {cv / pred:.1f}x above the power-law prediction")
 
 
 def predict(fit: Fit, depth: float) -> float | None:

@@ -183,8 +183,9 @@ def phase_of(frame: Frame, table: Sequence[tuple[str, str, str]] = PHASE_TABLE) 
     """The phase of one frame by :data:`PHASE_TABLE`, or None."""
     short = frame.name.rsplit(".", 1)[-1]
     for phase, fn_pat, file_pat in table:
-        if (fnmatch.fnmatchcase(frame.name, fn_pat) or fnmatch.fnmatchcase(short, fn_pat)) and \
-                _file_matches(file_pat, frame.file):
+        if (fnmatch.fnmatchcase(frame.name, fn_pat) or fnmatch.fnmatchcase(short, fn_pat)) and _file_matches(
+            file_pat, frame.file
+        ):
             return phase
     return None
 
@@ -245,8 +246,7 @@ class FlameSummary:
         return n / self.probe if self.probe else 0.0
 
 
-def attribute(stacks: Iterable[tuple[Stack, int]],
-              table: Sequence[tuple[str, str, str]] = PHASE_TABLE) -> FlameSummary:
+def attribute(stacks: Iterable[tuple[Stack, int]], table: Sequence[tuple[str, str, str]] = PHASE_TABLE) -> FlameSummary:
     """Attribute parsed stacks to phases, phase paths and leaf (self) functions."""
     phases: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
@@ -393,8 +393,10 @@ def render_svg(stacks: Sequence[tuple[Stack, int]], title: str = "", width: int 
                 if chars >= 3:
                     name = f.name if len(f.name) <= chars else f.name[: max(chars - 2, 1)] + ".."
                     text = f'<text x="{x + 3:.1f}" y="{y + 11.5:.1f}">{html.escape(name)}</text>'
-                rects.append(f'<g><title>{tip}</title><rect x="{x:.1f}" y="{y}" width="{w:.1f}" '
-                             f'height="{row - 1}" rx="2" fill="{_frame_color(f)}"/>{text}</g>')
+                rects.append(
+                    f'<g><title>{tip}</title><rect x="{x:.1f}" y="{y}" width="{w:.1f}" '
+                    f'height="{row - 1}" rx="2" fill="{_frame_color(f)}"/>{text}</g>'
+                )
                 emit(kid, x, level + 1)
             x += w
 
@@ -405,11 +407,11 @@ def render_svg(stacks: Sequence[tuple[Stack, int]], title: str = "", width: int 
         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">\n'
         f'<rect width="100%" height="100%" fill="#fbfbf8"/>\n'
         f'<text x="{pad}" y="16" font-size="13">{html.escape(title or "adprof flame")}'
-        f' ({total} samples)</text>\n'
+        f" ({total} samples)</text>\n"
         f'<text x="{pad}" y="30" fill="#666">colours by phase: {html.escape(legend)}</text>\n'
         + "\n".join(rects)
         + f'\n<text x="{pad}" y="{height - 5}" fill="#666">width = share of samples; '
-          f'hover a frame for its count</text>\n</svg>\n'
+        f"hover a frame for its count</text>\n</svg>\n"
     )
 
 
@@ -433,8 +435,17 @@ def render_speedscope(stacks: Sequence[tuple[Stack, int]], rate: float, name: st
     doc = {
         "$schema": "https://www.speedscope.app/file-format-schema.json",
         "shared": {"frames": frames_json},
-        "profiles": [{"type": "sampled", "name": name, "unit": "seconds", "startValue": 0,
-                      "endValue": end, "samples": samples, "weights": weights}],
+        "profiles": [
+            {
+                "type": "sampled",
+                "name": name,
+                "unit": "seconds",
+                "startValue": 0,
+                "endValue": end,
+                "samples": samples,
+                "weights": weights,
+            }
+        ],
         "activeProfileIndex": 0,
         "exporter": "adprof flame",
         "name": name,
@@ -447,8 +458,10 @@ def render_speedscope(stacks: Sequence[tuple[Stack, int]], rate: float, name: st
 FORMATS = ("svg", "speedscope", "raw")
 _SUFFIX = {"svg": ".svg", "speedscope": ".json", "raw": ".txt"}
 INSTALL_FIX = "install it with `pip install py-spy` (it must be on PATH or next to the Python interpreter)"
-PTRACE_FIX = ("py-spy needs ptrace rights on its child: run as root, or grant CAP_SYS_PTRACE "
-              "(docker run --cap-add SYS_PTRACE), or set kernel.yama.ptrace_scope to 0 or 1")
+PTRACE_FIX = (
+    "py-spy needs ptrace rights on its child: run as root, or grant CAP_SYS_PTRACE "
+    "(docker run --cap-add SYS_PTRACE), or set kernel.yama.ptrace_scope to 0 or 1"
+)
 
 
 class FlameError(Exception):
@@ -483,8 +496,16 @@ def _repo_root() -> str:
     return str(Path(__file__).resolve().parent.parent)
 
 
-def sample_probe(target: str, mode: str, depth: int, profile: str, seconds: float = 3.0,
-                 rate: int = 250, py_spy: str | None = None, timeout_margin: float = 30.0) -> FlameRun:
+def sample_probe(
+    target: str,
+    mode: str,
+    depth: int,
+    profile: str,
+    seconds: float = 3.0,
+    rate: int = 250,
+    py_spy: str | None = None,
+    timeout_margin: float = 30.0,
+) -> FlameRun:
     """Run the looped probe as py-spy's child once; raise :class:`FlameError` if nothing was sampled.
 
     py-spy's ``-d`` is a cap (``2 * seconds + 5``): the worker normally exits first, after
@@ -497,20 +518,44 @@ def sample_probe(target: str, mode: str, depth: int, profile: str, seconds: floa
     with tempfile.TemporaryDirectory(prefix="adprof-flame-") as tmp:
         raw_path = os.path.join(tmp, "stacks.txt")
         status_path = os.path.join(tmp, "status.json")
-        cmd = [py_spy, "record", "-F", "-r", str(rate), "-d", str(cap), "-f", "raw", "-o", raw_path,
-               "--", sys.executable, "-m", "adprof.flame_worker", target, "--mode", mode,
-               "--depth", str(depth), "--profile", profile, "--seconds", str(seconds),
-               "--status", status_path]
+        cmd = [
+            py_spy,
+            "record",
+            "-F",
+            "-r",
+            str(rate),
+            "-d",
+            str(cap),
+            "-f",
+            "raw",
+            "-o",
+            raw_path,
+            "--",
+            sys.executable,
+            "-m",
+            "adprof.flame_worker",
+            target,
+            "--mode",
+            mode,
+            "--depth",
+            str(depth),
+            "--profile",
+            profile,
+            "--seconds",
+            str(seconds),
+            "--status",
+            status_path,
+        ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                  timeout=cap + timeout_margin)
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=cap + timeout_margin)
         except FileNotFoundError:
             raise FlameError(f"adprof flame: cannot run {py_spy}; {INSTALL_FIX}") from None
         except subprocess.TimeoutExpired:
-            raise FlameError(f"adprof flame: py-spy did not finish within {cap + timeout_margin:.0f} s; "
-                             "lower --depth or --seconds") from None
+            raise FlameError(
+                f"adprof flame: py-spy did not finish within {cap + timeout_margin:.0f} s; lower --depth or --seconds"
+            ) from None
         status = _read_status(status_path)
         raw = Path(raw_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(raw_path) else ""
     err = _py_spy_error(proc.stderr)
@@ -526,13 +571,16 @@ def sample_probe(target: str, mode: str, depth: int, profile: str, seconds: floa
         raise FlameError(f"adprof flame: the probe failed in the worker: {status.get('error')}", 1)
     if not status:
         tail = _last_line(proc.stderr) or "no output"
-        raise FlameError(f"adprof flame: the worker did not start ({tail}); "
-                         f"try: {sys.executable} -m adprof.flame_worker {target} --depth {depth}")
+        raise FlameError(
+            f"adprof flame: the worker did not start ({tail}); "
+            f"try: {sys.executable} -m adprof.flame_worker {target} --depth {depth}"
+        )
     if sum(c for _, c in stacks) == 0:
         raise FlameError(
             f"adprof flame: py-spy recorded no samples (worker state {status.get('state')}, "
             f"{status.get('iterations', 0)} iterations); check that `{py_spy} record -- "
-            f"{sys.executable} -c 'while 1: pass'` samples here, or {PTRACE_FIX}")
+            f"{sys.executable} -c 'while 1: pass'` samples here, or {PTRACE_FIX}"
+        )
     return FlameRun(stacks, raw, status, cap)
 
 
@@ -565,10 +613,12 @@ def _py_spy_error(stderr: str) -> str:
 def add_flame_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``flame`` on an ``add_subparsers()`` object; the handler is ``func=run_flame``."""
     p = subparsers.add_parser(
-        "flame", help="sample a looped probe with py-spy: flame graph + where the time went",
+        "flame",
+        help="sample a looped probe with py-spy: flame graph + where the time went",
         description="Run the probe of FILE::CHAIN in a loop under py-spy, write a flame graph and "
-                    "print the share of samples in each engine phase (key equality, metadata "
-                    "registration/deregistration, derivative traces, trace rebuild, kernels).")
+        "print the share of samples in each engine phase (key equality, metadata "
+        "registration/deregistration, derivative traces, trace rebuild, kernels).",
+    )
     _add_arguments(p)
     p.set_defaults(func=run_flame)
     return p
@@ -581,8 +631,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=("v08", "fixed"), default="fixed", help="engine profile (fixed)")
     p.add_argument("--seconds", type=float, default=3.0, help="seconds of looping to sample (3)")
     p.add_argument("--rate", type=int, default=250, help="samples per second (250; keep <= 1000)")
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="svg flame graph (default), speedscope JSON or raw collapsed stacks")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="svg flame graph (default), speedscope JSON or raw collapsed stacks",
+    )
     p.add_argument("-o", "--output", default=None, help="output file (default flame-CHAIN-MODE-dDEPTH.EXT)")
     p.add_argument("--top", type=int, default=8, help="paths and self functions to list (8)")
 
@@ -599,8 +653,7 @@ def _resolve_target(target: str) -> tuple[str, str]:
     if name is None:
         if len(chains) != 1:
             names = ", ".join(c.name for c in chains)
-            raise FlameError(f"adprof flame: {path} defines several chains ({names}); "
-                             f"name one with {path}::CHAIN")
+            raise FlameError(f"adprof flame: {path} defines several chains ({names}); name one with {path}::CHAIN")
         name = chains[0].name
     return f"{Path(path).resolve()}::{name}", name
 
@@ -648,15 +701,21 @@ def _run(args: argparse.Namespace) -> int:
     run = sample_probe(worker_target, args.mode, args.depth, args.profile, args.seconds, args.rate, py_spy)
     summary = attribute(run.stacks)
     st = run.status
-    done = (f"{st.get('iterations', 0)} iterations in {st.get('seconds', 0.0):.2f} s of looping"
-            if st.get("state") == "done" else f"stopped during iteration {st.get('iterations', 0) + 1}")
-    summary.title = (f"adprof flame {args.target} ({args.mode}, depth {args.depth}, profile {args.profile}): "
-                     f"{done}, sampled at {args.rate} Hz")
+    done = (
+        f"{st.get('iterations', 0)} iterations in {st.get('seconds', 0.0):.2f} s of looping"
+        if st.get("state") == "done"
+        else f"stopped during iteration {st.get('iterations', 0) + 1}"
+    )
+    summary.title = (
+        f"adprof flame {args.target} ({args.mode}, depth {args.depth}, profile {args.profile}): "
+        f"{done}, sampled at {args.rate} Hz"
+    )
     if run.status.get("state") == "running":
         summary.notes.append(
             f"note: py-spy's {run.seconds_cap} s cap stopped the worker during iteration "
             f"{run.status.get('iterations', 0) + 1}; one iteration takes longer than the cap allows, "
-            "so the samples cover part of it (lower --depth for whole iterations)")
+            "so the samples cover part of it (lower --depth for whole iterations)"
+        )
     title = f"{name} {args.mode} depth {args.depth} profile {args.profile}"
     if fmt == "svg":
         text = render_svg(run.stacks, title=title)
@@ -678,9 +737,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = [
-    "ABSORBING_PHASES", "FORMATS", "PHASE_TABLE", "FlameError", "FlameRun", "FlameSummary", "Frame",
-    "add_flame_parser", "attribute", "find_py_spy", "main", "parse_collapsed", "parse_frame", "path_line",
-    "phase_of", "phase_path", "render_speedscope", "render_summary", "render_svg", "run_flame",
+    "ABSORBING_PHASES",
+    "FORMATS",
+    "PHASE_TABLE",
+    "FlameError",
+    "FlameRun",
+    "FlameSummary",
+    "Frame",
+    "add_flame_parser",
+    "attribute",
+    "find_py_spy",
+    "main",
+    "parse_collapsed",
+    "parse_frame",
+    "path_line",
+    "phase_of",
+    "phase_path",
+    "render_speedscope",
+    "render_summary",
+    "render_svg",
+    "run_flame",
     "sample_probe",
 ]
 

@@ -56,6 +56,7 @@ def make_iteration(target: str, mode: str, depth: int, profile: str):
     a = chain.make_input()
 
     if mode == "traced":
+
         def traced_iteration() -> None:
             x = engine.input(a.shape, a.dtype)
             y = chain(xp, x, depth)
@@ -114,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         write_status(args.status, state="running", iterations=0, seconds=0.0, error=None)
         probe_loop(iteration, args.seconds, args.status, done)
     except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - reported, not raised
-        write_status(args.status, state="error", iterations=int(done[0]), seconds=done[1],
-                     error=_one_line(exc))
+        write_status(args.status, state="error", iterations=int(done[0]), seconds=done[1], error=_one_line(exc))
         print(f"adprof flame worker: {_one_line(exc)}", file=sys.stderr)
         return 1
     write_status(args.status, state="done", iterations=int(done[0]), seconds=done[1], error=None)

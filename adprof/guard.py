@@ -44,8 +44,10 @@ class GuardLimits:
     def from_pyproject(cls, start: Path | None = None) -> GuardLimits:
         """Limits from the nearest ``pyproject.toml``'s ``[tool.adprof.guard]`` (defaults if none)."""
         table = pyproject_guard_table(start)
-        return cls(max_base=float(table.get("max_base", DEFAULT_MAX_BASE)),
-                   max_exponent=float(table.get("max_exponent", DEFAULT_MAX_EXPONENT)))
+        return cls(
+            max_base=float(table.get("max_base", DEFAULT_MAX_BASE)),
+            max_exponent=float(table.get("max_exponent", DEFAULT_MAX_EXPONENT)),
+        )
 
 
 def pyproject_guard_table(start: Path | None = None) -> dict[str, Any]:
@@ -131,21 +133,42 @@ def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) ->
     if v.kind == model.ERROR:
         return GuardCheck(result, limits, False, "error", limit, result.series.error or "the chain failed", metric)
     if v.kind == model.INCONCLUSIVE:
-        return GuardCheck(result, limits, False, "inconclusive", limit,
-                          "too few points to decide: give the guard more depths", metric)
+        return GuardCheck(
+            result, limits, False, "inconclusive", limit, "too few points to decide: give the guard more depths", metric
+        )
     if v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
-        return GuardCheck(result, limits, ok, f"base {base:.2f} per layer", limit,
-                          f"{v.kind}: cost x{base:.2f} per layer" + ("" if ok else f" > {max_base:.2f}"), metric)
+        return GuardCheck(
+            result,
+            limits,
+            ok,
+            f"base {base:.2f} per layer",
+            limit,
+            f"{v.kind}: cost x{base:.2f} per layer" + ("" if ok else f" > {max_base:.2f}"),
+            metric,
+        )
     exponent = v.exponent if v.exponent is not None else 1.0
     ok = exponent <= max_exp
-    return GuardCheck(result, limits, ok, f"exponent {exponent:.2f}", limit,
-                      f"{v.kind}: cost ~ depth^{exponent:.2f}" + ("" if ok else f" > {max_exp:.2f}"), metric)
+    return GuardCheck(
+        result,
+        limits,
+        ok,
+        f"exponent {exponent:.2f}",
+        limit,
+        f"{v.kind}: cost ~ depth^{exponent:.2f}" + ("" if ok else f" > {max_exp:.2f}"),
+        metric,
+    )
 
 
-def measure_series(chain: Chain, mode: str, profile: str | None = "fixed", depths: Sequence[int] | None = None,
-                   backend: str = "engine", counter_budget: int = GUARD_COUNTER_BUDGET) -> Series:
+def measure_series(
+    chain: Chain,
+    mode: str,
+    profile: str | None = "fixed",
+    depths: Sequence[int] | None = None,
+    backend: str = "engine",
+    counter_budget: int = GUARD_COUNTER_BUDGET,
+) -> Series:
     """Measure ``chain`` in this process at fixed depths (the guard's deterministic schedule)."""
     from adprof.backends import get_backend
 
@@ -160,10 +183,17 @@ def measure_series(chain: Chain, mode: str, profile: str | None = "fixed", depth
         gc.unfreeze()
 
 
-def _measure(impl, chain: Chain, mode: str, profile: str | None, depths: list[int], backend: str,
-             counter_budget: int) -> Series:
-    series = Series(chain=chain.name, backend=backend, profile=profile if backend == "engine" else None,
-                    mode=mode, declared_reuse=_numeric(chain.reuse), params=dict(chain.params))
+def _measure(
+    impl, chain: Chain, mode: str, profile: str | None, depths: list[int], backend: str, counter_budget: int
+) -> Series:
+    series = Series(
+        chain=chain.name,
+        backend=backend,
+        profile=profile if backend == "engine" else None,
+        mode=mode,
+        declared_reuse=_numeric(chain.reuse),
+        params=dict(chain.params),
+    )
     for depth in depths:
         try:
             if backend == "engine":
@@ -188,9 +218,15 @@ def _numeric(reuse) -> float | None:
     return float(reuse) if isinstance(reuse, int | float) and not isinstance(reuse, bool) else None
 
 
-def guard_chain(chain: Chain, mode: str = "traced", *, profile: str | None = "fixed",
-                limits: GuardLimits | None = None, depths: Sequence[int] | None = None,
-                backend: str = "engine") -> GuardReport:
+def guard_chain(
+    chain: Chain,
+    mode: str = "traced",
+    *,
+    profile: str | None = "fixed",
+    limits: GuardLimits | None = None,
+    depths: Sequence[int] | None = None,
+    backend: str = "engine",
+) -> GuardReport:
     """Measure, classify and check one chain (all its sweep variants)."""
     limits = limits or GuardLimits()
     report = GuardReport()

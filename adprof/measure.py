@@ -255,8 +255,7 @@ class Worker:
                 self.kill()
                 how = _signal_name(code) if code < 0 else f"exit code {code}"
                 where = f" in {phase}" if phase else ""
-                raise WorkerCrashed(f"worker crashed{where} ({how})" + (f": {tail}" if tail else ""),
-                                    phase) from None
+                raise WorkerCrashed(f"worker crashed{where} ({how})" + (f": {tail}" if tail else ""), phase) from None
             if line is None:
                 elapsed = time.monotonic() - phase_start
                 self.kill()
@@ -301,8 +300,9 @@ def halving_depths(max_depth: int, above: int) -> list[int]:
 class Schedule:
     """Decides the next depth from the points so far (adaptive, unit steps, or explicit)."""
 
-    def __init__(self, max_depth: int, mode: str, explicit: Sequence[int] | None = None,
-                 unit_steps: bool = False) -> None:
+    def __init__(
+        self, max_depth: int, mode: str, explicit: Sequence[int] | None = None, unit_steps: bool = False
+    ) -> None:
         self.max_depth = max(1, int(max_depth))
         self.mode = mode
         self.explicit = sorted(set(int(d) for d in explicit)) if explicit else None
@@ -487,8 +487,15 @@ class SeriesSpec:
 StatusCallback = Callable[[str], None]
 
 
-def _censored_point(depth: int, phase: str | None, call: int | None, seconds: float, mode: str,
-                    reason: str, partial: dict[str, Any] | None = None) -> Point:
+def _censored_point(
+    depth: int,
+    phase: str | None,
+    call: int | None,
+    seconds: float,
+    mode: str,
+    reason: str,
+    partial: dict[str, Any] | None = None,
+) -> Point:
     pt = point_from_dict(partial) if partial else Point(depth=depth)
     if phase:
         pt.times[phase] = max(seconds, pt.times.get(phase, 0.0))
@@ -525,8 +532,14 @@ def run_series(
         series = resume
         series.stopped = None
     else:
-        series = Series(chain=spec.chain, backend=spec.backend, profile=spec.profile, mode=spec.mode,
-                        declared_reuse=spec.declared_reuse, params=dict(spec.params))
+        series = Series(
+            chain=spec.chain,
+            backend=spec.backend,
+            profile=spec.profile,
+            mode=spec.mode,
+            declared_reuse=spec.declared_reuse,
+            params=dict(spec.params),
+        )
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
@@ -552,15 +565,15 @@ def run_series(
             if big:
                 ph, t = max(big.items(), key=lambda kv: kv[1])
                 rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
-                series.stopped = (f"stopped after depth {last}: next point (depth {depth}) predicted "
-                                  f"{ph} {fmt_s(t)} {rel} {cap_s}")
+                series.stopped = (
+                    f"stopped after depth {last}: next point (depth {depth}) predicted {ph} {fmt_s(t)} {rel} {cap_s}"
+                )
                 break
             if hard_deadline is not None and time.monotonic() >= hard_deadline:
                 series.stopped = f"stopped after depth {last}: the {cfg.budget:g} s budget is used up"
                 break
             if left <= 0:
-                series.stopped = (f"stopped after depth {last}: this series' budget share "
-                                  f"({allowance:.1f} s) is used up")
+                series.stopped = f"stopped after depth {last}: this series' budget share ({allowance:.1f} s) is used up"
                 break
             if walls and len(series.points) >= 2 and pred:
                 prev = series.points[-1]
@@ -575,14 +588,24 @@ def run_series(
                         if wall_pred <= left:
                             break
                 if wall_pred > left:
-                    series.stopped = (f"stopped after depth {last}: next point (depth {depth}) predicted "
-                                      f"{fmt_s(wall_pred)} > {fmt_s(max(left, 0))} left of this series' "
-                                      f"budget share")
+                    series.stopped = (
+                        f"stopped after depth {last}: next point (depth {depth}) predicted "
+                        f"{fmt_s(wall_pred)} > {fmt_s(max(left, 0))} left of this series' "
+                        f"budget share"
+                    )
                     break
         say(f"depth {depth}")
-        req = {"op": "point", "file": spec.file, "chain": spec.chain, "backend": spec.backend,
-               "profile": spec.profile, "mode": spec.mode, "depth": depth, "calls": calls,
-               "counter_budget": cfg.counter_budget}
+        req = {
+            "op": "point",
+            "file": spec.file,
+            "chain": spec.chain,
+            "backend": spec.backend,
+            "profile": spec.profile,
+            "mode": spec.mode,
+            "depth": depth,
+            "calls": calls,
+            "counter_budget": cfg.counter_budget,
+        }
 
         def on_event(ev: dict[str, Any], depth: int = depth) -> None:
             if ev.get("event") == "phase":
@@ -620,8 +643,10 @@ def run_series(
                 partial = ans.get("point")
                 pt = _censored_point(depth, ans.get("phase"), None, 0.0, spec.mode, "counter budget", partial)
                 series.points.append(pt)
-                series.stopped = (f"stopped after depth {last}: depth {depth} exceeded the key-comparison "
-                                  f"budget ({cfg.counter_budget:,}) in {ans.get('phase')} (censored)")
+                series.stopped = (
+                    f"stopped after depth {last}: depth {depth} exceeded the key-comparison "
+                    f"budget ({cfg.counter_budget:,}) in {ans.get('phase')} (censored)"
+                )
                 if not any(not p.extra.get("censored") for p in series.points):
                     series.error = f"depth {depth}: key-comparison budget exceeded in {ans.get('phase')}"
             elif kind == "resource":
@@ -650,8 +675,9 @@ class LoadError(Exception):
         self.message, self.error_type = message, error_type
 
 
-def list_chains(file: str, names: Sequence[str] | None, worker: Worker,
-                timeout: float = LOAD_TIMEOUT) -> list[dict[str, Any]]:
+def list_chains(
+    file: str, names: Sequence[str] | None, worker: Worker, timeout: float = LOAD_TIMEOUT
+) -> list[dict[str, Any]]:
     """Chain metadata (sweeps expanded) of ``file``, loaded in ``worker``; raises :class:`LoadError`."""
     try:
         ans = worker.request({"op": "list", "file": file, "names": list(names) if names else None}, timeout)
@@ -675,9 +701,12 @@ class LanePool:
         self.jobs = max(1, jobs)
         self.workers = [Worker() for _ in range(self.jobs)]
 
-    def map(self, jobs: Sequence[Callable[[Worker, int], Any]],
-            on_done: Callable[[int, Any], None] | None = None,
-            poll: Callable[[], None] | None = None) -> list[Any]:
+    def map(
+        self,
+        jobs: Sequence[Callable[[Worker, int], Any]],
+        on_done: Callable[[int, Any], None] | None = None,
+        poll: Callable[[], None] | None = None,
+    ) -> list[Any]:
         """Run all jobs (at most ``self.jobs`` at once); results in job order."""
         results: list[Any] = [None] * len(jobs)
         q: queue.Queue[int] = queue.Queue()
@@ -698,8 +727,7 @@ class LanePool:
                     res = exc
                 done.put((i, res))
 
-        threads = [threading.Thread(target=lane, args=(k,), daemon=True)
-                   for k in range(min(self.jobs, len(jobs)))]
+        threads = [threading.Thread(target=lane, args=(k,), daemon=True) for k in range(min(self.jobs, len(jobs)))]
         for t in threads:
             t.start()
         remaining = len(jobs)
@@ -762,8 +790,9 @@ class Measured:
     elapsed: float
 
 
-def _structure_job(file: str, chain: str, cfg: MeasureConfig, budget: Budget, max_depth: int,
-                   status: Callable[[int, str], None]) -> Callable[[Worker, int], dict[str, Any]]:
+def _structure_job(
+    file: str, chain: str, cfg: MeasureConfig, budget: Budget, max_depth: int, status: Callable[[int, str], None]
+) -> Callable[[Worker, int], dict[str, Any]]:
     depths = [d for d in STRUCTURE_DEPTHS if d <= max(max_depth, 3)]
 
     def job(worker: Worker, lane: int) -> dict[str, Any]:
@@ -772,8 +801,10 @@ def _structure_job(file: str, chain: str, cfg: MeasureConfig, budget: Budget, ma
         try:
             ans = worker.request(req, cfg.timeout, None, budget.deadline + cfg.timeout)
         except WorkerTimeout as to:
-            return {"hang": f"recording the chain did not finish within {to.limit:.1f} s (killed): "
-                            "the chain hangs or is far too slow"}
+            return {
+                "hang": f"recording the chain did not finish within {to.limit:.1f} s (killed): "
+                "the chain hangs or is far too slow"
+            }
         except WorkerCrashed as cr:
             return {"crash": f"recording the chain: {cr.message}"}
         if not ans.get("ok"):
@@ -823,18 +854,30 @@ def measure_all(
                 if blocked:
                     budget.claim()
                     budget.release()
-                    return Series(chain=spec.chain, backend=spec.backend, profile=spec.profile,
-                                  mode=spec.mode, declared_reuse=spec.declared_reuse,
-                                  params=dict(spec.params), error=blocked)
+                    return Series(
+                        chain=spec.chain,
+                        backend=spec.backend,
+                        profile=spec.profile,
+                        mode=spec.mode,
+                        declared_reuse=spec.declared_reuse,
+                        params=dict(spec.params),
+                        error=blocked,
+                    )
                 allowance = budget.claim()
                 try:
                     if allowance <= 0:
-                        return Series(chain=spec.chain, backend=spec.backend, profile=spec.profile,
-                                      mode=spec.mode, declared_reuse=spec.declared_reuse,
-                                      params=dict(spec.params),
-                                      stopped=f"not measured: the {cfg.budget:g} s budget was used up")
-                    return run_series(spec, worker, cfg, allowance, budget.deadline,
-                                      lambda text: st(lane, f"{spec.label} {text}"))
+                        return Series(
+                            chain=spec.chain,
+                            backend=spec.backend,
+                            profile=spec.profile,
+                            mode=spec.mode,
+                            declared_reuse=spec.declared_reuse,
+                            params=dict(spec.params),
+                            stopped=f"not measured: the {cfg.budget:g} s budget was used up",
+                        )
+                    return run_series(
+                        spec, worker, cfg, allowance, budget.deadline, lambda text: st(lane, f"{spec.label} {text}")
+                    )
                 finally:
                     budget.release()
 
@@ -858,8 +901,15 @@ def measure_all(
                     try:
                         if allowance <= 0.5:
                             return prev
-                        return run_series(spec, worker, cfg, allowance, budget.deadline,
-                                          lambda text: st(lane, f"{spec.label} (more) {text}"), resume=prev)
+                        return run_series(
+                            spec,
+                            worker,
+                            cfg,
+                            allowance,
+                            budget.deadline,
+                            lambda text: st(lane, f"{spec.label} (more) {text}"),
+                            resume=prev,
+                        )
                     finally:
                         budget.release()
 
@@ -875,9 +925,17 @@ def measure_all(
         if isinstance(res, Series):
             series.append(res)
         else:  # a bug of ours: keep the run going, report it on the series
-            series.append(Series(chain=spec.chain, backend=spec.backend, profile=spec.profile, mode=spec.mode,
-                                 declared_reuse=spec.declared_reuse, params=dict(spec.params),
-                                 error=f"internal error: {type(res).__name__}: {res}"))
+            series.append(
+                Series(
+                    chain=spec.chain,
+                    backend=spec.backend,
+                    profile=spec.profile,
+                    mode=spec.mode,
+                    declared_reuse=spec.declared_reuse,
+                    params=dict(spec.params),
+                    error=f"internal error: {type(res).__name__}: {res}",
+                )
+            )
     unmeasured = [s for s in series if not s.points and not s.error]
     if unmeasured:
         notes.append(f"{len(unmeasured)} series not measured: the {cfg.budget:g} s budget was used up")

@@ -29,17 +29,26 @@ _MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backen
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("adprof", "adprof scaling guards")
-    group.addoption("--adprof-max-base", type=float, default=None,
-                    help="default per-layer growth limit for the adprof_guard fixture")
-    group.addoption("--adprof-max-exponent", type=float, default=None,
-                    help="default power-law exponent limit for the adprof_guard fixture")
+    group.addoption(
+        "--adprof-max-base",
+        type=float,
+        default=None,
+        help="default per-layer growth limit for the adprof_guard fixture",
+    )
+    group.addoption(
+        "--adprof-max-exponent",
+        type=float,
+        default=None,
+        help="default power-law exponent limit for the adprof_guard fixture",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None): "
-        "scaling limits and settings for the adprof_guard fixture")
+        "scaling limits and settings for the adprof_guard fixture",
+    )
 
 
 class ScalingGuard:
@@ -48,8 +57,9 @@ class ScalingGuard:
     def __init__(self, config: pytest.Config, marker_kwargs: dict[str, Any]) -> None:
         unknown = set(marker_kwargs) - _MARKER_KEYS
         if unknown:
-            raise pytest.UsageError(f"{MARKER} marker: unknown arguments {sorted(unknown)}; "
-                                    f"expected some of {sorted(_MARKER_KEYS)}")
+            raise pytest.UsageError(
+                f"{MARKER} marker: unknown arguments {sorted(unknown)}; expected some of {sorted(_MARKER_KEYS)}"
+            )
         self._marker = marker_kwargs
         table = pyproject_guard_table(config.rootpath)
         self._defaults = {
@@ -67,18 +77,32 @@ class ScalingGuard:
             return self._defaults[name]
         return fallback
 
-    def check(self, chain: Any, mode: str | None = None, *, max_base: float | None = None,
-              max_exponent: float | None = None, profile: str | None = None,
-              depths: Sequence[int] | None = None, backend: str | None = None) -> GuardReport:
+    def check(
+        self,
+        chain: Any,
+        mode: str | None = None,
+        *,
+        max_base: float | None = None,
+        max_exponent: float | None = None,
+        profile: str | None = None,
+        depths: Sequence[int] | None = None,
+        backend: str | None = None,
+    ) -> GuardReport:
         """Measure and check without failing the test; returns the report."""
-        limits = GuardLimits(max_base=float(self._pick("max_base", max_base, GuardLimits.max_base)),
-                             max_exponent=float(self._pick("max_exponent", max_exponent,
-                                                           GuardLimits.max_exponent)))
+        limits = GuardLimits(
+            max_base=float(self._pick("max_base", max_base, GuardLimits.max_base)),
+            max_exponent=float(self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
+        )
         report = GuardReport()
         for ch in resolve_chain(chain):
-            r = guard_chain(ch, self._pick("mode", mode, "traced"), profile=self._pick("profile", profile, "fixed"),
-                            limits=limits, depths=self._pick("depths", depths, None),
-                            backend=self._pick("backend", backend, "engine"))
+            r = guard_chain(
+                ch,
+                self._pick("mode", mode, "traced"),
+                profile=self._pick("profile", profile, "fixed"),
+                limits=limits,
+                depths=self._pick("depths", depths, None),
+                backend=self._pick("backend", backend, "engine"),
+            )
             report.checks.extend(r.checks)
         self.reports.append(report)
         return report

@@ -53,14 +53,18 @@ class Structure:
             why = self.error or "too few depths"
             return f"structure of {self.chain}: no predicted base ({why})"
         n = self.uses_per_layer
-        uses = (f"{n:g} use{'' if n == 1 else 's'}" if n is not None
-                else f"{self.predicted_base:.2f} effective uses")
+        uses = f"{n:g} use{'' if n == 1 else 's'}" if n is not None else f"{self.predicted_base:.2f} effective uses"
         o = self.ops_per_layer
         ops = f", {o:g} op{'' if o == 1 else 's'} per layer" if o is not None else ""
-        risk = (f": AT RISK (predicted base {self.predicted_base:.2f} > {RISK_BASE})" if self.at_risk
-                else f": no reuse blowup predicted (base {self.predicted_base:.2f})")
-        return (f"structure of {self.chain}: {uses} of the previous value per layer{ops}, "
-                f"tree size {self.tree_sizes[-1]:,} at depth {self.depths[-1]}{risk}")
+        risk = (
+            f": AT RISK (predicted base {self.predicted_base:.2f} > {RISK_BASE})"
+            if self.at_risk
+            else f": no reuse blowup predicted (base {self.predicted_base:.2f})"
+        )
+        return (
+            f"structure of {self.chain}: {uses} of the previous value per layer{ops}, "
+            f"tree size {self.tree_sizes[-1]:,} at depth {self.depths[-1]}{risk}"
+        )
 
 
 def predict_base(depths: Sequence[int], tree_sizes: Sequence[float]) -> tuple[float | None, list[float]]:
@@ -82,8 +86,9 @@ def _rounded(base: float) -> float:
     return float(r) if abs(base - r) <= 0.02 else round(base, 2)
 
 
-def analyze(chain: Chain, depths: Sequence[int] = DEFAULT_DEPTHS,
-            on_depth: Callable[[int], None] | None = None) -> Structure:
+def analyze(
+    chain: Chain, depths: Sequence[int] = DEFAULT_DEPTHS, on_depth: Callable[[int], None] | None = None
+) -> Structure:
     """Record ``chain`` (traced, engine ``fixed`` profile) at ``depths`` and predict its base.
 
     Errors while recording stop the analysis; the message is kept in ``error`` and what was

@@ -95,8 +95,11 @@ class _Worker:
 
             ch = self.chain(req["file"], req["chain"])
             self.send({"event": "loaded"})
-            st = analyze(ch, req.get("depths") or (1, 2, 3, 4, 5, 6),
-                         on_depth=lambda d: self.send({"event": "depth", "depth": d}))
+            st = analyze(
+                ch,
+                req.get("depths") or (1, 2, 3, 4, 5, 6),
+                on_depth=lambda d: self.send({"event": "depth", "depth": d}),
+            )
             self.send({"ok": True, "structure": st.to_dict()})
         elif op == "point":
             from adprof.backends import get_backend
@@ -106,14 +109,24 @@ class _Worker:
             self.send({"event": "loaded"})
             try:
                 pt = backend.measure_point(
-                    ch, req["mode"], int(req["depth"]), req.get("profile"),
+                    ch,
+                    req["mode"],
+                    int(req["depth"]),
+                    req.get("profile"),
                     calls=int(req.get("calls", 6)),
                     on_phase=lambda name, call: self.send({"event": "phase", "phase": name, "call": call}),
                     counter_budget=req.get("counter_budget"),
                 )
             except backend.PointFailure as f:
-                self.send({"ok": False, "kind": f.kind, "error": f.message, "phase": f.phase,
-                           "point": dataclasses.asdict(f.point) if f.point is not None else None})
+                self.send(
+                    {
+                        "ok": False,
+                        "kind": f.kind,
+                        "error": f.message,
+                        "phase": f.phase,
+                        "point": dataclasses.asdict(f.point) if f.point is not None else None,
+                    }
+                )
                 return
             self.send({"ok": True, "point": dataclasses.asdict(pt)})
         else:

@@ -57,8 +57,9 @@ def deep_chain(depths, calls):
                 results = [eager_call(rt, xs, depth) for _ in range(calls)]
                 print(f"[{profile}] depth {depth}, n 10")
                 for i in range(5):
-                    print(f"  eager call {i}: forward {results[i][0] * 1e3:.3f} ms, "
-                          f"backward {results[i][1] * 1e3:.3f} ms")
+                    print(
+                        f"  eager call {i}: forward {results[i][0] * 1e3:.3f} ms, backward {results[i][1] * 1e3:.3f} ms"
+                    )
                 fwd = statistics.median(r[0] for r in results)
                 bwd = statistics.median(r[1] for r in results)
                 print(f"  eager median of {calls}: forward {fwd * 1e3:.3f} ms, backward {bwd * 1e3:.3f} ms")
@@ -68,8 +69,10 @@ def deep_chain(depths, calls):
                     t0 = time.perf_counter()
                     run(xs)
                     times.append(time.perf_counter() - t0)
-                print(f"  traced: build + grad + compile + prepare {build * 1e3:.3f} ms, "
-                      f"median of {calls} runs {statistics.median(times) * 1e3:.3f} ms")
+                print(
+                    f"  traced: build + grad + compile + prepare {build * 1e3:.3f} ms, "
+                    f"median of {calls} runs {statistics.median(times) * 1e3:.3f} ms"
+                )
 
 
 def vector_function(calls):

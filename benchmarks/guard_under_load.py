@@ -21,8 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adprof.guard import guard_chain  # noqa: E402
 from probes import chains  # noqa: E402
 
-CASES = [("mul", "traced", "fixed", tuple(range(1, 13))), ("mul", "traced", "v08", tuple(range(1, 13))),
-         ("sin", "eager", "fixed", (25, 50, 100, 200)), ("sin", "eager", "v08", (25, 50, 100, 200))]
+CASES = [
+    ("mul", "traced", "fixed", tuple(range(1, 13))),
+    ("mul", "traced", "v08", tuple(range(1, 13))),
+    ("sin", "eager", "fixed", (25, 50, 100, 200)),
+    ("sin", "eager", "v08", (25, 50, 100, 200)),
+]
 
 
 def busy(stop_at: float) -> None:
@@ -62,10 +66,11 @@ def main() -> None:
             print(f"loaded run {i}: {seconds:.2f} s, {'same as quiet' if outcomes == quiet else 'DIFFERENT'}")
     finally:
         loader.terminate()
-    print(f"distinct outcomes under load: {len(seen)} (quiet outcome reproduced in "
-          f"{len(seen.get(tuple(quiet), []))} of {args.runs} runs)")
-    print(f"wall time per run under load: min {min(times):.2f} s, max {max(times):.2f} s "
-          f"(quiet {quiet_time:.2f} s)")
+    print(
+        f"distinct outcomes under load: {len(seen)} (quiet outcome reproduced in "
+        f"{len(seen.get(tuple(quiet), []))} of {args.runs} runs)"
+    )
+    print(f"wall time per run under load: min {min(times):.2f} s, max {max(times):.2f} s (quiet {quiet_time:.2f} s)")
 
 
 if __name__ == "__main__":

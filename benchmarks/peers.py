@@ -73,8 +73,9 @@ def _time(fn: Callable[[], Any]) -> float:
     return t
 
 
-def interleaved(ours: Callable[[], Any], peer: Callable[[], Any], repeats: int, warm: bool = True
-                ) -> tuple[float, float]:
+def interleaved(
+    ours: Callable[[], Any], peer: Callable[[], Any], repeats: int, warm: bool = True
+) -> tuple[float, float]:
     """Medians of ``repeats`` alternating calls (one untimed warm-up call each unless ``warm`` is False)."""
     if warm:
         ours()
@@ -108,8 +109,9 @@ def print_table(figs: list[Figure]) -> None:
     print(f"\n{'figure':{w}s}  {'ours':>13s}  {'peer':>13s}  {'ratio':>8s}  {'target':>8s}  result   peer")
     for f in figs:
         ok = "met" if f.ratio <= f.target else "MISSED"
-        print(f"{f.name:{w}s}  {_fmt(f.ours)}  {_fmt(f.theirs)}  {f.ratio:7.3f}x  <={f.target:5.2f}x  "
-              f"{ok:7s}  {f.peer}")
+        print(
+            f"{f.name:{w}s}  {_fmt(f.ours)}  {_fmt(f.theirs)}  {f.ratio:7.3f}x  <={f.target:5.2f}x  {ok:7s}  {f.peer}"
+        )
 
 
 # --------------------------------------------------------------------------- workloads
@@ -141,8 +143,9 @@ def fig_transforms(r: int) -> list[Figure]:
     beta_e = engine.input(())
     y = trg_lnz(engine.numpy, beta_e, steps=20)
     b = jnp.asarray(0.30)
-    ours, peer = interleaved(lambda: engine.grad(y, beta_e),
-                             jax_transform(lambda v: trg_lnz(jnp, v, steps=20), b), max(2, r // 2))
+    ours, peer = interleaved(
+        lambda: engine.grad(y, beta_e), jax_transform(lambda v: trg_lnz(jnp, v, steps=20), b), max(2, r // 2)
+    )
     figs.append(Figure("whole-graph TRG grad, 20 steps chi 16", "jax make_jaxpr(grad)", ours, peer, 0.25))
     return figs
 
@@ -177,10 +180,12 @@ def fig_sin(r: int, depth: int = 400) -> list[Figure]:
             fwd_t.append(tt)
             bwd_e.append(be)
             bwd_t.append(bt)
-    figs = [Figure("eager forward, sin 400 (n 10)", "torch forward", statistics.median(fwd_e),
-                   statistics.median(fwd_t), 1.5),
-            Figure("eager backward, sin 400", "torch backward", statistics.median(bwd_e),
-                   statistics.median(bwd_t), 0.5)]
+    figs = [
+        Figure(
+            "eager forward, sin 400 (n 10)", "torch forward", statistics.median(fwd_e), statistics.median(fwd_t), 1.5
+        ),
+        Figure("eager backward, sin 400", "torch backward", statistics.median(bwd_e), statistics.median(bwd_t), 0.5),
+    ]
 
     x = engine.input(xs.shape)
     run = engine.compile(engine.grad(sin(engine.numpy, x, depth), x), inputs=[x]).prepare()
@@ -276,9 +281,11 @@ def _lorentz_svd(a: torch.Tensor, full_matrices: bool = False) -> tuple[torch.Te
 
 
 #: torch's xp (array_api_compat + the backend's shim) with the Lorentzian SVD.
-TORCH_TRG_XP = namespace("torch_trg_xp", torch_backend.xp,
-                         {"linalg": namespace("torch_trg_linalg", torch_backend.xp.linalg,
-                                              {"svd": _lorentz_svd})})
+TORCH_TRG_XP = namespace(
+    "torch_trg_xp",
+    torch_backend.xp,
+    {"linalg": namespace("torch_trg_linalg", torch_backend.xp.linalg, {"svd": _lorentz_svd})},
+)
 
 
 def torch_trg(beta: float, steps: int = 20) -> tuple[float, float]:
@@ -300,12 +307,14 @@ def fig_staged_trg(r: int, beta: float = 0.30) -> list[Figure]:
             print(f"  note: staged {mode} {got} vs torch {ref}")
     figs = []
     for mode, st, runtime in (("eager", eager, rt), ("traced", traced, None)):
+
         def staged(st: StagedTRG = st, mode: str = mode, runtime: Any = runtime) -> Any:
             return st.value_and_grad(beta, mode, runtime)
 
         ours, peer = interleaved(staged, lambda: torch_trg(beta), r)
-        figs.append(Figure(f"staged TRG {mode}, value + grad per beta", "torch eager TRG (Lorentz SVD)", ours,
-                           peer, 1.1))
+        figs.append(
+            Figure(f"staged TRG {mode}, value + grad per beta", "torch eager TRG (Lorentz SVD)", ours, peer, 1.1)
+        )
     return figs
 
 
@@ -319,18 +328,20 @@ def fig_counters(r: int) -> list[Figure]:
     xs = sin.make_input()
     figs = []
     with engine.profile("fixed"), off.profile("fixed"):
-        ours, peer = interleaved(lambda: counter_overhead.mul_transform(engine),
-                                 lambda: counter_overhead.mul_transform(off), r)
+        ours, peer = interleaved(
+            lambda: counter_overhead.mul_transform(engine), lambda: counter_overhead.mul_transform(off), r
+        )
         figs.append(Figure("counters on/off: record + grad, mul 200", "same, counters off", ours, peer, 1.05))
         rts = {id(engine): engine.EagerRuntime(), id(off): off.EagerRuntime()}
-        ours, peer = interleaved(lambda: counter_overhead.sin_eager(engine, rts[id(engine)], xs),
-                                 lambda: counter_overhead.sin_eager(off, rts[id(off)], xs), r)
-        figs.append(Figure("counters on/off: eager fwd + bwd, sin 400", "same, counters off", ours, peer,
-                           1.05))
+        ours, peer = interleaved(
+            lambda: counter_overhead.sin_eager(engine, rts[id(engine)], xs),
+            lambda: counter_overhead.sin_eager(off, rts[id(off)], xs),
+            r,
+        )
+        figs.append(Figure("counters on/off: eager fwd + bwd, sin 400", "same, counters off", ours, peer, 1.05))
         on_run, off_run = counter_overhead.sin_program(engine), counter_overhead.sin_program(off)
         ours, peer = interleaved(lambda: on_run(xs), lambda: off_run(xs), 3 * r)
-        figs.append(Figure("counters on/off: prepared grad run, sin 400", "same, counters off", ours, peer,
-                           1.05))
+        figs.append(Figure("counters on/off: prepared grad run, sin 400", "same, counters off", ours, peer, 1.05))
     return figs
 
 
@@ -340,8 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     r = 3 if args.quick else 9
     start = time.perf_counter()
-    print(f"jax {jax.__version__}, torch {torch.__version__}, numpy {np.__version__}; engine profile fixed; "
-          f"{'quick' if args.quick else 'full'} run, 1 thread")
+    print(
+        f"jax {jax.__version__}, torch {torch.__version__}, numpy {np.__version__}; engine profile fixed; "
+        f"{'quick' if args.quick else 'full'} run, 1 thread"
+    )
     figs: list[Figure] = []
     with engine.profile("fixed"):
         steps: list[tuple[str, Callable[[], Any]]] = [

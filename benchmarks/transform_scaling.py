@@ -52,8 +52,10 @@ def table(name, profile, cap, max_depth):
         for depth in range(1, max_depth + 1):
             vops, tr, dops, drop, kc = measure(chain, depth)
             ratio = f"{tr / prev:5.2f}" if prev else "    -"
-            print(f"{profile:5s} {name:5s} grad n={depth:<3d} value ops {vops:5d}  grad {tr * 1e3:9.2f} ms  "
-                  f"ratio {ratio}  derivative ops {dops:5d}  drop {drop * 1e3:9.2f} ms  key comparisons {kc}")
+            print(
+                f"{profile:5s} {name:5s} grad n={depth:<3d} value ops {vops:5d}  grad {tr * 1e3:9.2f} ms  "
+                f"ratio {ratio}  derivative ops {dops:5d}  drop {drop * 1e3:9.2f} ms  key comparisons {kc}"
+            )
             prev = tr
             if tr > cap:
                 print(f"{profile:5s} {name:5s}: stopped after n={depth} (transform > {cap * 1e3:.0f} ms cap)")
@@ -70,8 +72,10 @@ def per_op_cost(depth=200, repeats=5):
                 _, tr, dops, _, _ = measure(chain, depth)
                 times.append(tr)
             best = sorted(times)[len(times) // 2]
-            print(f"fixed {name:5s} depth {depth}: transform {best * 1e3:7.2f} ms for {dops} derivative ops "
-                  f"= {best / dops * 1e6:6.2f} us per op")
+            print(
+                f"fixed {name:5s} depth {depth}: transform {best * 1e3:7.2f} ms for {dops} derivative ops "
+                f"= {best / dops * 1e6:6.2f} us per op"
+            )
 
 
 def main() -> None:

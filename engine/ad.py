@@ -45,8 +45,9 @@ def _replay(program: Program, builder: ProgramBuilder):
     return env
 
 
-def vjp_program(program: Program, wrt: list[int], out_index: int = 0, seed: np.ndarray | None = None,
-                residuals: bool = False) -> Program:
+def vjp_program(
+    program: Program, wrt: list[int], out_index: int = 0, seed: np.ndarray | None = None, residuals: bool = False
+) -> Program:
     """Reverse-mode transform of ``program`` w.r.t. its inputs at positions ``wrt``.
 
     The derivative program takes the source inputs and then, unless ``seed`` (an array) is given,
@@ -118,9 +119,12 @@ def jvp_program(program: Program, wrt: list[int]) -> Program:
     return b.build(primals + tans)
 
 
-def derivative_traces_from_program(program: Program, input_tensors: list[TracedTensor],
-                                   output_slice: slice | None = None,
-                                   bound_leaves: list[TracedTensor] = ()) -> list[TracedTensor]:
+def derivative_traces_from_program(
+    program: Program,
+    input_tensors: list[TracedTensor],
+    output_slice: slice | None = None,
+    bound_leaves: list[TracedTensor] = (),
+) -> list[TracedTensor]:
     """Rebuild a traced graph from ``program`` and register its metadata in one scoped batch.
 
     ``input_tensors`` stand for the program's inputs (source leaves, cotangents); a binding that
@@ -209,8 +213,10 @@ def grad(y, x):
     xs, many = _as_list(x)
     _check_traced([y] + xs, "grad arguments")
     if y.shape != ():
-        raise TransformError(f"grad needs a scalar output, got shape {list(y.shape)}; reduce it first "
-                             "(e.g. engine.numpy.sum) or use engine.vjp")
+        raise TransformError(
+            f"grad needs a scalar output, got shape {list(y.shape)}; reduce it first "
+            "(e.g. engine.numpy.sum) or use engine.vjp"
+        )
     if y.dtype.kind != "f":
         raise TransformError(f"grad needs a floating-point output, got {y.dtype.name}")
     gs = _reverse(y, xs, cotangent=None)
@@ -253,5 +259,5 @@ def jvp(outputs, inputs, tangents) -> tuple[list[TracedTensor], list[TracedTenso
     assert len(dprog.inputs) == n_src + len(ts)
     COUNTERS.transform_seconds += time.perf_counter() - start
     results = derivative_traces_from_program(dprog, order, bound_leaves=frozen.bound_leaves)
-    primals, tans = results[: len(outs)], results[len(outs):]
+    primals, tans = results[: len(outs)], results[len(outs) :]
     return (primals, tans) if many_out else (primals[0], tans[0])

@@ -50,8 +50,9 @@ class _Pending:
 
     __slots__ = ("prim", "params", "args", "ordinals", "session", "traces")
 
-    def __init__(self, prim: Primitive, params: dict, args: tuple, ordinals: list,
-                 session: EagerSession | None) -> None:
+    def __init__(
+        self, prim: Primitive, params: dict, args: tuple, ordinals: list, session: EagerSession | None
+    ) -> None:
         self.prim = prim
         self.params = params
         self.args = args
@@ -68,12 +69,32 @@ class EagerTensor(TensorBase):
     metadata analysis of eager traces; ``v08`` records it with every op, as traced mode does.
     """
 
-    __slots__ = ("value", "aval", "_trace", "_pending", "_slot", "runtime", "fp", "session", "requires_grad",
-                 "grad", "_freed", "__weakref__")
+    __slots__ = (
+        "value",
+        "aval",
+        "_trace",
+        "_pending",
+        "_slot",
+        "runtime",
+        "fp",
+        "session",
+        "requires_grad",
+        "grad",
+        "_freed",
+        "__weakref__",
+    )
 
-    def __init__(self, value: np.ndarray, trace: TracedTensor | None, runtime: EagerRuntime,
-                 fp=None, session: EagerSession | None = None, requires_grad: bool = False,
-                 pending: _Pending | None = None, slot: int = 0) -> None:
+    def __init__(
+        self,
+        value: np.ndarray,
+        trace: TracedTensor | None,
+        runtime: EagerRuntime,
+        fp=None,
+        session: EagerSession | None = None,
+        requires_grad: bool = False,
+        pending: _Pending | None = None,
+        slot: int = 0,
+    ) -> None:
         self.value = value
         self.aval = Aval(value.shape, value.dtype)
         self._trace = trace
@@ -270,8 +291,9 @@ class EagerRuntime:
             if a.runtime is not self:
                 raise EngineError("eager tensors of different EagerRuntimes cannot be combined")
             if a._freed:
-                raise EngineError("this eager tensor's trace was freed by backward(); "
-                                  "use retain_graph=True to reuse it")
+                raise EngineError(
+                    "this eager tensor's trace was freed by backward(); use retain_graph=True to reuse it"
+                )
             if fps is not None:
                 if a._pending is None and a._trace.node is None:  # a leaf
                     fps.append(session.leaf_fp(a))
@@ -286,17 +308,19 @@ class EagerRuntime:
             v = out if type(out) is np.ndarray else np.asarray(out)
             o = None if session is None else session.record(None, v)
             pending = _Pending(prim, params, args, [o], session)
-            return EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session,
-                               pending=pending)
+            return EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session, pending=pending)
         if prim.nout == 1:
             out = (out,)
         values = [np.asarray(v) for v in out]
         if lazy:
             ordinals = [None if session is None else session.record(None, v) for v in values]
             pending = _Pending(prim, params, tuple(args), ordinals, session)
-            results = [EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session,
-                                   pending=pending, slot=i)
-                       for i, (v, o) in enumerate(zip(values, ordinals, strict=True))]
+            results = [
+                EagerTensor(
+                    v, None, self, None if node_fp is None else hash((node_fp, o)), session, pending=pending, slot=i
+                )
+                for i, (v, o) in enumerate(zip(values, ordinals, strict=True))
+            ]
         else:
             traces = TracedTensor._bind(None, prim, tuple(a.trace for a in args), params)
             traces = (traces,) if prim.nout == 1 else traces
@@ -314,11 +338,11 @@ class EagerRuntime:
         if type(loss) is not EagerTensor:
             raise TransformError("backward() needs an eager tensor")
         if loss._freed or (loss._trace is None and loss._pending is None):
-            raise TransformError("backward() called twice on a freed trace; "
-                                 "pass retain_graph=True to the first call")
+            raise TransformError("backward() called twice on a freed trace; pass retain_graph=True to the first call")
         if loss.shape != ():
-            raise TransformError(f"backward() needs a scalar loss, got shape {list(loss.shape)}; "
-                                 "reduce it first (e.g. engine.numpy.sum)")
+            raise TransformError(
+                f"backward() needs a scalar loss, got shape {list(loss.shape)}; reduce it first (e.g. engine.numpy.sum)"
+            )
         if loss.dtype.kind != "f":
             raise DTypeError(f"backward() needs a floating-point loss, got {loss.dtype.name}")
         v08 = profiles.current() == "v08"
@@ -340,8 +364,7 @@ class EagerRuntime:
         owners = [_owner(leaves[i]) for i in wrt]
         if v08 or create_graph:
             for n, (owner, g) in enumerate(zip(owners, grads, strict=True)):
-                trace = derivative_traces_from_program(entry.program, list(leaves),
-                                                       output_slice=slice(n, n + 1))[0]
+                trace = derivative_traces_from_program(entry.program, list(leaves), output_slice=slice(n, n + 1))[0]
                 if create_graph:
                     grad_t = EagerTensor(g, trace, self)
                     owner.grad = grad_t if owner.grad is None else _accumulate(self, owner.grad, grad_t)
@@ -403,8 +426,14 @@ class EagerRuntime:
     def cache_stats(self) -> CacheStats:
         """Entries, retained bytes, hits, misses, evictions and clears of the derivative cache."""
         s = self._stats
-        return CacheStats(len(self._cache), sum(e.retained_bytes for e in self._cache.values()),
-                          s.hits, s.misses, s.evictions, s.clears)
+        return CacheStats(
+            len(self._cache),
+            sum(e.retained_bytes for e in self._cache.values()),
+            s.hits,
+            s.misses,
+            s.evictions,
+            s.clears,
+        )
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -463,7 +492,6 @@ def _accumulate(runtime: EagerRuntime, a, b):
     if type(a) is not EagerTensor:
         a = runtime.constant(a)
     return runtime._apply(add_p, (a, b), {})
-
 
 
 def _as_float_array(array, what) -> np.ndarray:

@@ -40,11 +40,19 @@ class TracedTensor(TensorBase):
     registration (recorded values); values of a derivative graph share their graph's ``scope``.
     """
 
-    __slots__ = ("key", "aval", "node", "slot", "data", "registered", "scope", "chain", "owner",
-                 "__weakref__")
+    __slots__ = ("key", "aval", "node", "slot", "data", "registered", "scope", "chain", "owner", "__weakref__")
 
-    def __init__(self, key, aval: Aval, node: Node | None = None, slot: int = 0, data=None,
-                 register: bool = True, scope=None, chain=None) -> None:
+    def __init__(
+        self,
+        key,
+        aval: Aval,
+        node: Node | None = None,
+        slot: int = 0,
+        data=None,
+        register: bool = True,
+        scope=None,
+        chain=None,
+    ) -> None:
         self.key = key
         self.aval = aval
         self.node = node
@@ -87,8 +95,9 @@ class TracedTensor(TensorBase):
         node = Node(prim, params, args, opkey)
         if prim.nout == 1:
             return TracedTensor(K.value_key(opkey, 0), out_avals[0], node, 0, chain=chain)
-        return tuple(TracedTensor(K.value_key(opkey, i), aval, node, i, chain=chain)
-                     for i, aval in enumerate(out_avals))
+        return tuple(
+            TracedTensor(K.value_key(opkey, i), aval, node, i, chain=chain) for i, aval in enumerate(out_avals)
+        )
 
     def _constant(self, array: np.ndarray) -> TracedTensor:
         return constant(array)
@@ -98,13 +107,18 @@ class TracedTensor(TensorBase):
         return self.node is None
 
     def __repr__(self) -> str:
-        what = "input" if self.node is None and self.data is None else (
-            "constant" if self.node is None else self.node.prim.name)
+        what = (
+            "input"
+            if self.node is None and self.data is None
+            else ("constant" if self.node is None else self.node.prim.name)
+        )
         return f"TracedTensor({what}, {self.aval})"
 
     def __bool__(self):
-        raise TransformError("a traced tensor has no value at record time; use engine.numpy.where "
-                             "to select, or eager mode to branch on values")
+        raise TransformError(
+            "a traced tensor has no value at record time; use engine.numpy.where "
+            "to select, or eager mode to branch on values"
+        )
 
     def numpy(self):
         if self.data is not None:
@@ -202,15 +216,21 @@ def value_op_count(outputs) -> int:
 class Frozen:
     """A frozen source program plus the map from its input positions back to leaf tensors."""
 
-    def __init__(self, program: Program, input_leaves: list[TracedTensor],
-                 bound_leaves: list[TracedTensor]) -> None:
+    def __init__(self, program: Program, input_leaves: list[TracedTensor], bound_leaves: list[TracedTensor]) -> None:
         self.program = program
         self.input_leaves = input_leaves
         self.bound_leaves = bound_leaves
 
 
-def freeze(outputs, inputs=(), cse: bool = True, allow_unbound: bool = False, bind_data: bool = True,
-           aliases: dict | None = None, tag: bool = False) -> Frozen:
+def freeze(
+    outputs,
+    inputs=(),
+    cse: bool = True,
+    allow_unbound: bool = False,
+    bind_data: bool = True,
+    aliases: dict | None = None,
+    tag: bool = False,
+) -> Frozen:
     """Materialize the graph behind ``outputs`` into one flat program.
 
     ``inputs`` are the placeholders fed positionally; leaves with data are bound as constants.

@@ -36,8 +36,9 @@ def asarray(obj, dtype=None):
     """A tensor as is, or a constant made from array-like data (float64 unless ``dtype``)."""
     if isinstance(obj, _TensorBase):
         if dtype is not None and _np.dtype(dtype) != obj.dtype:
-            raise DTypeError(f"asarray: tensor is {obj.dtype.name}, conversion to {_np.dtype(dtype).name} "
-                             "is not supported")
+            raise DTypeError(
+                f"asarray: tensor is {obj.dtype.name}, conversion to {_np.dtype(dtype).name} is not supported"
+            )
         return obj
     array = _np.asarray(obj, dtype=dtype)
     if dtype is None and array.dtype.kind in "iu":

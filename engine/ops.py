@@ -487,8 +487,14 @@ def _compare_rule(a: Aval, b: Aval, direction: str):
     return (Aval(a.shape, BOOL),)
 
 
-_COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-            "eq": np.equal, "ne": np.not_equal}
+_COMPARE = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
 
 
 def _compare_impl(a, b, direction):
@@ -631,8 +637,9 @@ def _broadcast_rule(a: Aval, shape, dims):
         raise ShapeError(f"broadcast_in_dim: {len(dims)} dims for an operand of rank {len(a.shape)}")
     for d, size in zip(dims, a.shape, strict=True):
         if not 0 <= d < len(shape) or size not in (1, shape[d]):
-            raise ShapeError(f"broadcast_in_dim: cannot broadcast {list(a.shape)} to {list(shape)} "
-                             f"along dims {list(dims)}")
+            raise ShapeError(
+                f"broadcast_in_dim: cannot broadcast {list(a.shape)} to {list(shape)} along dims {list(dims)}"
+            )
     if list(dims) != sorted(dims):
         raise ShapeError("broadcast_in_dim: dims must be increasing")
     return (Aval(tuple(shape), a.dtype),)

@@ -91,8 +91,10 @@ class Program:
         return format_program(self)
 
     def __repr__(self) -> str:
-        return (f"Program(inputs={len(self.inputs)}, bindings={len(self.bindings)}, ops={len(self.eqns)}, "
-                f"outputs={len(self.outputs)}, fingerprint={self.fingerprint.hex()[:16]})")
+        return (
+            f"Program(inputs={len(self.inputs)}, bindings={len(self.bindings)}, ops={len(self.eqns)}, "
+            f"outputs={len(self.outputs)}, fingerprint={self.fingerprint.hex()[:16]})"
+        )
 
 
 def semantic_fingerprint(program: Program) -> bytes:
@@ -100,8 +102,9 @@ def semantic_fingerprint(program: Program) -> bytes:
     parts = [f"in {i} {program.avals[v]}" for i, v in enumerate(program.inputs)]
     parts += [f"bind {program.avals[v]}" for v, _ in program.bindings]
     for e in program.eqns:
-        parts.append(f"{e.prim.name} {sorted(e.params.items())} {e.ins} {e.outs} "
-                     f"{[str(program.avals[o]) for o in e.outs]}")
+        parts.append(
+            f"{e.prim.name} {sorted(e.params.items())} {e.ins} {e.outs} {[str(program.avals[o]) for o in e.outs]}"
+        )
     parts.append(f"out {program.outputs}")
     h.update("\n".join(parts).encode())
     return h.digest()
@@ -142,8 +145,7 @@ def prune_inputs(program: Program) -> tuple[Program, list[int]]:
     for e in program.eqns:
         used.update(e.ins)
     kept = [i for i, v in enumerate(program.inputs) if v in used]
-    pruned = Program(program.avals, [program.inputs[i] for i in kept], program.bindings, program.eqns,
-                     program.outputs)
+    pruned = Program(program.avals, [program.inputs[i] for i in kept], program.bindings, program.eqns, program.outputs)
     pruned.tags = program.tags
     return pruned, kept
 
@@ -245,8 +247,7 @@ class Prepared:
         for a, aval in zip(arrays, self.input_avals, strict=True):
             a = np.asarray(a, dtype=aval.dtype)
             if a.shape != aval.shape:
-                raise ShapeError(f"prepared program input has shape {list(a.shape)}, "
-                                 f"expected {list(aval.shape)}")
+                raise ShapeError(f"prepared program input has shape {list(a.shape)}, expected {list(aval.shape)}")
             args.append(a)
         COUNTERS.ops_executed += self._nops
         return self._run(*args)

@@ -87,8 +87,7 @@ def checkpoint(t: TracedTensor) -> TracedTensor:
     try:
         program = freeze([t], aliases=graph.chain_aliases([t])).program
     except TransformError as exc:
-        raise TransformError("checkpoint needs values: build the inputs with engine.constant(array) "
-                             f"({exc})") from None
+        raise TransformError(f"checkpoint needs values: build the inputs with engine.constant(array) ({exc})") from None
     value = program.prepare()()[0]
     leaf = TracedTensor(InputKey(), t.aval, data=value)
     leaf.chain = CheckpointNode(leaf, t, t.chain)
@@ -158,8 +157,13 @@ class Staged:
     memory: only the stage inputs are kept, like a checkpoint per stage).
     """
 
-    def __init__(self, stages: Sequence[Callable], final: Callable, weights: Sequence[float] | None = None,
-                 keep_residuals: bool = True):
+    def __init__(
+        self,
+        stages: Sequence[Callable],
+        final: Callable,
+        weights: Sequence[float] | None = None,
+        keep_residuals: bool = True,
+    ):
         self.keep_residuals = keep_residuals
         self.stages = list(stages)
         self.final = final
@@ -221,7 +225,7 @@ class Staged:
             progs = self._stage_programs(stage, ts[-1].shape, ts[-1].dtype)
             if residuals is not None and progs.fwd_res is not None:
                 outs = progs.fwd_res(ts[-1])
-                residuals.append(outs[1 + progs.has_extra:])
+                residuals.append(outs[1 + progs.has_extra :])
             else:
                 outs = progs.fwd(ts[-1])
                 if residuals is not None:

@@ -155,9 +155,7 @@ def final_log_trace(xp: Any, t: Any) -> Any:
     return xp.log(xp.sum(m * xp.asarray(np.eye(d * d))))
 
 
-def trg_lnz(
-    xp: Any, beta: Any, steps: int = STEPS, chi: int = CHI, schedule: list[int] | None = None
-) -> Any:
+def trg_lnz(xp: Any, beta: Any, steps: int = STEPS, chi: int = CHI, schedule: list[int] | None = None) -> Any:
     """lnZ/N of the Ising model after ``steps`` TRG steps (a 0-d tensor of ``xp``).
 
     ``schedule`` overrides the bond dimensions (its first ``steps`` entries are used); by default
@@ -184,7 +182,6 @@ _schedule = schedule  # trg_lnz's parameter shadows the function name
 def trg(xp: Any, beta: Any, depth: int) -> Any:
     """Whole-graph TRG: lnZ/N of the Ising model after `depth` steps (chi 16), as one graph."""
     return trg_lnz(xp, beta, steps=depth, chi=CHI)
-
 
 
 # ----------------------------------------------------------------------------------------------
@@ -255,8 +252,9 @@ def whole_graph_traced(steps: int, chi: int = CHI, constants_as_inputs: bool = F
     return WholeGraph(steps, program, snap, seconds, list(xp.feeds) if constants_as_inputs else [])
 
 
-def whole_graph_eager(beta: float, steps: int, chi: int = CHI,
-                      runtime: engine.EagerRuntime | None = None) -> tuple[float, float]:
+def whole_graph_eager(
+    beta: float, steps: int, chi: int = CHI, runtime: engine.EagerRuntime | None = None
+) -> tuple[float, float]:
     """Whole-graph eager TRG: one session, one ``backward``; ``(lnZ/N, d lnZ/N / d beta)``."""
     rt = engine.EagerRuntime() if runtime is None else runtime
     b = rt.variable(np.asarray(float(beta)))
@@ -338,8 +336,9 @@ class StagedTRG:
             rows.append((label, fwd, bwd))
         return rows
 
-    def value_and_grad(self, beta: float, mode: str = "traced",
-                       runtime: engine.EagerRuntime | None = None) -> tuple[float, float]:
+    def value_and_grad(
+        self, beta: float, mode: str = "traced", runtime: engine.EagerRuntime | None = None
+    ) -> tuple[float, float]:
         """``(lnZ/N, d lnZ/N / d beta)``, staged ``mode`` "traced" or "eager"."""
         value, grad = self.staged.value_and_grad(np.asarray(float(beta)), mode=mode, runtime=runtime)
         return float(value), float(grad)
@@ -398,8 +397,14 @@ def _timed(fn: Any, repeat: int) -> tuple[Any, float]:
     return result, best
 
 
-def table_rows(staged: StagedTRG, mode: str, betas: Sequence[float],
-               runtime: engine.EagerRuntime | None = None, h: float = FD_STEP, repeat: int = 1) -> list[Row]:
+def table_rows(
+    staged: StagedTRG,
+    mode: str,
+    betas: Sequence[float],
+    runtime: engine.EagerRuntime | None = None,
+    h: float = FD_STEP,
+    repeat: int = 1,
+) -> list[Row]:
     """Value, value+gradient (min time over ``repeat`` calls) and a central difference, per beta."""
     rows = []
     for beta in betas:
@@ -418,14 +423,17 @@ def format_rows(rows: list[Row]) -> list[str]:
     for r in rows:
         lz, ue = lnz_exact(r.beta), energy_exact(r.beta)
         lines.append(f"beta={r.beta:.2f} lnZ/N={r.lnz:#.17g} exact={lz:#.17g} err={r.lnz - lz:+.3e}")
-        lines.append(f"  u={r.u:#.17g} exact={ue:#.17g} err={r.u - ue:+.3e} | grad={r.grad:#.17g} "
-                     f"fd={r.fd:#.17g} |grad-fd|={abs(r.grad - r.fd):.1e}")
-    lines.append(f"{'beta':>5} {'lnZ/N err':>11} {'u err':>11} {'|grad-fd|':>10} {'value ms':>9} "
-                 f"{'value+grad ms':>14}")
+        lines.append(
+            f"  u={r.u:#.17g} exact={ue:#.17g} err={r.u - ue:+.3e} | grad={r.grad:#.17g} "
+            f"fd={r.fd:#.17g} |grad-fd|={abs(r.grad - r.fd):.1e}"
+        )
+    lines.append(f"{'beta':>5} {'lnZ/N err':>11} {'u err':>11} {'|grad-fd|':>10} {'value ms':>9} {'value+grad ms':>14}")
     for r in rows:
-        lines.append(f"{r.beta:5.2f} {r.lnz - lnz_exact(r.beta):+11.3e} {r.u - energy_exact(r.beta):+11.3e} "
-                     f"{abs(r.grad - r.fd):10.1e} {1e3 * r.value_seconds:9.1f} "
-                     f"{1e3 * r.value_grad_seconds:14.1f}")
+        lines.append(
+            f"{r.beta:5.2f} {r.lnz - lnz_exact(r.beta):+11.3e} {r.u - energy_exact(r.beta):+11.3e} "
+            f"{abs(r.grad - r.fd):10.1e} {1e3 * r.value_seconds:9.1f} "
+            f"{1e3 * r.value_grad_seconds:14.1f}"
+        )
     return lines
 
 
@@ -434,12 +442,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m probes.trg", description=main.__doc__)
     parser.add_argument("--steps", type=int, default=STEPS, help="RG steps (default %(default)s)")
     parser.add_argument("--chi", type=int, default=CHI, help="bond dimension cap (default %(default)s)")
-    parser.add_argument("--betas", type=lambda s: [float(b) for b in s.split(",") if b.strip()],
-                        default=list(DEFAULT_BETAS), help="comma-separated couplings (default 0.30,0.40,...)")
-    parser.add_argument("--profile", choices=engine.profiles.PROFILES, default="fixed",
-                        help="engine cost profile (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="timed calls per beta, the minimum is reported (default %(default)s)")
+    parser.add_argument(
+        "--betas",
+        type=lambda s: [float(b) for b in s.split(",") if b.strip()],
+        default=list(DEFAULT_BETAS),
+        help="comma-separated couplings (default 0.30,0.40,...)",
+    )
+    parser.add_argument(
+        "--profile", choices=engine.profiles.PROFILES, default="fixed", help="engine cost profile (default %(default)s)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="timed calls per beta, the minimum is reported (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     if args.steps < 1 or any(b <= 0 for b in args.betas):
         parser.error("need --steps >= 1 and positive betas")
@@ -458,9 +472,11 @@ def _report(steps: int, chi: int, betas: list[float], profile: str, repeat: int)
         build = staged.build()
     progs = staged.programs()
     total_ops = sum(f + b for _, f, b in progs)
-    print(f"build (grad+compile+prepare) all programs {1e3 * build:.1f} ms "
-          f"({len(staged.step_shapes())} step shapes, {total_ops} ops in stage programs; "
-          f"key comparisons {snap.key_comparisons}, metadata lookups {snap.metadata_lookups})")
+    print(
+        f"build (grad+compile+prepare) all programs {1e3 * build:.1f} ms "
+        f"({len(staged.step_shapes())} step shapes, {total_ops} ops in stage programs; "
+        f"key comparisons {snap.key_comparisons}, metadata lookups {snap.metadata_lookups})"
+    )
     for label, fwd, bwd in progs:
         print(f"  {label}: fwd+ln-norm {fwd} ops, bwd {bwd} ops")
     for line in format_rows(table_rows(staged, "traced", betas, repeat=repeat)):
@@ -472,8 +488,10 @@ def _report(steps: int, chi: int, betas: list[float], profile: str, repeat: int)
     eager = StagedTRG(steps, chi)
     start = time.perf_counter()
     eager.value_and_grad(betas[0], "eager", rt)
-    print(f"first call (value+grad, fills the cache) {1e3 * (time.perf_counter() - start):.1f} ms; "
-          f"cache {rt.cache_stats()}")
+    print(
+        f"first call (value+grad, fills the cache) {1e3 * (time.perf_counter() - start):.1f} ms; "
+        f"cache {rt.cache_stats()}"
+    )
     rows = table_rows(eager, "eager", betas, rt, repeat=repeat)
     for line in format_rows(rows):
         print(line)

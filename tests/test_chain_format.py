@@ -283,9 +283,7 @@ def test_load_errors(tmp_path: Path) -> None:
     assert "must accept (xp, x, depth" in msg and "bad(xp)" in msg
     assert "not a function" in _one_line_error(ChainSignatureError, good, ["NOT_A_FUNCTION"])
 
-    bad_deco = _write(
-        tmp_path, "baddeco.py", "from adprof.chain import chain\n@chain\ndef f(xp, x):\n    return 0\n"
-    )
+    bad_deco = _write(tmp_path, "baddeco.py", "from adprof.chain import chain\n@chain\ndef f(xp, x):\n    return 0\n")
     msg = _one_line_error(ChainSignatureError, bad_deco)
     assert "baddeco.py" in msg and "must accept" in msg
 

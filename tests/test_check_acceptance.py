@@ -10,8 +10,9 @@ import pytest
 
 
 def check_json(*args):
-    r = subprocess.run([sys.executable, "-m", "adprof", "check", *args, "--json", "-"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "adprof", "check", *args, "--json", "-"], capture_output=True, text=True, timeout=600
+    )
     assert r.returncode in (0, 1), r.stderr
     return {(x["chain"], x["profile"], x["mode"]): x for x in json.loads(r.stdout)["results"]}
 

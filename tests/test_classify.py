@@ -29,9 +29,7 @@ def traced_series(depths, kc, *, with_counters=True, noise=None, mode="traced", 
                 "transform": {"key_comparisons": c, "metadata_lookups": 3 * d, "nodes_visited": 5 * d},
                 "drop": {"key_comparisons": c, "metadata_lookups": d},
             }
-        pts.append(
-            Point(depth=d, times=times, counters=counters, ops={"value_ops": 3 * d, "derivative_ops": 9 * d})
-        )
+        pts.append(Point(depth=d, times=times, counters=counters, ops={"value_ops": 3 * d, "derivative_ops": 9 * d}))
     kw.setdefault("chain", "mul")
     kw.setdefault("backend", "engine")
     kw.setdefault("profile", "v08")
@@ -138,9 +136,7 @@ def test_time_only_backend_uses_wall_time():
 
 
 def test_compile_mode_exponential_is_transform():
-    s = traced_series(
-        range(1, 12), lambda d: 2**d, with_counters=False, backend="jax", profile=None, mode="compile"
-    )
+    s = traced_series(range(1, 12), lambda d: 2**d, with_counters=False, backend="jax", profile=None, mode="compile")
     v = classify(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.base == pytest.approx(2.0, abs=0.2)
@@ -228,9 +224,7 @@ def test_sweep_table_rows():
             range(1, 12), lambda d, k=k: k**d + 10 * d if k > 1 else 10 * d, params={"k": k}, chain="reuse"
         )
         results.append(Result(series=s, verdict=classify(s, predicted_base=float(k))))
-    results.append(
-        Result(series=traced_series(range(1, 6), lambda d: d), verdict=model.Verdict(kind="linear"))
-    )
+    results.append(Result(series=traced_series(range(1, 6), lambda d: d), verdict=model.Verdict(kind="linear")))
     rows = sweep_table(results)
     assert [r["k"] for r in rows] == [1, 2, 3]
     assert [r["verdict"] for r in rows] == [
@@ -248,11 +242,20 @@ def test_two_exact_points_that_agree_with_the_structure_are_exponential():
     from adprof.model import Point
 
     def pt(d, kc):
-        return Point(depth=d, times={"transform": 0.02 * kc / 21599, "drop": 0.01},
-                     counters={"transform": {"key_comparisons": kc}, "drop": {"key_comparisons": kc}})
+        return Point(
+            depth=d,
+            times={"transform": 0.02 * kc / 21599, "drop": 0.01},
+            counters={"transform": {"key_comparisons": kc}, "drop": {"key_comparisons": kc}},
+        )
 
-    s = Series("trg", "engine", "v08", "traced", points=[pt(1, 21599), pt(2, 519534)],
-               stopped="stopped after depth 2: next point (depth 3) predicted transform 14 s > 1.5 s cap")
+    s = Series(
+        "trg",
+        "engine",
+        "v08",
+        "traced",
+        points=[pt(1, 21599), pt(2, 519534)],
+        stopped="stopped after depth 2: next point (depth 3) predicted transform 14 s > 1.5 s cap",
+    )
     v = classify(s, predicted_base=24.0)
     assert v.kind == "exponential-transform"
     assert v.base == pytest.approx(24.05, abs=0.1)

@@ -13,14 +13,28 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/chains_bad"
-FIELDS = ("chain", "backend", "profile", "mode", "verdict", "base", "exponent", "halving_ratio",
-          "predicted_base", "stopped", "cause", "remedies", "points")
+FIELDS = (
+    "chain",
+    "backend",
+    "profile",
+    "mode",
+    "verdict",
+    "base",
+    "exponent",
+    "halving_ratio",
+    "predicted_base",
+    "stopped",
+    "cause",
+    "remedies",
+    "points",
+)
 
 
 def adprof(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "adprof", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "adprof", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def rows(proc: subprocess.CompletedProcess[str]) -> list[dict]:
@@ -56,9 +70,11 @@ def _check_bad(p: subprocess.CompletedProcess[str], message: str) -> None:
 
 @pytest.mark.parametrize(
     ("option", "message"),
-    [(("--backend", "nosuch"), "unknown backend 'nosuch'; known backends: engine"),
-     (("--profile", "v09"), "unknown profile 'v09'"),
-     (("--mode", "compile"), "unknown mode 'compile'")],
+    [
+        (("--backend", "nosuch"), "unknown backend 'nosuch'; known backends: engine"),
+        (("--profile", "v09"), "unknown profile 'v09'"),
+        (("--mode", "compile"), "unknown mode 'compile'"),
+    ],
 )
 def test_bad_option_exits_2(option, message):
     p = adprof("check", "probes/chains.py", *option)
@@ -66,8 +82,7 @@ def test_bad_option_exits_2(option, message):
 
 
 def test_failing_chains_are_rows_and_the_good_one_is_still_reported():
-    p = adprof("check", f"{BAD}/mixed.py", "--profile", "fixed", "--cap", "0.25", "--budget", "20",
-               "--json", "-")
+    p = adprof("check", f"{BAD}/mixed.py", "--profile", "fixed", "--cap", "0.25", "--budget", "20", "--json", "-")
     assert p.returncode == 1, p.stderr
     by = {(r["chain"], r["mode"]): r for r in rows(p)}
     assert by[("good", "traced")]["verdict"] == "linear"
@@ -87,8 +102,20 @@ def test_failing_chains_are_rows_and_the_good_one_is_still_reported():
 
 def test_hanging_chain_is_killed_and_the_other_reported():
     t0 = time.monotonic()
-    p = adprof("check", f"{BAD}/hang.py", "--profile", "fixed", "--mode", "traced", "--cap", "0.25",
-               "--budget", "20", "--json", "-")
+    p = adprof(
+        "check",
+        f"{BAD}/hang.py",
+        "--profile",
+        "fixed",
+        "--mode",
+        "traced",
+        "--cap",
+        "0.25",
+        "--budget",
+        "20",
+        "--json",
+        "-",
+    )
     assert time.monotonic() - t0 < 20
     assert p.returncode == 1
     by = {r["chain"]: r for r in rows(p)}
@@ -98,8 +125,7 @@ def test_hanging_chain_is_killed_and_the_other_reported():
 
 
 def test_mul_end_to_end_v08_exponential_fixed_linear_and_json_fields():
-    p = adprof("check", "probes/chains.py::mul", "--mode", "traced", "--cap", "0.3", "--budget", "30",
-               "--json", "-")
+    p = adprof("check", "probes/chains.py::mul", "--mode", "traced", "--cap", "0.3", "--budget", "30", "--json", "-")
     assert p.returncode == 1, p.stderr
     data = json.loads(p.stdout)
     assert data["budget_seconds"] == 30 and data["elapsed_seconds"] < 30
@@ -120,8 +146,19 @@ def test_mul_end_to_end_v08_exponential_fixed_linear_and_json_fields():
 def test_explicit_depths_and_outputs(tmp_path):
     out = tmp_path / "r.json"
     html = tmp_path / "r.html"
-    p = adprof("check", "probes/chains.py::sin", "--profile", "fixed", "--depths", "4,8,16,32",
-               "--json", str(out), "--html", str(html), "--no-color")
+    p = adprof(
+        "check",
+        "probes/chains.py::sin",
+        "--profile",
+        "fixed",
+        "--depths",
+        "4,8,16,32",
+        "--json",
+        str(out),
+        "--html",
+        str(html),
+        "--no-color",
+    )
     assert p.returncode == 0, p.stderr
     assert "adprof summary" in p.stdout and "linear" in p.stdout
     data = json.loads(out.read_text())
@@ -155,4 +192,5 @@ def test_whole_check_respects_a_small_budget():
     assert wall < 6 + 4  # interpreter start-up and imports come on top of the budget
     assert len(data["results"]) == 52  # 13 chain variants x 2 profiles x 2 modes, all reported
     assert any("budget" in n for n in data["notes"]) or any(
-        r["stopped"] and "budget" in r["stopped"] for r in data["results"])
+        r["stopped"] and "budget" in r["stopped"] for r in data["results"]
+    )

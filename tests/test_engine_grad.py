@@ -49,32 +49,45 @@ CASES = {
     "sqrt_tanh": (lambda x: xnp.sum(xnp.sqrt(x) / xnp.tanh(x)), (5,)),
     "reduce_sum_axis": (lambda x: xnp.sum(xnp.sum(x * x, axis=0) * C(3)), (2, 3)),
     "reduce_max": (lambda x: xnp.sum(xnp.max(x * C(2, 3), axis=1)) + xnp.max(x), (2, 3)),
-    "broadcast": (lambda x: xnp.sum(xnp.broadcast_to(x, (4, 3)) * C(4, 3))
-                  + xnp.sum(xnp.reshape(x, (3, 1)) * C(3, 3)), (3,)),
-    "reshape_transpose": (lambda x: xnp.sum(xnp.transpose(xnp.reshape(x, (2, 3, 2)), (2, 0, 1)) * C(2, 2, 3)),
-                          (12,)),
+    "broadcast": (
+        lambda x: xnp.sum(xnp.broadcast_to(x, (4, 3)) * C(4, 3)) + xnp.sum(xnp.reshape(x, (3, 1)) * C(3, 3)),
+        (3,),
+    ),
+    "reshape_transpose": (lambda x: xnp.sum(xnp.transpose(xnp.reshape(x, (2, 3, 2)), (2, 0, 1)) * C(2, 2, 3)), (12,)),
     "matmul": (lambda x: xnp.sum((x @ C(3, 2)) * (C(4, 4) @ x @ C(3, 2))), (4, 3)),
     "matvec": (lambda x: xnp.sum(xnp.matmul(x, C(3)) * C(2)), (2, 3)),
     "einsum": (lambda x: xnp.sum(xnp.einsum("ab,bc,cd->ad", x, C(3, 3), x) * C(3, 3)), (3, 3)),
     "einsum_outer_only": (lambda x: xnp.sum(xnp.einsum("ab,c->abc", x, C(2)) * C(2, 2, 2)), (2, 2)),
     "where_compare": (lambda x: xnp.sum(xnp.where(x > 1.0, x * x, -x) + xnp.where(x <= 0.9, 1.0, x)), (6,)),
     "norm": (lambda x: xnp.linalg.norm(x * C(3, 2)), (3, 2)),
-    "svd_square": (lambda x: (lambda u, s, vt: xnp.sum(u * C(3, 3)) + xnp.sum(s * C(3))
-                              + xnp.sum(vt * vt * C(3, 3)))(*xnp.linalg.svd(x)), (3, 3)),
-    "svd_tall": (lambda x: (lambda u, s, vt: xnp.sum(u * C(4, 3)) + xnp.sum(s * s) + xnp.sum(vt * C(3, 3)))(
-        *xnp.linalg.svd(x)), (4, 3)),
-    "svd_wide": (lambda x: (lambda u, s, vt: xnp.sum(u * C(2, 2)) + xnp.sum(vt * C(2, 4)))(
-        *xnp.linalg.svd(x)), (2, 4)),
+    "svd_square": (
+        lambda x: (lambda u, s, vt: xnp.sum(u * C(3, 3)) + xnp.sum(s * C(3)) + xnp.sum(vt * vt * C(3, 3)))(
+            *xnp.linalg.svd(x)
+        ),
+        (3, 3),
+    ),
+    "svd_tall": (
+        lambda x: (lambda u, s, vt: xnp.sum(u * C(4, 3)) + xnp.sum(s * s) + xnp.sum(vt * C(3, 3)))(*xnp.linalg.svd(x)),
+        (4, 3),
+    ),
+    "svd_wide": (lambda x: (lambda u, s, vt: xnp.sum(u * C(2, 2)) + xnp.sum(vt * C(2, 4)))(*xnp.linalg.svd(x)), (2, 4)),
     "svd_s_only": (lambda x: xnp.sum(xnp.linalg.svd(x)[1] * C(3)), (3, 3)),
     "qr_square": (lambda x: (lambda q, r: xnp.sum(q * C(3, 3)) + xnp.sum(r * r))(*xnp.linalg.qr(x)), (3, 3)),
-    "qr_tall": (lambda x: (lambda q, r: xnp.sum(q * C(4, 2)) + xnp.sum(r * C(2, 2)))(*xnp.linalg.qr(x)),
-                (4, 2)),
+    "qr_tall": (lambda x: (lambda q, r: xnp.sum(q * C(4, 2)) + xnp.sum(r * C(2, 2)))(*xnp.linalg.qr(x)), (4, 2)),
     "qr_r_only": (lambda x: xnp.sum(xnp.linalg.qr(x)[1] * C(3, 3)), (3, 3)),
-    "tril_triu_diag": (lambda x: xnp.sum(ops.tril(x) * C(3, 3)) + xnp.sum(ops.triu(x, 1) * x)
-                       + xnp.sum(ops.diag(x) * C(3)) + xnp.sum(ops.diag_embed(ops.diag(x)) * C(3, 3)),
-                       (3, 3)),
-    "solve_triangular": (lambda x: xnp.sum(ops.solve_triangular(ops.triu(x) + 3.0 * ops.eye(x, 3), C(3, 2),
-                                                                False) * C(3, 2)), (3, 3)),
+    "tril_triu_diag": (
+        lambda x: (
+            xnp.sum(ops.tril(x) * C(3, 3))
+            + xnp.sum(ops.triu(x, 1) * x)
+            + xnp.sum(ops.diag(x) * C(3))
+            + xnp.sum(ops.diag_embed(ops.diag(x)) * C(3, 3))
+        ),
+        (3, 3),
+    ),
+    "solve_triangular": (
+        lambda x: xnp.sum(ops.solve_triangular(ops.triu(x) + 3.0 * ops.eye(x, 3), C(3, 2), False) * C(3, 2)),
+        (3, 3),
+    ),
 }
 
 
@@ -85,11 +98,39 @@ def test_gradient_matches_finite_differences(name):
 
 
 def test_every_primitive_has_both_rules_and_a_test():
-    covered = {"add", "sub", "mul", "div", "neg", "scale", "pow_int", "sin", "cos", "exp", "log", "sqrt",
-               "tanh", "reduce_sum", "reduce_max", "broadcast_in_dim", "reshape", "transpose", "matmul",
-               "einsum",
-               "select", "compare", "svd", "qr", "tril", "triu", "diag", "diag_embed", "solve_triangular",
-               "full", "eye"}
+    covered = {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "neg",
+        "scale",
+        "pow_int",
+        "sin",
+        "cos",
+        "exp",
+        "log",
+        "sqrt",
+        "tanh",
+        "reduce_sum",
+        "reduce_max",
+        "broadcast_in_dim",
+        "reshape",
+        "transpose",
+        "matmul",
+        "einsum",
+        "select",
+        "compare",
+        "svd",
+        "qr",
+        "tril",
+        "triu",
+        "diag",
+        "diag_embed",
+        "solve_triangular",
+        "full",
+        "eye",
+    }
     for name, prim in ops.PRIMITIVES.items():
         assert prim.jvp is not None and prim.vjp is not None, name
         assert name in covered, f"primitive {name} has no gradient test"

@@ -65,8 +65,14 @@ def sin_chain(x, depth):
     return xnp.sum(h)
 
 
-SEED_001 = {"mul": (mul, 2), "cube": (cube, 3), "svd1": (svd1, 2), "svd2": (svd2, 2), "svd3": (svd3, 3),
-            "qr2": (qr2, 2)}
+SEED_001 = {
+    "mul": (mul, 2),
+    "cube": (cube, 3),
+    "svd1": (svd1, 2),
+    "svd2": (svd2, 2),
+    "svd3": (svd3, 3),
+    "qr2": (qr2, 2),
+}
 
 
 def transform_counters(chain, depth, shape=(3, 3)):

@@ -33,17 +33,25 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAINS = ROOT / "probes" / "chains.py"
 DEPTH = 17  # v08 traced mul: ~0.4 s transform + ~0.4 s drop on this machine
 
-LOOP = "main (adprof/flame_worker.py:101);probe_loop (adprof/flame_worker.py:80);" \
-       "make_iteration.<locals>.traced_iteration (adprof/flame_worker.py:55)"
+LOOP = (
+    "main (adprof/flame_worker.py:101);probe_loop (adprof/flame_worker.py:80);"
+    "make_iteration.<locals>.traced_iteration (adprof/flame_worker.py:55)"
+)
 EQ = "ValueKey.__eq__ (engine/keys.py:98);structural_key_eq (engine/keys.py:113)"
-DROP = f"{LOOP};MetadataScope.__del__ (engine/metadata.py:95);MetadataScope.close (engine/metadata.py:84);" \
-       f"deregister_metadata_batch (engine/metadata.py:67);deregister_metadata (engine/metadata.py:33);{EQ}"
-GRAD = f"{LOOP};grad (engine/ad.py:183);_reverse (engine/ad.py:197);" \
-       f"derivative_traces_from_program (engine/ad.py:109);MetadataScope.__init__ (engine/metadata.py:77);" \
-       f"register_metadata (engine/metadata.py:22);{EQ}"
-SETUP = "<module> (adprof/flame_worker.py:1);main (adprof/flame_worker.py:101);" \
-        "make_iteration (adprof/flame_worker.py:40);_find_and_load (<frozen importlib._bootstrap>:1165);" \
-        "<module> (numpy/__init__.py:1)"
+DROP = (
+    f"{LOOP};MetadataScope.__del__ (engine/metadata.py:95);MetadataScope.close (engine/metadata.py:84);"
+    f"deregister_metadata_batch (engine/metadata.py:67);deregister_metadata (engine/metadata.py:33);{EQ}"
+)
+GRAD = (
+    f"{LOOP};grad (engine/ad.py:183);_reverse (engine/ad.py:197);"
+    f"derivative_traces_from_program (engine/ad.py:109);MetadataScope.__init__ (engine/metadata.py:77);"
+    f"register_metadata (engine/metadata.py:22);{EQ}"
+)
+SETUP = (
+    "<module> (adprof/flame_worker.py:1);main (adprof/flame_worker.py:101);"
+    "make_iteration (adprof/flame_worker.py:40);_find_and_load (<frozen importlib._bootstrap>:1165);"
+    "<module> (numpy/__init__.py:1)"
+)
 # the seeds' sampling paragraph: 1383 samples, 915 in the drop, 468 in ad.grad
 SEED_TEXT = f"{DROP} 915\n{GRAD} 400\n{GRAD.replace(':113', ':120')} 68\n{SETUP} 40\n 3\n\n"
 
@@ -54,8 +62,9 @@ SEED_TEXT = f"{DROP} 915\n{GRAD} 400\n{GRAD.replace(':113', ':120')} 68\n{SETUP}
 def test_parse_frame_forms() -> None:
     assert parse_frame("fib (script.py:6)") == Frame("fib", "script.py", 6)
     assert parse_frame("fib (script.py)") == Frame("fib", "script.py", None)
-    assert parse_frame("_find_and_load (<frozen importlib._bootstrap>:1165)") == \
-        Frame("_find_and_load", "<frozen importlib._bootstrap>", 1165)
+    assert parse_frame("_find_and_load (<frozen importlib._bootstrap>:1165)") == Frame(
+        "_find_and_load", "<frozen importlib._bootstrap>", 1165
+    )
     assert parse_frame("A.__del__ (w.py:3)").name == "A.__del__"
     assert parse_frame("bare") == Frame("bare", "", None)
     f = parse_frame("structural_key_eq (engine/keys.py:113)")
@@ -123,10 +132,14 @@ def test_attribute_seed_paragraph() -> None:
     assert s.share("key equality") == 1.0
     assert s.inclusive["drop"] == 915 and s.inclusive["grad"] == 468
     assert s.paths[0] == (("drop", "metadata deregistration", "key equality"), 915)
-    assert path_line(*s.paths[0], s.probe) == \
-        "915 of 1383 samples (66%) in drop -> metadata deregistration -> key equality"
-    assert path_line(*s.paths[1], s.probe) == \
-        "468 of 1383 samples (34%) in grad -> derivative traces -> metadata registration -> key equality"
+    assert (
+        path_line(*s.paths[0], s.probe)
+        == "915 of 1383 samples (66%) in drop -> metadata deregistration -> key equality"
+    )
+    assert (
+        path_line(*s.paths[1], s.probe)
+        == "468 of 1383 samples (34%) in grad -> derivative traces -> metadata registration -> key equality"
+    )
     assert s.path_share(("drop", "metadata deregistration", "key equality")) == pytest.approx(915 / 1383)
     # both stack tops are the same function; line numbers are not part of the self function
     assert s.top_self == [("structural_key_eq (engine/keys.py)", 1383)]
@@ -219,11 +232,14 @@ def _fake_py_spy(tmp_path: Path, body: str) -> str:
 
 
 def test_ptrace_refusal_is_one_line_with_the_fix(tmp_path, capsys, monkeypatch) -> None:
-    fake = _fake_py_spy(tmp_path, """\
+    fake = _fake_py_spy(
+        tmp_path,
+        """\
         print("Error: Failed to get process executable name. Permission Denied (os error 13)",
               file=sys.stderr)
         sys.exit(1)
-        """)
+        """,
+    )
     monkeypatch.setattr(flame, "find_py_spy", lambda: fake)
     rc = flame.main([f"{CHAINS}::mul", "--depth", "3", "-o", str(tmp_path / "o.svg")])
     assert rc == 2
@@ -232,11 +248,14 @@ def test_ptrace_refusal_is_one_line_with_the_fix(tmp_path, capsys, monkeypatch) 
 
 
 def test_zero_samples_exits_2(tmp_path, capsys, monkeypatch) -> None:
-    fake = _fake_py_spy(tmp_path, """\
+    fake = _fake_py_spy(
+        tmp_path,
+        """\
         open(a[a.index("-o") + 1], "w").close()
         status = a[a.index("--status") + 1]
         json.dump({"state": "done", "iterations": 1, "seconds": 0.5, "error": None}, open(status, "w"))
-        """)
+        """,
+    )
     monkeypatch.setattr(flame, "find_py_spy", lambda: fake)
     rc = flame.main([f"{CHAINS}::mul", "--depth", "3", "-o", str(tmp_path / "o.svg")])
     assert rc == 2
@@ -256,8 +275,7 @@ def _require_py_spy() -> str:
 def test_real_sampling_v08_key_equality_holds_the_majority(tmp_path, capsys) -> None:
     _require_py_spy()
     out = tmp_path / "mul.svg"
-    rc = flame.main([f"{CHAINS}::mul", "--depth", str(DEPTH), "--profile", "v08",
-                     "--seconds", "1.5", "-o", str(out)])
+    rc = flame.main([f"{CHAINS}::mul", "--depth", str(DEPTH), "--profile", "v08", "--seconds", "1.5", "-o", str(out)])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert out.exists() and ET.parse(out).getroot().tag.endswith("svg")
@@ -285,7 +303,8 @@ def test_real_sampling_fixed_has_no_key_equality(tmp_path) -> None:
 def test_real_sampling_reports_a_worker_error(tmp_path, capsys) -> None:
     _require_py_spy()
     src = tmp_path / "bad.py"
-    src.write_text(textwrap.dedent("""\
+    src.write_text(
+        textwrap.dedent("""\
         import time
         import adprof
 
@@ -293,10 +312,10 @@ def test_real_sampling_reports_a_worker_error(tmp_path, capsys) -> None:
         def boom(xp, x, depth):
             time.sleep(0.6)  # let py-spy attach before the worker fails
             raise RuntimeError("chain exploded")
-        """))
+        """)
+    )
     out = tmp_path / "bad.json"
-    rc = flame.main([f"{src}::boom", "--depth", "2", "--seconds", "1", "--format", "speedscope",
-                     "-o", str(out)])
+    rc = flame.main([f"{src}::boom", "--depth", "2", "--seconds", "1", "--format", "speedscope", "-o", str(out)])
     assert rc == 1
     line = _one_line_err(capsys)
     assert "failed in the worker" in line and "RuntimeError: chain exploded" in line

@@ -19,8 +19,9 @@ def test_fixed_engine_holds_the_guard(adprof_guard, chain, mode):
 
 
 @pytest.mark.parametrize("mode", ["traced", "eager"])
-@pytest.mark.parametrize("chain", [v for v in VARIANTS if v.name != "reuse[k=1]"],
-                         ids=[i for i in IDS if i != "reuse[k=1]"])
+@pytest.mark.parametrize(
+    "chain", [v for v in VARIANTS if v.name != "reuse[k=1]"], ids=[i for i in IDS if i != "reuse[k=1]"]
+)
 def test_v08_engine_fails_the_same_guard(adprof_guard, chain, mode):
     # shorter schedules than the chains' own: v08 is the slow engine
     if chain.reuse == 1:
@@ -40,8 +41,7 @@ def test_v08_engine_fails_the_same_guard(adprof_guard, chain, mode):
 
 
 def test_v08_reuse_one_is_superlinear_not_exponential(adprof_guard):
-    report = adprof_guard.check(chains.reuse.variant(k=1), mode="traced", profile="v08",
-                                depths=(8, 16, 32, 64))
+    report = adprof_guard.check(chains.reuse.variant(k=1), mode="traced", profile="v08", depths=(8, 16, 32, 64))
     assert not report.ok
     verdict = report.checks[0].result.verdict
     assert verdict.kind == "superlinear-transform"
@@ -50,17 +50,20 @@ def test_v08_reuse_one_is_superlinear_not_exponential(adprof_guard):
 
 def test_guard_from_a_file_target_and_marker(tmp_path, adprof_guard):
     path = tmp_path / "chains.py"
-    path.write_text("import adprof\n\n@adprof.chain(input_shape=(2,), depths=(4, 8, 16, 32))\n"
-                    "def c(xp, x, depth):\n    y = x\n    for _ in range(depth):\n"
-                    "        y = xp.sin(y) * 0.5\n    return xp.sum(y)\n")
+    path.write_text(
+        "import adprof\n\n@adprof.chain(input_shape=(2,), depths=(4, 8, 16, 32))\n"
+        "def c(xp, x, depth):\n    y = x\n    for _ in range(depth):\n"
+        "        y = xp.sin(y) * 0.5\n    return xp.sum(y)\n"
+    )
     assert adprof_guard.check(f"{path}::c", mode="traced").ok
     assert adprof_guard.check(f"{path}", mode="eager", profile="v08", max_exponent=1.3).ok is False
 
 
 def _result(kind, base=None, exponent=None):
     fit = Fit(metric="m", kind="x", depths=[1, 2, 3], values=[1.0, 2.0, 4.0])
-    return Result(Series("c", "engine", "fixed", "traced"), Verdict(kind, base=base, exponent=exponent,
-                                                                      counter_fit=fit))
+    return Result(
+        Series("c", "engine", "fixed", "traced"), Verdict(kind, base=base, exponent=exponent, counter_fit=fit)
+    )
 
 
 def test_check_result_compares_with_the_limits():
@@ -105,8 +108,14 @@ def test_plugin_fails_a_test_with_the_evidence_table(pytester):
     pytester.makefile(".toml", pyproject="[tool.adprof.guard]\nmax_base = 1.1\nmax_exponent = 1.3\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_blowup*", "*FAIL mul engine [[]v08[]] traced: base*per layer*",
-                                 "*- limit    max base 1.10*", "*remedy:*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_blowup*",
+            "*FAIL mul engine [[]v08[]] traced: base*per layer*",
+            "*- limit    max base 1.10*",
+            "*remedy:*",
+        ]
+    )
 
 
 def test_pyproject_limits_are_read(pytester):

@@ -15,8 +15,16 @@ from adprof.render.html import render_html
 from probes import chains
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +50,12 @@ def test_html_is_self_contained(report_html):
 def test_html_report_renders_the_verdicts_in_chromium(report_html, tmp_path):
     path, _ = report_html
     profile_dir = tmp_path / "profile"
-    out = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile_dir}", "--dump-dom", path.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile_dir}", "--dump-dom", path.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     dom = out.stdout
     verdicts = re.findall(r'class="verdict[^"]*"[^>]*>([^<]+)<', dom)

@@ -91,13 +91,35 @@ def test_scalar_input_and_failures():
 
 def test_worker_protocol_point_and_events(worker):
     events = []
-    ans = worker.request({"op": "point", "file": CHAINS, "chain": "mul", "backend": "engine",
-                          "profile": "v08", "mode": "traced", "depth": 3}, 30, events.append)
+    ans = worker.request(
+        {
+            "op": "point",
+            "file": CHAINS,
+            "chain": "mul",
+            "backend": "engine",
+            "profile": "v08",
+            "mode": "traced",
+            "depth": 3,
+        },
+        30,
+        events.append,
+    )
     assert ans["ok"], ans
     assert set(ans["point"]["times"]) == set(TRACED)
     assert [e["phase"] for e in events if e["event"] == "phase"][:2] == ["record", "transform"]
-    ans = worker.request({"op": "point", "file": CHAINS, "chain": "reuse[k=2]", "backend": "engine",
-                          "profile": "fixed", "mode": "eager", "depth": 2, "calls": 3}, 30)
+    ans = worker.request(
+        {
+            "op": "point",
+            "file": CHAINS,
+            "chain": "reuse[k=2]",
+            "backend": "engine",
+            "profile": "fixed",
+            "mode": "eager",
+            "depth": 2,
+            "calls": 3,
+        },
+        30,
+    )
     assert ans["ok"] and ans["point"]["extra"]["calls"] == 3
     metas = list_chains(CHAINS, None, worker)
     names = [m["name"] for m in metas]
@@ -136,8 +158,7 @@ def test_predict_next_and_budget_share():
 
 
 def _spec(file, chain, profile="v08", mode="traced", max_depth=14):
-    return SeriesSpec(file=str(file), chain=chain, backend="engine", profile=profile, mode=mode,
-                      max_depth=max_depth)
+    return SeriesSpec(file=str(file), chain=chain, backend="engine", profile=profile, mode=mode, max_depth=max_depth)
 
 
 def test_series_stops_at_cap_and_says_why(worker):

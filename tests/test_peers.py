@@ -124,11 +124,17 @@ def _series(backend, chain, mode):
     return Series(chain=chain.name, backend=name, profile=None, mode=mode, points=[best[d] for d in DEPTHS])
 
 
-_PEER_CASES = [pytest.param(b, m, c, id=f"{c.name}-{bid}",
-                            marks=() if (c.name, bid) in {("svd3", "jax-traced"), ("mul", "torch-eager")}
-                            else pytest.mark.slow)
-               for b, m, bid in ((jb, "traced", "jax-traced"), (tb, "eager", "torch-eager"))
-               for c in [v for ch in chains.STANDARD for v in ch.variants()]]
+_PEER_CASES = [
+    pytest.param(
+        b,
+        m,
+        c,
+        id=f"{c.name}-{bid}",
+        marks=() if (c.name, bid) in {("svd3", "jax-traced"), ("mul", "torch-eager")} else pytest.mark.slow,
+    )
+    for b, m, bid in ((jb, "traced", "jax-traced"), (tb, "eager", "torch-eager"))
+    for c in [v for ch in chains.STANDARD for v in ch.variants()]
+]
 
 
 @pytest.mark.parametrize(("backend", "mode", "chain"), _PEER_CASES)
@@ -143,13 +149,34 @@ def test_standard_chains_are_linear_on_the_peers(backend, mode, chain):
 
 def test_cli_json_fields():
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    p = subprocess.run([sys.executable, "-m", "adprof", "check", f"{CHAINS}::sin", "--backend", "jax,torch",
-                        "--mode", "eager", "--depths", "8,16,32,64", "--budget", "30", "--no-structure",
-                        "--json", "-"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adprof",
+            "check",
+            f"{CHAINS}::sin",
+            "--backend",
+            "jax,torch",
+            "--mode",
+            "eager",
+            "--depths",
+            "8,16,32,64",
+            "--budget",
+            "30",
+            "--no-structure",
+            "--json",
+            "-",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode in (0, 1), p.stderr
     rows = json.loads(p.stdout)["results"]
-    assert {(r["backend"], r["profile"], r["mode"]) for r in rows} == {("jax", None, "eager"),
-                                                                       ("torch", None, "eager")}
+    assert {(r["backend"], r["profile"], r["mode"]) for r in rows} == {("jax", None, "eager"), ("torch", None, "eager")}
 
 
 def test_not_installed_message(monkeypatch):

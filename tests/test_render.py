@@ -46,9 +46,7 @@ def _traced(depths, kc, **kw) -> Series:
                 ops={"value_ops": 3 * d, "derivative_ops": 9 * d, "program_ops": 8 * d},
             )
         )
-    return Series(
-        chain=kw.pop("chain", "mul"), backend="engine", profile="v08", mode="traced", points=pts, **kw
-    )
+    return Series(chain=kw.pop("chain", "mul"), backend="engine", profile="v08", mode="traced", points=pts, **kw)
 
 
 def _eager(depths, kc) -> Series:
@@ -89,9 +87,7 @@ def make_report() -> Report:
         _result(_eager([50, 100, 200, 400], lambda d: 3 * d * d + 50 * d)),
         _result(_traced([8, 16, 32, 64, 128], lambda d: 40 + 6 * d, chain="healthy")),
         _result(_traced([1, 2], lambda d: d, chain="short")),
-        _result(
-            Series(chain="broken", backend="jax", profile=None, mode="compile", error="ImportError: no jax")
-        ),
+        _result(Series(chain="broken", backend="jax", profile=None, mode="compile", error="ImportError: no jax")),
     ]
     return Report(
         results=results,
@@ -201,10 +197,7 @@ def test_json_round_trip(report):
     assert r0["points"][0]["depth"] == 1 and "transform" in r0["points"][0]["counters"]
     for key in ("adprof_version", "environment", "budget_seconds", "elapsed_seconds"):
         assert key in data
-    assert (
-        data["results"][-1]["verdict"] == model.ERROR
-        and data["results"][-1]["error"] == "ImportError: no jax"
-    )
+    assert data["results"][-1]["verdict"] == model.ERROR and data["results"][-1]["error"] == "ImportError: no jax"
 
 
 def test_load_ignores_unknown_keys(report):

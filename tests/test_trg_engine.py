@@ -109,8 +109,7 @@ def test_staged_modes_agree_and_match_finite_difference(staged20: StagedTRG, res
     assert abs(staged20.value(0.30, "eager") - lt) < 1e-14
 
 
-def test_staged_step_shapes_and_eager_cache(staged20: StagedTRG, runtime: engine.EagerRuntime,
-                                            results20: dict) -> None:
+def test_staged_step_shapes_and_eager_cache(staged20: StagedTRG, runtime: engine.EagerRuntime, results20: dict) -> None:
     # seed 004: 5 step shapes for 20 steps; programs shared by all steps of a shape
     assert staged20.step_shapes() == [(2, 2), (2, 4), (4, 4), (4, 16), (16, 16)]
     progs = staged20.programs()

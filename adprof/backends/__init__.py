@@ -22,11 +22,14 @@ BACKENDS: dict[str, str] = {
 KNOWN_BACKENDS: tuple[str, ...] = tuple(BACKENDS)
 #: Cost profiles per backend (``None``: the backend has a single behaviour).
 BACKEND_PROFILES: dict[str, tuple[str | None, ...]] = {
-    "engine": ("v08", "fixed"), "jax": (None,), "torch": (None,),
+    "engine": ("v08", "fixed"),
+    "jax": (None,),
+    "torch": (None,),
 }
 #: Top-level packages a backend needs beyond adprof's own dependencies.
 BACKEND_REQUIRES: dict[str, tuple[str, ...]] = {
-    "jax": ("jax", "jaxlib"), "torch": ("torch", "array_api_compat"),
+    "jax": ("jax", "jaxlib"),
+    "torch": ("torch", "array_api_compat"),
 }
 INSTALL_HINT = "pip install 'adprof[peers]'"
 
@@ -53,8 +56,9 @@ def check_backend(name: str) -> str:
         raise UnknownBackendError(f"unknown backend {name!r}; known backends: {', '.join(KNOWN_BACKENDS)}")
     missing = [m for m in BACKEND_REQUIRES.get(name, ()) if not _installed(m)]
     if missing:
-        raise BackendNotInstalledError(f"backend {name!r} is not installed (missing {', '.join(missing)}): "
-                                       f"{INSTALL_HINT}")
+        raise BackendNotInstalledError(
+            f"backend {name!r} is not installed (missing {', '.join(missing)}): {INSTALL_HINT}"
+        )
     return name
 
 

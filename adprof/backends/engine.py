@@ -54,8 +54,9 @@ def _classify_exception(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _phase(pt: Point, name: str, on_phase: PhaseCallback, call: int | None = None,
-           store: bool = True) -> Iterator[dict[str, Any]]:
+def _phase(
+    pt: Point, name: str, on_phase: PhaseCallback, call: int | None = None, store: bool = True
+) -> Iterator[dict[str, Any]]:
     """Time one phase: gc.collect() first, gc disabled inside; counters per phase.
 
     Yields a dict that receives ``seconds`` and ``counters`` when the block ends (also on error,
@@ -90,14 +91,20 @@ def _fail(exc: BaseException, chain: Chain, depth: int, phase: str, pt: Point) -
 
 def _check_traced_output(y: Any, depth: int) -> None:
     if not isinstance(y, engine.TracedTensor):
-        raise PointFailure("output", f"depth {depth}: the chain returned {type(y).__name__}, "
-                           "not a tensor (build the result with xp operations on x)")
+        raise PointFailure(
+            "output",
+            f"depth {depth}: the chain returned {type(y).__name__}, "
+            "not a tensor (build the result with xp operations on x)",
+        )
     if tuple(y.shape) != ():
-        raise PointFailure("output", f"depth {depth}: the chain's output is not a scalar "
-                           f"(shape {tuple(y.shape)}); reduce it, e.g. with xp.sum")
+        raise PointFailure(
+            "output",
+            f"depth {depth}: the chain's output is not a scalar (shape {tuple(y.shape)}); reduce it, e.g. with xp.sum",
+        )
     if y.dtype.kind != "f":
-        raise PointFailure("output", f"depth {depth}: the chain's output has dtype {y.dtype.name}, "
-                           "expected floating point")
+        raise PointFailure(
+            "output", f"depth {depth}: the chain's output has dtype {y.dtype.name}, expected floating point"
+        )
 
 
 def _check_finite(value: float, depth: int) -> None:
@@ -105,8 +112,14 @@ def _check_finite(value: float, depth: int) -> None:
         raise PointFailure("output", f"depth {depth}: the chain's output is {value} (not finite)")
 
 
-def measure_traced(chain: Chain, depth: int, profile: str, *, on_phase: PhaseCallback = _no_phase,
-                   counter_budget: int | None = DEFAULT_COUNTER_BUDGET) -> Point:
+def measure_traced(
+    chain: Chain,
+    depth: int,
+    profile: str,
+    *,
+    on_phase: PhaseCallback = _no_phase,
+    counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
+) -> Point:
     """Record, transform, compile+prepare, run and drop at one depth (see the module docstring)."""
     a = chain.make_input()
     xp = engine.numpy
@@ -157,9 +170,15 @@ def measure_traced(chain: Chain, depth: int, profile: str, *, on_phase: PhaseCal
     return pt
 
 
-def measure_eager(chain: Chain, depth: int, profile: str, *, calls: int = DEFAULT_CALLS,
-                  on_phase: PhaseCallback = _no_phase,
-                  counter_budget: int | None = DEFAULT_COUNTER_BUDGET) -> Point:
+def measure_eager(
+    chain: Chain,
+    depth: int,
+    profile: str,
+    *,
+    calls: int = DEFAULT_CALLS,
+    on_phase: PhaseCallback = _no_phase,
+    counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
+) -> Point:
     """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth."""
     calls = max(2, int(calls))
     a = chain.make_input()
@@ -181,11 +200,17 @@ def measure_eager(chain: Chain, depth: int, profile: str, *, calls: int = DEFAUL
                 if i == 0:
                     pt.times["forward0"], pt.counters["forward0"] = f["seconds"], f["counters"]
                     if not isinstance(loss, engine.EagerTensor):
-                        raise PointFailure("output", f"depth {depth}: the chain returned "
-                                           f"{type(loss).__name__}, not a tensor (use xp operations on x)")
+                        raise PointFailure(
+                            "output",
+                            f"depth {depth}: the chain returned "
+                            f"{type(loss).__name__}, not a tensor (use xp operations on x)",
+                        )
                     if tuple(loss.shape) != ():
-                        raise PointFailure("output", f"depth {depth}: the chain's output is not a scalar "
-                                           f"(shape {tuple(loss.shape)}); reduce it, e.g. with xp.sum")
+                        raise PointFailure(
+                            "output",
+                            f"depth {depth}: the chain's output is not a scalar "
+                            f"(shape {tuple(loss.shape)}); reduce it, e.g. with xp.sum",
+                        )
                     value = float(loss.item())
                     _check_finite(value, depth)
                     pt.extra["value"] = value
@@ -206,8 +231,7 @@ def measure_eager(chain: Chain, depth: int, profile: str, *, calls: int = DEFAUL
     return _eager_summary(pt, fwd, bwd, rt)
 
 
-def _eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]],
-                   rt: engine.EagerRuntime) -> Point:
+def _eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]], rt: engine.EagerRuntime) -> Point:
     """Fill steady (median of calls 1..K-1) times and counters, per-call lists and cache stats."""
     warm_b = bwd[1:]
     warm_f = fwd[1:]
@@ -229,9 +253,16 @@ def _eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any
     return pt
 
 
-def measure_point(chain: Chain, mode: str, depth: int, profile: str | None, *,
-                  calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = _no_phase,
-                  counter_budget: int | None = DEFAULT_COUNTER_BUDGET) -> Point:
+def measure_point(
+    chain: Chain,
+    mode: str,
+    depth: int,
+    profile: str | None,
+    *,
+    calls: int = DEFAULT_CALLS,
+    on_phase: PhaseCallback = _no_phase,
+    counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
+) -> Point:
     """Measure one point; ``mode`` is ``traced`` or ``eager``, ``profile`` ``v08`` or ``fixed``."""
     profile = profile or "fixed"
     if profile not in PROFILES:
@@ -239,10 +270,16 @@ def measure_point(chain: Chain, mode: str, depth: int, profile: str | None, *,
     if mode == "traced":
         return measure_traced(chain, depth, profile, on_phase=on_phase, counter_budget=counter_budget)
     if mode == "eager":
-        return measure_eager(chain, depth, profile, calls=calls, on_phase=on_phase,
-                             counter_budget=counter_budget)
+        return measure_eager(chain, depth, profile, calls=calls, on_phase=on_phase, counter_budget=counter_budget)
     raise ValueError(f"unknown mode {mode!r} for the engine backend; known: {', '.join(MODES)}")
 
 
-__all__ = ["MODES", "PROFILES", "PointFailure", "describe_exception", "measure_eager", "measure_point",
-           "measure_traced"]
+__all__ = [
+    "MODES",
+    "PROFILES",
+    "PointFailure",
+    "describe_exception",
+    "measure_eager",
+    "measure_point",
+    "measure_traced",
+]

@@ -190,8 +190,7 @@ def measure_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_ph
     return pt
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS,
-                  on_phase: PhaseCallback = no_phase) -> Point:
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
     """``calls`` calls of ``jax.vjp(f, x)`` (forward) and ``vjp_fn(1.0)`` (backward), no jit."""
     a = chain.make_input()
     f = _fn(chain, depth)
@@ -213,13 +212,30 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS,
         if first_time(chain, "eager"):
             _ready(jax.grad(_fn(chain, 1))(jnp.asarray(a)))
 
-    return _eager_loop(chain, depth, calls=calls, on_phase=on_phase, leaf=lambda: jnp.asarray(a),
-                       forward=forward, backward=backward, scalar=float, check=check, warm_up=warm_up)
+    return _eager_loop(
+        chain,
+        depth,
+        calls=calls,
+        on_phase=on_phase,
+        leaf=lambda: jnp.asarray(a),
+        forward=forward,
+        backward=backward,
+        scalar=float,
+        check=check,
+        warm_up=warm_up,
+    )
 
 
-def measure_point(chain: Chain, mode: str, depth: int, profile: str | None = None, *,
-                  calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase,
-                  counter_budget: int | None = None) -> Point:
+def measure_point(
+    chain: Chain,
+    mode: str,
+    depth: int,
+    profile: str | None = None,
+    *,
+    calls: int = DEFAULT_CALLS,
+    on_phase: PhaseCallback = no_phase,
+    counter_budget: int | None = None,
+) -> Point:
     """Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
 
     ``counter_budget`` is accepted for interface parity and ignored (JAX has no counters).
@@ -236,5 +252,15 @@ def measure_point(chain: Chain, mode: str, depth: int, profile: str | None = Non
     raise ValueError(f"unknown mode {mode!r} for the jax backend; known: {', '.join(MODES)}")
 
 
-__all__ = ["DEPTHS", "MODES", "PROFILES", "PointFailure", "count_eqns", "measure_compile", "measure_eager",
-           "measure_point", "measure_traced", "xp"]
+__all__ = [
+    "DEPTHS",
+    "MODES",
+    "PROFILES",
+    "PointFailure",
+    "count_eqns",
+    "measure_compile",
+    "measure_eager",
+    "measure_point",
+    "measure_traced",
+    "xp",
+]

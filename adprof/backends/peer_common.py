@@ -65,8 +65,7 @@ class PointFailure(Exception):
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:
     """The ImportError a peer backend raises when its packages are missing (one line, with the fix)."""
     missing = getattr(exc, "name", None) or str(exc)
-    return ImportError(f"backend {backend!r} is not installed (needs {packages}; missing {missing}): "
-                       f"{INSTALL_HINT}")
+    return ImportError(f"backend {backend!r} is not installed (needs {packages}; missing {missing}): {INSTALL_HINT}")
 
 
 _frozen = False
@@ -139,11 +138,15 @@ def failure(exc: BaseException, chain: Chain, depth: int, phase: str, pt: Point)
 def check_output(shape: tuple[int, ...], is_float: bool, depth: int, type_name: str | None = None) -> None:
     """Raise an ``output`` PointFailure unless the chain returned a floating-point scalar tensor."""
     if type_name is not None:
-        raise PointFailure("output", f"depth {depth}: the chain returned {type_name}, not a tensor "
-                           "(build the result with xp operations on x)")
+        raise PointFailure(
+            "output",
+            f"depth {depth}: the chain returned {type_name}, not a tensor (build the result with xp operations on x)",
+        )
     if tuple(shape) != ():
-        raise PointFailure("output", f"depth {depth}: the chain's output is not a scalar "
-                           f"(shape {tuple(shape)}); reduce it, e.g. with xp.sum")
+        raise PointFailure(
+            "output",
+            f"depth {depth}: the chain's output is not a scalar (shape {tuple(shape)}); reduce it, e.g. with xp.sum",
+        )
     if not is_float:
         raise PointFailure("output", f"depth {depth}: the chain's output is not floating point")
 
@@ -174,8 +177,9 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     return c1 - c0, t1 - t0, out
 
 
-def repeat_median(fn: Callable[[], Any], name: str, on_phase: PhaseCallback = no_phase,
-                  fast: float = FAST, slow: float = SLOW) -> tuple[float, float, list[float], Any]:
+def repeat_median(
+    fn: Callable[[], Any], name: str, on_phase: PhaseCallback = no_phase, fast: float = FAST, slow: float = SLOW
+) -> tuple[float, float, list[float], Any]:
     """Run ``fn`` 1, 3 or 5 times (by the first run's time).
 
     Returns ``(fastest cpu s, median wall s, all cpu s, last result)``; ``on_phase(name, None)`` is
@@ -194,8 +198,9 @@ def repeat_median(fn: Callable[[], Any], name: str, on_phase: PhaseCallback = no
     return min(cpu), statistics.median(wall), cpu, out
 
 
-def measure_phase(pt: Point, name: str, fn: Callable[[], Any], on_phase: PhaseCallback = no_phase,
-                  repeat: bool = True) -> Any:
+def measure_phase(
+    pt: Point, name: str, fn: Callable[[], Any], on_phase: PhaseCallback = no_phase, repeat: bool = True
+) -> Any:
     """Time ``fn`` as phase ``name`` of ``pt`` (median of repeats unless ``repeat`` is False).
 
     Stores CPU seconds in ``pt.times[name]``, wall seconds in ``pt.extra["wall"][name]`` and the
@@ -233,10 +238,19 @@ def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -
 # --------------------------------------------------------------------------- eager loop
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int, on_phase: PhaseCallback,
-                  leaf: Callable[[], Any], forward: Callable[[Any], tuple[Any, Any]],
-                  backward: Callable[[Any, Any], Any], scalar: Callable[[Any], float],
-                  check: Callable[[Any, int], None], warm_up: Callable[[], None] | None = None) -> Point:
+def measure_eager(
+    chain: Chain,
+    depth: int,
+    *,
+    calls: int,
+    on_phase: PhaseCallback,
+    leaf: Callable[[], Any],
+    forward: Callable[[Any], tuple[Any, Any]],
+    backward: Callable[[Any, Any], Any],
+    scalar: Callable[[Any], float],
+    check: Callable[[Any, int], None],
+    warm_up: Callable[[], None] | None = None,
+) -> Point:
     """``calls`` forward+backward calls, each on a fresh leaf from ``leaf()``; fast points get more
     calls (up to :data:`EXTRA_CALLS_UP_TO` while the point has taken less than
     :data:`EXTRA_CALLS_WITHIN` s), so that a median of wall times resists a burst of load.
@@ -303,8 +317,9 @@ def _lower_quartile(xs: list[float]) -> float:
     return ordered[(len(ordered) - 1) // 4]
 
 
-def _eager_summary(pt: Point, fwd: list[float], bwd: list[float], fwd_wall: list[float],
-                   bwd_wall: list[float]) -> Point:
+def _eager_summary(
+    pt: Point, fwd: list[float], bwd: list[float], fwd_wall: list[float], bwd_wall: list[float]
+) -> Point:
     wall = pt.extra.setdefault("wall", {})
     for name, cpu, walls in (("forward", fwd, fwd_wall), ("backward", bwd, bwd_wall)):
         if cpu:

@@ -149,8 +149,7 @@ def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_pha
     return pt
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS,
-                  on_phase: PhaseCallback = no_phase) -> Point:
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
     """``calls`` forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
     a = chain.make_input()
     f = _fn(chain, depth)
@@ -168,14 +167,30 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS,
             x = torch.tensor(a, requires_grad=True)
             chain(xp, x, 1).backward()
 
-    return _eager_loop(chain, depth, calls=calls, on_phase=on_phase,
-                       leaf=lambda: torch.tensor(a, requires_grad=True), forward=forward, backward=backward,
-                       scalar=lambda y: float(y.detach()), check=_check, warm_up=warm_up)
+    return _eager_loop(
+        chain,
+        depth,
+        calls=calls,
+        on_phase=on_phase,
+        leaf=lambda: torch.tensor(a, requires_grad=True),
+        forward=forward,
+        backward=backward,
+        scalar=lambda y: float(y.detach()),
+        check=_check,
+        warm_up=warm_up,
+    )
 
 
-def measure_point(chain: Chain, mode: str, depth: int, profile: str | None = None, *,
-                  calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase,
-                  counter_budget: int | None = None) -> Point:
+def measure_point(
+    chain: Chain,
+    mode: str,
+    depth: int,
+    profile: str | None = None,
+    *,
+    calls: int = DEFAULT_CALLS,
+    on_phase: PhaseCallback = no_phase,
+    counter_budget: int | None = None,
+) -> Point:
     """Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
 
     ``counter_budget`` is accepted for interface parity and ignored (torch has no counters).
@@ -190,5 +205,14 @@ def measure_point(chain: Chain, mode: str, depth: int, profile: str | None = Non
     raise ValueError(f"unknown mode {mode!r} for the torch backend; known: {', '.join(MODES)}")
 
 
-__all__ = ["DEPTHS", "MODES", "PROFILES", "PointFailure", "measure_eager", "measure_point", "measure_traced",
-           "op_count", "xp"]
+__all__ = [
+    "DEPTHS",
+    "MODES",
+    "PROFILES",
+    "PointFailure",
+    "measure_eager",
+    "measure_point",
+    "measure_traced",
+    "op_count",
+    "xp",
+]

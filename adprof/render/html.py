@@ -101,8 +101,7 @@ def _result(i: int, r: Result) -> str:
     params = "" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items())
     parts = [
         f'<section class="result" id="{_anchor(i)}">',
-        f"<h2>{escape(s.chain + params)} [{escape(backend_label(s))}, {escape(s.mode)}]: "
-        f"{_verdict(v.kind)}</h2>",
+        f"<h2>{escape(s.chain + params)} [{escape(backend_label(s))}, {escape(s.mode)}]: {_verdict(v.kind)}</h2>",
         f'<div class="plot">{_svg(r)}</div>',
     ]
     if s.error:
@@ -123,9 +122,7 @@ def _result(i: int, r: Result) -> str:
 
 def render_html(report: Report) -> str:
     """The whole report as one self-contained HTML page (no external CSS, JS, fonts or images)."""
-    env = "".join(
-        f"<tr><th>{escape(str(k))}</th><td>{escape(str(x))}</td></tr>" for k, x in report.environment.items()
-    )
+    env = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(x))}</td></tr>" for k, x in report.environment.items())
     meta = []
     if report.elapsed_seconds is not None:
         meta.append(f"elapsed {report.elapsed_seconds:.1f} s")

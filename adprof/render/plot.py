@@ -55,14 +55,10 @@ def _draw(ax: Any, result: Result) -> None:
     ax.set_title(f"{_title(result)}\n{result.verdict.kind}", fontsize=9)
     ax.set_xlabel("depth")
     if fit is None or not fit.depths:
-        ax.text(
-            0.5, 0.5, result.series.error or "no points", ha="center", va="center", transform=ax.transAxes
-        )
+        ax.text(0.5, 0.5, result.series.error or "no points", ha="center", va="center", transform=ax.transAxes)
         return
     pos = [(d, v) for d, v in zip(fit.depths, fit.values, strict=True) if v > 0]
-    label = (
-        fit.metric.split(":")[0] if fit.metric else ("counters" if fit.method == "marginal" else "seconds")
-    )
+    label = fit.metric.split(":")[0] if fit.metric else ("counters" if fit.method == "marginal" else "seconds")
     if label == "time":
         label = "seconds (" + fit.metric.split(":", 1)[1].strip() + ")"
     ax.set_ylabel(label)
@@ -91,9 +87,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
     nrows = math.ceil(n / ncols)
     fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    fig.subplots_adjust(
-        left=0.1 / ncols + 0.04, right=0.98, wspace=0.35, hspace=0.6, bottom=0.12 / nrows + 0.03
-    )
+    fig.subplots_adjust(left=0.1 / ncols + 0.04, right=0.98, wspace=0.35, hspace=0.6, bottom=0.12 / nrows + 0.03)
     for i, ax in enumerate(axes.flat):
         if i < len(report.results):
             _draw(ax, report.results[i])
