@@ -49,6 +49,12 @@ class Point:
     counters: dict[str, dict[str, float]] = field(default_factory=dict)
     ops: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Deterministic work metrics per phase, for backends without engine counters: phase -> metric name ->
+    #: value (``python_calls``, ``jaxpr_eqns``, ``hlo_instructions``, ``autograd_nodes``, ``instructions``).
+    #: Which of them may decide a verdict is declared per series (:attr:`Series.deciding_metrics`).
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Time repeats per phase (seconds); ``times[phase]`` is the series' statistic of them.
+    samples: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +70,15 @@ class Series:
     error: str | None = None  # one-line error if the chain failed
     declared_reuse: float | None = None
     params: dict[str, Any] = field(default_factory=dict)  # sweep values, e.g. {"k": 2}
+    #: Names of the deterministic metrics in ``Point.metrics`` that see the measured phase's work and may
+    #: decide, in order of preference (declared by the backend for this mode). Empty: time decides.
+    deciding_metrics: list[str] = field(default_factory=list)
+    #: Metric name -> why it may not decide here (e.g. "blind to XLA's C++ compile").
+    metric_notes: dict[str, str] = field(default_factory=dict)
+    #: How ``Point.times`` was taken from the repeats: statistic ("lower quartile", "min", "median") and clock.
+    statistic: str = ""
+    clock: str = ""
+    file: str | None = None  # the chain's source file (chains of the same name in two files differ)
 
 
 @dataclass
