@@ -1,0 +1,278 @@
+"""Property-based fuzz of the CLI (issue 14, slow): hypothesis draws option values and chain files from a small
+grammar of good and bad constructs, runs ``python -P -m adprof`` as a user does, and asserts: no traceback, no
+internal error, an exit code from the documented set *for that case*, a bounded wall time, valid JSON when asked
+for, and no process left behind.
+
+``ADPROF_FUZZ_EXAMPLES`` sets the number of cases (default 300).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fault_helpers import SLACK, TRACEBACK, describe, kill_tagged, leftovers, start_adprof
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = int(os.environ.get("ADPROF_FUZZ_EXAMPLES", "300"))
+
+# --------------------------------------------------------------------------- chain grammar
+
+HEALTHY = "y = x\nfor _ in range(depth):\n    y = xp.sin(y)\nreturn xp.sum(y)"
+
+#: construct -> (body, fails): ``fails`` says the chain is a finding when the construct runs (exit 1).
+CONSTRUCTS: dict[str, tuple[str, bool]] = {
+    "ok": ("pass", False),
+    "raise": ('raise ValueError("boom at depth %d" % depth)', True),
+    "raise_markup": ('raise FileNotFoundError("could not load [/data/w.npy] [bold]x[/] [")', True),
+    "hang": ("while True:\n    pass", True),
+    "sleep_hang": ("time.sleep(3600)", True),
+    "sys_exit": ("sys.exit(3)", True),
+    "os_exit": ("os._exit(7)", True),
+    "segv": ("os.kill(os.getpid(), signal.SIGSEGV)", True),
+    "recursion": ("def _r(n):\n    return _r(n + 1)\n_r(0)", True),
+    "print_flood": ('for _ in range(200):\n    print("[x] " * 500)\n    print("[/]" * 500, file=sys.stderr)', False),
+    "patch_clock": ("time.perf_counter = lambda: 0.0", False),
+    "child_sleep": ('subprocess.Popen(["sleep", "30"])', False),
+    "return_str": ('return "abc"', True),
+    "return_none": ("return None", True),
+    "return_vector": ("return xp.sin(x)", True),
+    "return_nan": ("return xp.sum(xp.log(x * 0.0 - 1.0))", True),
+    "return_list": ("return [1.0]", True),
+}
+
+#: decorator argument sets -> valid?
+DECORATORS: dict[str, tuple[str, bool]] = {
+    "plain": ("input_shape=(3,), depths=(1, 2, 3, 4)", True),
+    "matrix": ("input_shape=(2, 2), reuse=1, depths=(1, 2, 3, 4, 5, 6)", True),
+    "sweep": ('input_shape=(3,), depths=(1, 2, 3), sweep={"k": [1, 2]}', True),
+    "bad_shape": ('input_shape="abc", depths=(1, 2)', False),
+    "bad_depths": ("input_shape=(3,), depths=(0, -1)", False),
+    "bad_reuse": ('input_shape=(3,), reuse="nope", depths=(1, 2)', False),
+}
+
+DOCS = ['"""y <- sin(y)."""', '"""Loads [bold]w[/bold] from [/data] and [/]."""', '"""' + "[" * 50 + '"""', ""]
+
+
+@dataclass
+class ChainCase:
+    construct: str
+    guarded: bool  # run the construct only from depth 2 on
+    decorator: str
+    doc: str
+
+    def source(self, name: str) -> str:
+        body, _ = CONSTRUCTS[self.construct]
+        if self.guarded:
+            body = "if depth >= 2:\n" + textwrap.indent(body, "    ")
+        sweep = "sweep" in self.decorator
+        sig = "xp, x, depth, k" if sweep else "xp, x, depth"
+        lines = [f"@adprof.chain({DECORATORS[self.decorator][0]})", f"def {name}({sig}):"]
+        if self.doc:
+            lines.append("    " + self.doc)
+        lines.append(textwrap.indent(body, "    "))
+        lines.append(textwrap.indent(HEALTHY, "    "))
+        return "\n".join(lines) + "\n"
+
+
+chain_cases = st.builds(
+    ChainCase,
+    construct=st.sampled_from(sorted(CONSTRUCTS)),
+    guarded=st.booleans(),
+    decorator=st.sampled_from(sorted(DECORATORS)),
+    doc=st.sampled_from(DOCS),
+)
+
+PRELUDE = "import os\nimport signal\nimport subprocess\nimport sys\nimport time\n\nimport adprof\n\n\n"
+
+# --------------------------------------------------------------------------- option grammar
+# value -> valid? (None: option left out)
+
+CAPS = {"0.2": True, "0.5": True, "1e9": True, "0": False, "-1": False, "nan": False, "abc": False}
+BUDGETS = {"3": True, "4": True, "0": False, "-2": False, "inf": False, "x": False}
+CALLS = {None: True, "2": True, "6": True, "1000000": True, "1": False, "0": False, "-5": False, "abc": False}
+BACKENDS = {None: True, "engine": True, "": False, "nope": False, "numpy": False}
+MODES = {None: True, "traced": True, "eager": True, "bogus": False, "": False}
+PROFILES = {None: True, "fixed": True, "v08": True, "v08,fixed": True, "bogus": False, "": False}
+DEPTHS = {None: True, "1,2": True, "1,2,3,4": True, "1,2,100000000": True, "0": False, "-1,2": False, "abc": False}
+JOBS = {None: True, "1": True, "2": True, "0": False, "-1": False}
+JSONS = {None: True, "r.json": True, "-": True, "/proc/x.json": False, "missing/x.json": False, ".": False}
+
+
+@dataclass
+class Case:
+    command: str
+    chains: list[ChainCase]
+    cap: str
+    budget: str
+    calls: str | None
+    backend: str | None
+    mode: str | None
+    profile: str | None
+    depths: str | None
+    jobs: str | None
+    json_out: str | None
+    no_structure: bool
+    signal_after: float | None
+    sig: int
+
+    def options_valid(self) -> bool:
+        ok = all(
+            [
+                CAPS[self.cap],
+                BUDGETS[self.budget],
+                CALLS[self.calls],
+                BACKENDS[self.backend],
+                MODES[self.mode],
+                PROFILES[self.profile],
+                DEPTHS[self.depths],
+                JOBS[self.jobs],
+                JSONS[self.json_out],
+            ]
+        )
+        if self.command in ("ratio", "halve") and "sweep" in self.chains[0].decorator:
+            ok = False  # FILE::c0 names a sweep, not one chain: bad input naming the variants
+        return ok and all(DECORATORS[c.decorator][1] for c in self.chains)
+
+    def first_chain_fails(self) -> bool:
+        """c0 fails for sure: a failing construct that runs at depth 1 (or at 2 when 2 is always measured)."""
+        c = self.chains[0]
+        if not CONSTRUCTS[c.construct][1]:
+            return False
+        if not c.guarded:
+            return True
+        return self.depths in (None, "1,2", "1,2,3,4", "1,2,100000000")  # depth 2 is measured
+
+    def args(self, file: Path) -> list[str]:
+        target = str(file) + ("::c0" if self.command in ("ratio", "halve") else "")
+        args = [self.command, target, "--cap", self.cap, "--budget", self.budget, "--no-color"]
+        for flag, value in [
+            ("--calls", self.calls),
+            ("--backend", self.backend),
+            ("--mode", self.mode),
+            ("--profile", self.profile),
+            ("--jobs", self.jobs),
+            ("--json", self.json_out),
+        ]:
+            if value is not None:
+                args += [flag, value]
+        if self.depths is not None and self.command != "halve":
+            args += ["--depths", self.depths]
+        if self.command == "halve":
+            args += ["--depth", "4"]
+        if self.no_structure and self.command == "check":
+            args.append("--no-structure")
+        return args
+
+    def bound(self) -> float:
+        """Seconds the run may take: budget + one cap (the budget wins over a larger cap) + slack."""
+        if not self.options_valid():
+            return 20.0  # bad input is rejected before measuring (or after one load of the file)
+        budget, cap = float(self.budget), float(self.cap)
+        return budget + min(cap, budget) + SLACK
+
+
+cases = st.builds(
+    Case,
+    command=st.sampled_from(["check", "check", "check", "guard", "ratio", "halve"]),
+    chains=st.lists(chain_cases, min_size=1, max_size=3),
+    cap=st.sampled_from(list(CAPS)),
+    budget=st.sampled_from(list(BUDGETS)),
+    calls=st.sampled_from(list(CALLS)),
+    backend=st.sampled_from(list(BACKENDS)),
+    mode=st.sampled_from(list(MODES)),
+    profile=st.sampled_from(list(PROFILES)),
+    depths=st.sampled_from(list(DEPTHS)),
+    jobs=st.sampled_from(list(JOBS)),
+    json_out=st.sampled_from(list(JSONS)),
+    no_structure=st.booleans(),
+    signal_after=st.one_of(st.none(), st.none(), st.none(), st.sampled_from([1.5, 3.0])),
+    sig=st.sampled_from([signal.SIGTERM, signal.SIGINT]),
+)
+
+
+def _run_case(case: Case, work: Path) -> tuple[int | None, str, str, float, list[str], str | None]:
+    file = work / "fuzz_chains.py"
+    file.write_text(PRELUDE + "\n\n".join(c.source(f"c{i}") for i, c in enumerate(case.chains)))
+    t0 = time.monotonic()
+    proc, tag = start_adprof(case.args(file), work, None)
+    try:
+        try:
+            if case.signal_after is not None:
+                try:
+                    o, e = proc.communicate(timeout=case.signal_after)
+                except subprocess.TimeoutExpired:
+                    if case.sig == signal.SIGINT:
+                        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
+                    else:
+                        os.kill(proc.pid, signal.SIGTERM)
+                    o, e = proc.communicate(timeout=15)
+            else:
+                o, e = proc.communicate(timeout=case.bound() + 15)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            kill_tagged(tag)
+            proc.kill()
+            o, e = proc.communicate()
+            code = None
+        wall = time.monotonic() - t0
+        left = describe(leftovers(tag, 3.0))
+    finally:
+        kill_tagged(tag)
+    report = work / "r.json"
+    return code, o, e, wall, left, report.read_text() if report.is_file() else None
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+@given(case=cases)
+def test_cli_fuzz(case: Case) -> None:
+    work = Path(tempfile.mkdtemp(prefix="adprof-fuzz-"))
+    try:
+        code, out, err, wall, left, json_file = _run_case(case, work)
+        src = (work / "fuzz_chains.py").read_text()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    what = f"case {case}\nexit {code}, {wall:.1f} s, left {left}\nchains:\n{src}\nstderr tail:\n{err[-1500:]}"
+    assert code is not None, f"no end within the bound\n{what}"
+    assert TRACEBACK not in out + err, f"traceback\n{what}"
+    assert "internal error" not in out + err, f"internal error\n{what}"
+    assert not left, f"processes left behind\n{what}"
+    signalled = case.signal_after is not None and wall >= case.signal_after
+    expected = {0, 1, 2}
+    if signalled:
+        # stopped by the signal (or finished in the same instant)
+        expected = {130 if case.sig == signal.SIGINT else 143, 0, 1, 2}
+    elif not case.options_valid():
+        expected = {2}
+    elif case.first_chain_fails():
+        expected = {1}
+    else:
+        expected = {0, 1}
+    assert code in expected, f"exit {code}, expected one of {sorted(expected)}\n{what}"
+    if not signalled:
+        assert wall <= case.bound(), f"wall {wall:.1f} s > bound {case.bound():.1f} s\n{what}"
+    if code in (0, 1) and case.json_out == "-" and not signalled:
+        json.loads(out)  # stdout is the JSON report, nothing else
+    if code in (0, 1, 130, 143) and case.json_out == "r.json":
+        assert json_file is not None, f"--json r.json was not written\n{what}"
+        json.loads(json_file)
+    if code == 2:
+        lines = [ln for ln in err.splitlines() if ln.startswith("adprof")]
+        assert lines, f"bad input gets one 'adprof' line naming the cause\n{what}"
