@@ -3,7 +3,7 @@ grammar of good and bad constructs, runs ``python -P -m adprof`` as a user does,
 internal error, an exit code from the documented set *for that case*, a bounded wall time, valid JSON when asked
 for, and no process left behind.
 
-``ADPROF_FUZZ_EXAMPLES`` sets the number of cases (default 300).
+``ADPROF_FUZZ_EXAMPLES`` sets the number of cases (default 300); ``ADPROF_FUZZ_SHRINK=0`` skips shrinking.
 """
 
 from __future__ import annotations
@@ -21,12 +21,16 @@ from pathlib import Path
 
 import pytest
 from fault_helpers import SLACK, TRACEBACK, describe, kill_tagged, leftovers, start_adprof
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.slow
 
 EXAMPLES = int(os.environ.get("ADPROF_FUZZ_EXAMPLES", "300"))
+#: ADPROF_FUZZ_SHRINK=0 reports the first failing case as drawn (each shrink step is a whole adprof run).
+PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + (
+    [] if os.environ.get("ADPROF_FUZZ_SHRINK", "1") == "0" else [Phase.shrink]
+)
 
 # --------------------------------------------------------------------------- chain grammar
 
@@ -240,6 +244,7 @@ def _run_case(case: Case, work: Path) -> tuple[int | None, str, str, float, list
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     database=None,
+    phases=PHASES,
 )
 @given(case=cases)
 def test_cli_fuzz(case: Case) -> None:
