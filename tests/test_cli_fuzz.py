@@ -95,7 +95,10 @@ chain_cases = st.builds(
     ChainCase,
     construct=st.sampled_from(sorted(CONSTRUCTS)),
     guarded=st.booleans(),
-    decorator=st.sampled_from(sorted(DECORATORS)),
+    decorator=st.one_of(
+        st.sampled_from([k for k, (_, ok) in DECORATORS.items() if ok]),
+        st.sampled_from(sorted(DECORATORS)),
+    ),
     doc=st.sampled_from(DOCS),
 )
 
@@ -188,23 +191,35 @@ class Case:
         return budget + min(cap, budget) + SLACK
 
 
-cases = st.builds(
-    Case,
-    command=st.sampled_from(["check", "check", "check", "guard", "ratio", "halve"]),
-    chains=st.lists(chain_cases, min_size=1, max_size=3),
-    cap=st.sampled_from(list(CAPS)),
-    budget=st.sampled_from(list(BUDGETS)),
-    calls=st.sampled_from(list(CALLS)),
-    backend=st.sampled_from(list(BACKENDS)),
-    mode=st.sampled_from(list(MODES)),
-    profile=st.sampled_from(list(PROFILES)),
-    depths=st.sampled_from(list(DEPTHS)),
-    jobs=st.sampled_from(list(JOBS)),
-    json_out=st.sampled_from(list(JSONS)),
-    no_structure=st.booleans(),
-    signal_after=st.one_of(st.none(), st.none(), st.none(), st.sampled_from([1.5, 3.0])),
-    sig=st.sampled_from([signal.SIGTERM, signal.SIGINT]),
-)
+FIELDS = {
+    "cap": CAPS,
+    "budget": BUDGETS,
+    "calls": CALLS,
+    "backend": BACKENDS,
+    "mode": MODES,
+    "profile": PROFILES,
+    "depths": DEPTHS,
+    "jobs": JOBS,
+    "json_out": JSONS,
+}
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    """All options valid, then (half of the time) one of them replaced by a bad value: a case with many bad
+    options at once only ever tests the first check."""
+    values = {name: draw(st.sampled_from([v for v, ok in table.items() if ok])) for name, table in FIELDS.items()}
+    if draw(st.booleans()):
+        name = draw(st.sampled_from(sorted(FIELDS)))
+        values[name] = draw(st.sampled_from([v for v, ok in FIELDS[name].items() if not ok]))
+    return Case(
+        command=draw(st.sampled_from(["check", "check", "check", "guard", "ratio", "halve"])),
+        chains=draw(st.lists(chain_cases, min_size=1, max_size=3)),
+        no_structure=draw(st.booleans()),
+        signal_after=draw(st.one_of(st.none(), st.none(), st.none(), st.sampled_from([1.5, 3.0]))),
+        sig=draw(st.sampled_from([signal.SIGTERM, signal.SIGINT])),
+        **values,
+    )
 
 
 def _run_case(case: Case, work: Path) -> tuple[int | None, str, str, float, list[str], str | None]:
@@ -246,7 +261,7 @@ def _run_case(case: Case, work: Path) -> tuple[int | None, str, str, float, list
     database=None,
     phases=PHASES,
 )
-@given(case=cases)
+@given(case=cases())
 def test_cli_fuzz(case: Case) -> None:
     work = Path(tempfile.mkdtemp(prefix="adprof-fuzz-"))
     try:

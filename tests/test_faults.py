@@ -480,12 +480,13 @@ def test_decorator_error_names_the_chain(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_wrong_tensor_type_message_is_meaningful(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    args = ["check", fault("torch_const.py"), "--backend", "torch", "--mode", "traced", "--no-color"]
-    run = run_adprof([*args, "--cap", "0.5", "--budget", "60"], tmp_path, timeout=120)
+    args = ["check", fault("torch_const.py"), *FAST, "--cap", "0.5", "--budget", "60"]
+    run = run_adprof(args, tmp_path, timeout=120)
     assert_clean(run)
     assert run.code == 1
     line = assert_cause(run, "const")
     assert "returned Tensor, not a tensor" not in line, line
+    assert "torch" in line, f"the line names what the chain returned (a torch tensor, not one of xp): {line}"
 
 
 @pytest.mark.slow
