@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from adprof import model
+from adprof.analysis.classify import classify
 from adprof.chain import Chain, as_chain, load_chains, parse_target
-from adprof.classify import classify
 from adprof.model import Point, Result, Series
 
 DEFAULT_MAX_BASE = 1.1

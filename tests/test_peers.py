@@ -19,9 +19,9 @@ pytest.importorskip("array_api_compat")
 
 import engine  # noqa: E402
 from adprof import backends  # noqa: E402
+from adprof.analysis.classify import classify  # noqa: E402
 from adprof.backends import jax_backend as jb  # noqa: E402
 from adprof.backends import torch_backend as tb  # noqa: E402
-from adprof.classify import classify  # noqa: E402
 from adprof.model import LINEAR, Point, Series  # noqa: E402
 from probes import chains  # noqa: E402
 

@@ -29,14 +29,12 @@ import numpy as np
 import engine
 from adprof.backends.peer_common import PointFailure, describe_exception
 from adprof.chain import Chain
+from adprof.constants import DEFAULT_CALLS, DEFAULT_COUNTER_BUDGET, RUN_REPEATS
 from adprof.model import Point
 from engine import counters
 
 PROFILES: tuple[str, ...] = ("v08", "fixed")
 MODES: tuple[str, ...] = ("traced", "eager")
-DEFAULT_CALLS = 6
-DEFAULT_COUNTER_BUDGET = 50_000_000
-RUN_REPEATS = 3
 
 PhaseCallback = Callable[[str, int | None], None]
 

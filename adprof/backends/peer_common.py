@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from adprof.chain import Chain
+from adprof.constants import DEFAULT_CALLS
 from adprof.model import Point
 
-DEFAULT_CALLS = 6
 INSTALL_HINT = "pip install 'adprof[peers]'"
 #: Repeat policy of :func:`repeat_median`: one run below FAST s -> 5 runs, below SLOW s -> 3, else 1.
 FAST, SLOW = 0.1, 1.0

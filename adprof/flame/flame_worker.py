@@ -1,6 +1,6 @@
 """The looped probe that ``adprof flame`` runs as py-spy's child.
 
-``python -m adprof.flame_worker FILE::CHAIN --mode traced|eager --depth N --profile v08
+``python -m adprof.flame.flame_worker FILE::CHAIN --mode traced|eager --depth N --profile v08
 --seconds S --status status.json`` loads the chain, sets the engine profile, then repeats one probe
 iteration until ``S`` seconds of looping have passed (at least one iteration, and at least
 :data:`MIN_SECONDS` so that py-spy gets to attach):
@@ -100,7 +100,7 @@ def probe_loop(iteration, seconds: float, status: str | None, done: list[float])
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; exit code 0 on success, 1 if setup or an iteration raised (see the status)."""
-    ap = argparse.ArgumentParser(prog="python -m adprof.flame_worker", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m adprof.flame.flame_worker", description=__doc__.splitlines()[0])
     ap.add_argument("target", help="FILE::CHAIN")
     ap.add_argument("--mode", choices=("traced", "eager"), default="traced")
     ap.add_argument("--depth", type=int, required=True)
