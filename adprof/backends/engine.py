@@ -163,7 +163,7 @@ def measure_traced(
         except PointFailure as f:
             f.point = pt
             raise
-        except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+        except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
             raise _fail(exc, chain, depth, phase, pt) from None
     return pt
 
@@ -224,7 +224,7 @@ def measure_eager(
         except PointFailure as f:
             f.point = _eager_summary(pt, fwd, bwd, rt)
             raise
-        except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014
+        except (Exception, RecursionError, MemoryError) as exc:
             raise _fail(exc, chain, depth, phase, _eager_summary(pt, fwd, bwd, rt)) from None
     return _eager_summary(pt, fwd, bwd, rt)
 

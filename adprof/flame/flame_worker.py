@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         iteration = make_iteration(args.target, args.mode, args.depth, args.profile)
         write_status(args.status, state="running", iterations=0, seconds=0.0, error=None)
         probe_loop(iteration, args.seconds, args.status, done)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - reported, not raised
+    except (Exception, RecursionError, MemoryError) as exc:  # reported, not raised
         write_status(args.status, state="error", iterations=int(done[0]), seconds=done[1], error=_one_line(exc))
         print(f"adprof flame worker: {_one_line(exc)}", file=sys.stderr)
         return 1

@@ -50,7 +50,7 @@ class LanePool:
                     return
                 try:
                     res = jobs[i](self.workers[k], k)
-                except BaseException as exc:  # noqa: BLE001 - reported to the caller
+                except BaseException as exc:  # reported to the caller
                     res = exc
                 done.put((i, res))
 
