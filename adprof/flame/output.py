@@ -178,6 +178,3 @@ def render_speedscope(stacks: Sequence[tuple[Stack, int]], rate: float, name: st
         "name": name,
     }
     return json.dumps(doc)
-
-
-# --------------------------------------------------------------------------- running py-spy

@@ -75,34 +75,12 @@ def sample_probe(
     with tempfile.TemporaryDirectory(prefix="adprof-flame-") as tmp:
         raw_path = os.path.join(tmp, "stacks.txt")
         status_path = os.path.join(tmp, "status.json")
-        cmd = [
-            py_spy,
-            "record",
-            "-F",
-            "-r",
-            str(rate),
-            "-d",
-            str(cap),
-            "-f",
-            "raw",
-            "-o",
-            raw_path,
-            "--",
-            sys.executable,
-            "-m",
-            "adprof.flame.flame_worker",
-            target,
-            "--mode",
-            mode,
-            "--depth",
-            str(depth),
-            "--profile",
-            profile,
-            "--seconds",
-            str(seconds),
-            "--status",
-            status_path,
+        worker = [
+            *(sys.executable, "-m", "adprof.flame.flame_worker", target),
+            *("--mode", mode, "--depth", str(depth), "--profile", profile),
+            *("--seconds", str(seconds), "--status", status_path),
         ]
+        cmd = [py_spy, "record", "-F", "-r", str(rate), "-d", str(cap), "-f", "raw", "-o", raw_path, "--", *worker]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
         try:
@@ -115,6 +93,15 @@ def sample_probe(
             ) from None
         status = _read_status(status_path)
         raw = Path(raw_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(raw_path) else ""
+    stacks = _checked_stacks(proc, raw, status, py_spy, target, depth)
+    return FlameRun(stacks, raw, status, cap)
+
+
+def _checked_stacks(
+    proc: subprocess.CompletedProcess[str], raw: str, status: dict, py_spy: str, target: str, depth: int
+) -> list[tuple[Stack, int]]:
+    """The sampled stacks; raise :class:`FlameError` saying why when py-spy or the worker failed, or
+    when nothing was sampled."""
     err = _py_spy_error(proc.stderr)
     if proc.returncode != 0 and not raw.strip():
         if status.get("state") == "error":
@@ -138,7 +125,7 @@ def sample_probe(
             f"{status.get('iterations', 0)} iterations); check that `{py_spy} record -- "
             f"{sys.executable} -c 'while 1: pass'` samples here, or {PTRACE_FIX}"
         )
-    return FlameRun(stacks, raw, status, cap)
+    return stacks
 
 
 def _read_status(path: str) -> dict:
@@ -162,6 +149,3 @@ def _py_spy_error(stderr: str) -> str:
             return ln
     rest = [ln for ln in lines if not ln.startswith("py-spy>")]
     return rest[-1] if rest else ""
-
-
-# --------------------------------------------------------------------------- the command
