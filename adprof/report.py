@@ -109,15 +109,9 @@ def depth_reached(series: Series) -> str:
     return s
 
 
-def worst_time(series: Series) -> float | None:
-    """The largest cost-phase time over the points (transform+drop, or steady backward)."""
-    phases = cost_phases(series.mode)
-    ts = [t for p in series.points if (t := time_value(p, phases)) is not None]
-    return max(ts) if ts else None
-
-
 def worst_time_text(series: Series) -> str:
-    """``worst_time`` formatted, with ``>=`` when the worst point is a censored lower bound."""
+    """The largest cost-phase time over the points (transform+drop, or steady backward), formatted, with
+    ``>=`` when the worst point is a censored lower bound."""
     phases = cost_phases(series.mode)
     best: tuple[float, bool] | None = None
     for p in series.points:
@@ -137,6 +131,5 @@ __all__ = [
     "depth_reached",
     "fmt_growth",
     "series_verdict",
-    "worst_time",
     "worst_time_text",
 ]
