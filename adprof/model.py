@@ -1,7 +1,8 @@
 """Plain data passed between adprof's layers: measurement -> fitting/classification -> rendering.
 
 Everything here is a dataclass of plain values (numbers, strings, lists, dicts) so that a whole
-report serializes to JSON and loads back without loss.
+report serializes to JSON and loads back without loss; below them, the helpers on points that several
+layers share (cost phases, counter sums, seconds). Layer 0: imports nothing of adprof.
 """
 
 from __future__ import annotations

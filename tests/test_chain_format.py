@@ -1,4 +1,4 @@
-"""The chain format (adprof/chain.py) and the standard chains (probes/chains.py) on the numpy shim."""
+"""The chain format (adprof/chain/) and the standard chains (probes/chains.py) on the numpy shim."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ protocol. A request may be answered by ``{"event": ...}`` progress lines before 
 
 * ``{"op": "list", "file": F, "names": [..] | null}`` -> ``{"ok": true, "chains": [metadata, ...]}``
   (sweeps expanded into variants);
-* ``{"op": "structure", "file": F, "chain": NAME, "depths": [..]}`` -> ``{"ok": true, "structure": {..}}``
-  (events ``{"event": "depth", "depth": d}``);
+* ``{"op": "structure", "file": F, "chain": NAME, "depths": [..]}`` -> ``{"ok": true, "structure": {..}}``,
+  the recording of :func:`~adprof.measure.structure_probe.record_structure` (events ``{"event": "depth", "depth": d}``);
 * ``{"op": "point", "file": F, "chain": NAME, "backend": B, "profile": P, "mode": M, "depth": d,
   "calls": K, "counter_budget": N}`` -> ``{"ok": true, "point": {..}}`` (events ``{"event": "phase",
   "phase": name, "call": i}`` when each phase starts);
