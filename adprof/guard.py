@@ -14,6 +14,7 @@ Limits come from, in order: explicit arguments, a ``@pytest.mark.adprof_guard(..
 from __future__ import annotations
 
 import gc
+import math
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,21 @@ GUARD_COUNTER_BUDGET = 5_000_000
 DEFAULT_DEPTHS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
 
 
+class GuardConfigError(ValueError):
+    """A bad ``[tool.adprof.guard]`` table (not valid TOML, a non-positive or non-numeric limit, an unknown key)."""
+
+
+_GUARD_KEYS = {"max_base": DEFAULT_MAX_BASE, "max_exponent": DEFAULT_MAX_EXPONENT}
+
+
+def _limit(table: dict[str, Any], key: str, where: str) -> float:
+    value = table.get(key, _GUARD_KEYS[key])
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not ok:
+        raise GuardConfigError(f"{where} {key}: expected a positive number, got {value!r}")
+    return float(value)
+
+
 @dataclass
 class GuardLimits:
     max_base: float = DEFAULT_MAX_BASE
@@ -42,26 +58,46 @@ class GuardLimits:
 
     @classmethod
     def from_pyproject(cls, start: Path | None = None) -> GuardLimits:
-        """Limits from the nearest ``pyproject.toml``'s ``[tool.adprof.guard]`` (defaults if none)."""
+        """Limits from the nearest ``pyproject.toml``'s ``[tool.adprof.guard]`` (defaults if none).
+
+        Raises :class:`GuardConfigError` (one line naming the file and the key) on a bad table."""
+        path = pyproject_path(start)
         table = pyproject_guard_table(start)
-        return cls(
-            max_base=float(table.get("max_base", DEFAULT_MAX_BASE)),
-            max_exponent=float(table.get("max_exponent", DEFAULT_MAX_EXPONENT)),
-        )
+        where = f"{path} [tool.adprof.guard]"
+        unknown = sorted(set(table) - set(_GUARD_KEYS))
+        if unknown:
+            raise GuardConfigError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(_GUARD_KEYS)})")
+        return cls(max_base=_limit(table, "max_base", where), max_exponent=_limit(table, "max_exponent", where))
 
 
-def pyproject_guard_table(start: Path | None = None) -> dict[str, Any]:
-    """``[tool.adprof.guard]`` of the nearest pyproject.toml at or above ``start`` (or {})."""
+def pyproject_path(start: Path | None = None) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` (the cwd), or None."""
     here = (start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         f = d / "pyproject.toml"
         if f.is_file():
-            try:
-                data = tomllib.loads(f.read_text())
-            except (OSError, tomllib.TOMLDecodeError):
-                return {}
-            return dict(data.get("tool", {}).get("adprof", {}).get("guard", {}))
-    return {}
+            return f
+    return None
+
+
+def pyproject_guard_table(start: Path | None = None) -> dict[str, Any]:
+    """``[tool.adprof.guard]`` of the nearest pyproject.toml at or above ``start`` (or {}).
+
+    Raises :class:`GuardConfigError` when that file cannot be read or is not valid TOML, or the
+    table is not a table."""
+    f = pyproject_path(start)
+    if f is None:
+        return {}
+    try:
+        data = tomllib.loads(f.read_text())
+    except OSError as exc:
+        raise GuardConfigError(f"{f}: cannot read it ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise GuardConfigError(f"{f} is not valid TOML ({exc})") from None
+    table = data.get("tool", {}).get("adprof", {}).get("guard", {})
+    if not isinstance(table, dict):
+        raise GuardConfigError(f"{f} [tool.adprof.guard]: expected a table, got {table!r}")
+    return dict(table)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from adprof.guard import GuardLimits, GuardReport, guard_chain, pyproject_guard_table, resolve_chain
+from adprof.guard import GuardConfigError, GuardLimits, GuardReport, guard_chain, pyproject_guard_table, resolve_chain
 
 MARKER = "adprof_guard"
 _MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend"}
@@ -61,7 +61,11 @@ class ScalingGuard:
                 f"{MARKER} marker: unknown arguments {sorted(unknown)}; expected some of {sorted(_MARKER_KEYS)}"
             )
         self._marker = marker_kwargs
-        table = pyproject_guard_table(config.rootpath)
+        try:
+            GuardLimits.from_pyproject(config.rootpath)  # validates the table: one line, not a traceback
+            table = pyproject_guard_table(config.rootpath)
+        except GuardConfigError as exc:
+            raise pytest.UsageError(f"adprof: {exc}") from None
         self._defaults = {
             "max_base": config.getoption("adprof_max_base") or table.get("max_base"),
             "max_exponent": config.getoption("adprof_max_exponent") or table.get("max_exponent"),

@@ -9,7 +9,8 @@ Exit status (all subcommands):
 * 2: bad input: the target itself is unusable (missing file, not a .py file, syntax error, import
   error, no chains, unknown chain) or a bad option (unknown backend, profile or mode);
 * 3: an internal error of adprof (rerun with ``--verbose`` for the traceback);
-* 130: interrupted.
+* 130 / 143: interrupted by SIGINT (Ctrl-C) / SIGTERM: the partial report (and ``--json``) of what
+  was measured is still printed, and every worker is killed with what it started.
 
 Everything that runs user code runs in worker subprocesses with hard timeouts (``adprof.measure``).
 The top layer: it may import every other layer, nothing imports it.
@@ -18,16 +19,29 @@ The top layer: it may import every other layer, nothing imports it.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
 from adprof.cli import check, flame, guard, halve, ratio
-from adprof.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL, UsageError, exit_code
+from adprof.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    Terminated,
+    UsageError,
+    check_options,
+    exit_code,
+)
 from adprof.constants import __version__
+from adprof.guard import GuardConfigError
 from adprof.measure import LoadError
 
 
@@ -47,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _on_sigterm(signum: int, frame: Any) -> None:
+    # once: a second SIGTERM while the partial report is written must not cut it short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
+def _handle_sigterm() -> None:
+    """SIGTERM stops a run like Ctrl-C (partial report, workers killed, exit 143), in the main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns (and, via ``__main__``, exits with) the status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -59,17 +85,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.flame(args)
     cmd = args.run
     start = args.started = time.monotonic()
+    _handle_sigterm()
     try:
+        check_options(args)
         return cmd(args, argv)
-    except (LoadError, ChainError, UsageError, UnknownBackendError) as exc:
+    except (LoadError, ChainError, UsageError, UnknownBackendError, GuardConfigError) as exc:
         msg = getattr(exc, "message", None) or str(exc)
         print(f"adprof: error: {msg}", file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print(f"adprof: interrupted after {time.monotonic() - start:.1f} s", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", "SIGINT")
+        print(f"adprof: interrupted by {name} after {time.monotonic() - start:.1f} s", file=sys.stderr)
+        return EXIT_SIGTERM if name == "SIGTERM" else EXIT_SIGINT
     except Exception as exc:
         msg = str(exc).splitlines()[0] if str(exc) else ""
         print(f"adprof: internal error: {type(exc).__name__}: {msg} (rerun with --verbose)", file=sys.stderr)

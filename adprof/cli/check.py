@@ -6,12 +6,15 @@ import argparse
 from collections.abc import Sequence
 
 from adprof.cli.common import (
+    EXIT_BAD_INPUT,
     UsageError,
     add_common_options,
     backends_arg,
     consoles,
     depths_arg,
     exit_code,
+    finish,
+    load_timeout,
     measure_config,
     report_errors,
     write_outputs,
@@ -47,7 +50,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     backends = backends_arg(args.backend)
     cfg = measure_config(args, depths=args.depths, structure=not args.no_structure)
     plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
-    metas = load_targets(args.targets, max(10.0, cfg.timeout * 2))
+    metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
     notes: list[str] = []
     specs = plan_series(metas, backends, args.profile, args.mode, notes)
     if not specs:
@@ -57,7 +60,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     report = make_report(measured, cfg, argv)
     from adprof.render import render_report  # rich tables only when printing
 
+    written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     render_report(report, out)
     report_errors(report, err)
-    write_outputs(report, args, err)
-    return exit_code(report)
+    return finish(report, args, err, measured.interrupted, exit_code(report) if written else EXIT_BAD_INPUT)

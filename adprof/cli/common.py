@@ -17,14 +17,70 @@ from rich.console import Console
 from adprof import model
 from adprof.backends import KNOWN_BACKENDS, check_backend
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
+from adprof.measure.config import LOAD_TIMEOUT
 from adprof.model import Report, Result
 from adprof.report import fmt_growth
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 class UsageError(Exception):
     """Bad input: printed as one line, exit 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that it stops a run exactly like Ctrl-C does."""
+
+    signal_name = "SIGTERM"
+
+
+def positive_int_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return n
+
+
+def check_output_path(option: str, path: str | None, suffixes: Sequence[str] | None = None) -> None:
+    """Raise :class:`UsageError` unless ``path`` can be written as a regular file (checked before measuring)."""
+    if path is None or (path == "-" and option == "--json"):
+        return
+    if not path:
+        raise UsageError(f"{option}: empty path")
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise UsageError(f"{option} {path}: unknown file type {p.suffix or '(none)'!r}; use {', '.join(suffixes)}")
+    if p.is_dir():
+        raise UsageError(f"{option} {path}: is a directory (give a file name)")
+    if p.exists() and not p.is_file():
+        raise UsageError(f"{option} {path}: not a regular file (cannot write a report there)")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: cannot write there (no such directory {parent})")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UsageError(f"{option} {path}: cannot write there (permission denied)")
+    if p.resolve().is_relative_to("/proc") or p.resolve().is_relative_to("/sys"):
+        raise UsageError(f"{option} {path}: cannot write there (a kernel file system)")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Every option that can be checked without loading anything (output paths, empty lists): bad input
+    is one line and exit 2 before any measuring."""
+    check_output_path("--json", getattr(args, "json", None))
+    check_output_path("--html", getattr(args, "html", None), (".html", ".htm"))
+    check_output_path("--plot", getattr(args, "plot", None), PLOT_SUFFIXES)
+    for option in ("backend", "mode", "profile"):
+        value = getattr(args, option, None)
+        if isinstance(value, str) and not csv_list(value):
+            known = f"; known: {', '.join(KNOWN_BACKENDS)}" if option == "backend" else ""
+            raise UsageError(f"--{option}: no {option} given (got {value!r}){known}")
 
 
 def csv_list(value: str) -> list[str]:
@@ -99,6 +155,17 @@ def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
     return out, err
 
 
+def deadline_of(args: argparse.Namespace) -> float | None:
+    """The run's absolute end (``time.monotonic()``): its start plus ``--budget``."""
+    started = getattr(args, "started", None)
+    return None if started is None else started + args.budget
+
+
+def load_timeout(cfg: MeasureConfig) -> float:
+    """Seconds allowed for importing a chain file: at most LOAD_TIMEOUT, never more than the budget."""
+    return min(LOAD_TIMEOUT, max(10.0, cfg.timeout * 2), cfg.budget)
+
+
 def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     if args.calls < 2:
         raise UsageError("--calls must be at least 2 (call 0 and one warm call)")
@@ -109,7 +176,9 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
 
 
 def backends_arg(value: str) -> list[str]:
-    names = csv_list(value) or ["engine"]
+    names = csv_list(value)
+    if not names:
+        raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
     for n in names:
         check_backend(n)
     return names
@@ -141,25 +210,50 @@ def json_safe(x: Any) -> Any:
     return x
 
 
+#: Verdicts that are findings (exit 1): the pathologies, a failing chain, a chain killed at its timeout.
+FINDINGS = frozenset({*model.PATHOLOGIES, model.ERROR, getattr(model, "RUNAWAY", "runaway")})
+
+
 def exit_code(report: Report) -> int:
-    """0 if no pathology and no error, else 1."""
-    bad = set(model.PATHOLOGIES) | {model.ERROR}
-    return EXIT_FINDING if any(r.verdict.kind in bad for r in report.results) else EXIT_OK
+    """1 if some series is a finding (a pathology, an error, a runaway/killed point), else 0.
+
+    A point killed at its own timeout is a finding whatever the verdict says (a hang is never healthy)."""
+    bad = any(r.verdict.kind in FINDINGS or killed_message(r.series) for r in report.results)
+    return EXIT_FINDING if bad else EXIT_OK
+
+
+def killed_message(series: Any) -> str | None:
+    """The message of a point of ``series`` killed at its own timeout (a hang), else None."""
+    return next((p.extra["killed"] for p in series.points if p.extra.get("killed")), None)
 
 
 def report_errors(report: Report, err: Console) -> None:
-    """One line on stderr per failing chain (deduplicated over profiles and modes)."""
+    """One line on stderr per failing or killed chain (deduplicated over profiles and modes)."""
     seen: dict[tuple[str, str], list[str]] = {}
+    names = [r.series.chain for r in report.results]
     for r in report.results:
         s = r.series
-        if s.error:
-            seen.setdefault((s.chain, s.error), []).append(f"{s.backend}/{s.profile or '-'} {s.mode}")
+        msg = s.error or killed_message(s)
+        if msg:
+            chain = s.chain
+            if s.file and names.count(chain) > 1 and len({x.series.file for x in report.results}) > 1:
+                chain = f"{Path(s.file).name}::{chain}"
+            seen.setdefault((chain, msg), []).append(f"{s.backend}/{s.profile or '-'} {s.mode}")
     for (chain, msg), where in seen.items():
         err.print(f"adprof: chain {chain}: {msg} [{', '.join(where)}]", markup=False, highlight=False, soft_wrap=True)
 
 
-def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> None:
+def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> bool:
+    """Write ``--json``, ``--html`` and ``--plot``; False (after one line on stderr each) if one failed."""
     from adprof.render import render_html, report_to_json  # rich/HTML only when writing
+
+    ok = True
+
+    def failed(option: str, path: str, exc: BaseException) -> None:
+        nonlocal ok
+        ok = False
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False, highlight=False)
 
     if args.json:
         text = json.dumps(json_safe(report_to_json(report)), indent=2)
@@ -167,16 +261,35 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> Non
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
         else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+            try:
+                Path(args.json).write_text(text + "\n", encoding="utf-8")
+            except OSError as exc:
+                failed("--json", args.json, exc)
     if getattr(args, "html", None):
-        Path(args.html).write_text(render_html(report), encoding="utf-8")
+        try:
+            Path(args.html).write_text(render_html(report), encoding="utf-8")
+        except OSError as exc:
+            failed("--html", args.html, exc)
     if getattr(args, "plot", None):
         try:
             from adprof.render.plot import plot_report
 
             plot_report(report, args.plot)
-        except Exception as exc:  # matplotlib missing or a bad extension: the report is still fine
+        except ImportError as exc:  # matplotlib missing: the report is still fine
             err.print(f"adprof: cannot write the plot {args.plot}: {exc}", markup=False)
+        except (OSError, ValueError) as exc:
+            failed("--plot", args.plot, exc)
+    return ok
+
+
+def finish(report: Report, args: argparse.Namespace, err: Console, interrupted: str | None, code: int) -> int:
+    """The exit status after the report is out: 130/143 when interrupted (one line says so), 2 when an
+    output could not be written, else ``code``."""
+    if interrupted is not None:
+        secs = report.elapsed_seconds or 0.0
+        err.print(f"adprof: interrupted by {interrupted} after {secs:.1f} s (partial report)", markup=False)
+        return EXIT_SIGTERM if interrupted == "SIGTERM" else EXIT_SIGINT
+    return code
 
 
 def verdict_line(r: Result) -> str:

@@ -6,13 +6,19 @@ import argparse
 from collections.abc import Sequence
 
 from adprof.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FINDING,
     UsageError,
     add_common_options,
     backends_arg,
     consoles,
     depths_arg,
+    finish,
+    killed_message,
+    load_timeout,
     measure_config,
     positive_arg,
+    report_errors,
     write_outputs,
 )
 from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
@@ -51,7 +57,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     backends = backends_arg(args.backend)
     cfg = measure_config(args, structure=False)
     profiles = args.profile if args.profile is not None else ("fixed" if "engine" in backends else None)
-    metas = load_targets(args.targets, max(10.0, cfg.timeout * 2))
+    metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
     notes: list[str] = []
     specs = plan_series(metas, backends, profiles, args.mode, notes)
     by_name = {m["name"]: m for m in metas}
@@ -61,16 +67,19 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
     report = make_report(measured, cfg, argv)
+    written = write_outputs(report, args, err) if args.json else True
     guard = GuardReport(
         [check_result(r, limits, 0.0 if r.series.backend == "engine" else TIME_TOLERANCE) for r in report.results]
     )
+    # a point killed at its timeout (a hang) fails the guard whatever the fit of the depths before it
+    hung = [r for r in report.results if killed_message(r.series)]
     out.print(guard.text(), markup=False, highlight=False)
-    held = sum(c.ok for c in guard.checks)
+    held = sum(c.ok and not killed_message(c.result.series) for c in guard.checks)
     out.print(
         f"adprof guard: {held} of {len(guard.checks)} held "
         f"(max base {limits.max_base:g}, max exponent {limits.max_exponent:g})",
         markup=False,
     )
-    if args.json:
-        write_outputs(report, args, err)
-    return 0 if guard.ok else 1
+    report_errors(report, err)
+    code = 0 if guard.ok and not hung else EXIT_FINDING
+    return finish(report, args, err, measured.interrupted, code if written else EXIT_BAD_INPUT)

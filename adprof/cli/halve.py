@@ -6,16 +6,21 @@ import argparse
 from collections.abc import Sequence
 
 from adprof.cli.common import (
+    EXIT_BAD_INPUT,
     UsageError,
     add_common_options,
     consoles,
+    deadline_of,
     exit_code,
+    finish,
     measure_config,
+    positive_int_arg,
     report_errors,
     verdict_line,
     write_outputs,
 )
 from adprof.cli.run import measure_single, one_chain
+from adprof.measure.config import LOAD_TIMEOUT
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     halve.add_argument("target", metavar="FILE::CHAIN")
     halve.add_argument("--mode", default="eager", help="eager (default), traced, or compile where the backend has it")
     halve.add_argument("--profile", default="v08")
-    halve.add_argument("--depth", type=int, default=None, help="deepest depth d (default: the chain's largest)")
+    halve.add_argument(
+        "--depth", type=positive_int_arg, default=None, help="deepest depth d (default: the chain's largest)"
+    )
     add_common_options(halve, cap=10.0)
     halve.set_defaults(run=cmd_halve)
 
@@ -36,8 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof halve``: depth d, d/2, d/4 and the halving reading (seed 000)."""
     out, err = consoles(args)
-    meta = one_chain(args.target, max(10.0, args.cap * 8))
-    d = args.depth or max(meta.get("depths") or [8])
+    meta = one_chain(args.target, min(LOAD_TIMEOUT, max(10.0, args.cap * 8), args.budget), deadline_of(args))
+    d = args.depth if args.depth is not None else max(meta.get("depths") or [8])
     if d < 4:
         raise UsageError(f"--depth must be at least 4 (got {d})")
     # d/8 too: four depths give the growth fit its minimum; the table shows d, d/2, d/4
@@ -46,6 +53,7 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     report = measure_single(args, argv, cfg, meta, err)
     from adprof.render import render_halving
 
+    written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     r = report.results[0]
     s = r.series
     render_halving(s, out)
@@ -66,5 +74,5 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
         out.print(s.stopped, markup=False, highlight=False)
     out.print(verdict_line(r), markup=False, highlight=False)
     report_errors(report, err)
-    write_outputs(report, args, err)
-    return exit_code(report)
+    code = exit_code(report) if written else EXIT_BAD_INPUT
+    return finish(report, args, err, getattr(args, "interrupted", None), code)

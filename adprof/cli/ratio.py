@@ -6,11 +6,15 @@ import argparse
 from collections.abc import Sequence
 
 from adprof.cli.common import (
+    EXIT_BAD_INPUT,
     add_common_options,
     consoles,
     depths_arg,
     exit_code,
+    finish,
+    load_timeout,
     measure_config,
+    positive_int_arg,
     report_errors,
     verdict_line,
     write_outputs,
@@ -29,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ratio.add_argument("--mode", default="traced", help="traced (default), eager, or compile where the backend has it")
     ratio.add_argument("--profile", default="v08")
     ratio.add_argument("--depths", type=depths_arg, default=None, help="explicit depths instead of 1, 2, 3, ...")
-    ratio.add_argument("--max-depth", type=int, default=40, help="deepest unit step (default 40)")
+    ratio.add_argument("--max-depth", type=positive_int_arg, default=40, help="deepest unit step (default 40)")
     add_common_options(ratio)
     ratio.set_defaults(run=cmd_ratio)
 
@@ -44,15 +48,16 @@ def cmd_ratio(args: argparse.Namespace, argv: Sequence[str]) -> int:
         max_depth=None if args.depths else args.max_depth,
         jobs=1,
     )
-    meta = one_chain(args.target, max(10.0, cfg.timeout * 2))
+    meta = one_chain(args.target, load_timeout(cfg), cfg.deadline)
     report = measure_single(args, argv, cfg, meta, err)
     from adprof.render import render_ratio_table
 
+    written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     r = report.results[0]
     render_ratio_table(r.series, out)
     out.print(verdict_line(r), markup=False, highlight=False)
     if r.verdict.cause:
         out.print(f"cause: {r.verdict.cause}", markup=False, highlight=False)
     report_errors(report, err)
-    write_outputs(report, args, err)
-    return exit_code(report)
+    code = exit_code(report) if written else EXIT_BAD_INPUT
+    return finish(report, args, err, getattr(args, "interrupted", None), code)

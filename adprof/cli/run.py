@@ -33,15 +33,16 @@ _BACKEND_MODES: dict[str, tuple[str, ...]] = {
 }
 
 
-def load_targets(targets: Sequence[str], timeout: float) -> list[dict[str, Any]]:
-    """Chain metadata for every target (loaded in a worker); raises LoadError/ChainError."""
+def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | None = None) -> list[dict[str, Any]]:
+    """Chain metadata for every target (loaded in a worker, each import within ``timeout`` and the
+    run's ``hard_deadline``); raises LoadError/ChainError."""
     metas: list[dict[str, Any]] = []
     worker = Worker()
     try:
         for target in targets:
             path, name = parse_target(target)
             file = str(path)
-            for m in list_chains(file, [name] if name else None, worker, timeout):
+            for m in list_chains(file, [name] if name else None, worker, timeout, hard_deadline):
                 m["file"] = file
                 metas.append(m)
     finally:
@@ -180,8 +181,8 @@ def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, ver
         return measure_all(specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures)
 
 
-def one_chain(target: str, timeout: float) -> dict[str, Any]:
-    metas = load_targets([target], timeout)
+def one_chain(target: str, timeout: float, hard_deadline: float | None = None) -> dict[str, Any]:
+    metas = load_targets([target], timeout, hard_deadline)
     if len(metas) != 1:
         names = ", ".join(m["name"] for m in metas)
         raise UsageError(f"this command takes one chain: FILE::CHAIN (chains in the file: {names})")
@@ -206,14 +207,18 @@ def measure_single(
         params=dict(meta.get("params") or {}),
     )
     measured = measure_specs([spec], cfg, err, args.verbose)
+    args.interrupted = measured.interrupted  # the command prints the partial report, then exits 130/143
     return make_report(measured, cfg, argv)
 
 
 def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str]) -> Report:
     """The report of a measured run (classified once; the renderers read it)."""
+    # the report looks structures up by chain name: a name recorded in two files gets none (never the other's)
+    names = [chain for _, chain in measured.structures]
+    by_name = {chain: rec for (_, chain), rec in measured.structures.items() if names.count(chain) == 1}
     return build_report(
         measured.series,
-        measured.structures,
+        by_name,
         notes=measured.notes,
         environment=environment(cfg, argv),
         budget_seconds=cfg.budget,

@@ -1,20 +1,27 @@
 """The parent's side of a worker: ``python -m adprof.measure.worker`` started, spoken to and killed.
 
 Every piece of user code runs in a worker (see :mod:`adprof.measure.worker` for the protocol). A
-request has a hard timeout, reset whenever the worker reports that a new phase starts; a worker
-that overruns it is killed (by its pid) and restarted on the next request. A worker that dies
-(segfault) raises :class:`WorkerCrashed`.
+request has a phase timeout, reset whenever the worker reports that a new phase starts, and an
+absolute deadline (the budget's end) that no event extends; a worker that overruns either is killed
+and restarted on the next request. A worker that dies (segfault) raises :class:`WorkerCrashed`.
+
+A worker runs in its own session (``start_new_session``), so it and everything a chain starts
+(``subprocess``, ``fork``) form one process group, always killed as a group; the worker's watchdog
+thread kills that group when adprof dies (its parent pid changes), so nothing outlives adprof even
+after a SIGKILL. ``python -P``: modules in the current directory do not shadow the worker's imports.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,14 +38,16 @@ class WorkerTimeout(Exception):
     def __init__(self, phase: str | None, call: int | None, elapsed: float, limit: float) -> None:
         super().__init__(f"no answer within {limit:.1f} s")
         self.phase, self.call, self.elapsed, self.limit = phase, call, elapsed, limit
+        self.total = elapsed  # seconds since the request was sent
+        self.by_deadline = False  # killed by the absolute deadline (the budget's end), not its own timeout
 
 
 class WorkerCrashed(Exception):
-    """The worker died (signal or exit) before answering."""
+    """The worker died (signal or exit) before answering; ``interrupted``: adprof itself killed it."""
 
-    def __init__(self, message: str, phase: str | None = None) -> None:
+    def __init__(self, message: str, phase: str | None = None, interrupted: bool = False) -> None:
         super().__init__(message)
-        self.message, self.phase = message, phase
+        self.message, self.phase, self.interrupted = message, phase, interrupted
 
 
 def worker_env() -> dict[str, str]:
@@ -59,31 +68,69 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+_OURS = (str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2] / "engine"), "<frozen ")
+
+
+def crash_frame(text: str, chain_file: str | None = None) -> str:
+    """``"in FILE line N in FUNC"`` for the innermost frame of faulthandler's dump of the crashing
+    thread that lies in ``chain_file`` (else the innermost frame outside adprof, the engine and the
+    standard library's frozen modules); ``""`` when ``text`` holds no dump."""
+    block = text.rsplit("most recent call first):", 1)
+    if len(block) < 2:
+        return ""
+    frames = []
+    for ln in block[1].splitlines()[1:] if block[1].startswith("\n") else block[1].splitlines():
+        m = _FRAME.match(ln)
+        if m is None:
+            if frames:
+                break
+            continue
+        frames.append(m)
+    if not frames:
+        return ""
+    want = os.path.realpath(chain_file) if chain_file else None
+    pick = next((m for m in frames if want and os.path.realpath(m["path"]) == want), None)
+    if pick is None:
+        pick = next((m for m in frames if not m["path"].startswith(_OURS)), frames[0])
+    return f"in {os.path.basename(pick['path'])} line {pick['line']} in {pick['func']}"
+
+
 class Worker:
-    """One ``python -m adprof.measure.worker`` child; started lazily, killed (by pid) on timeout."""
+    """One ``python -P -m adprof.measure.worker`` child in its own process group; started lazily,
+    killed as a group on timeout. Thread-safe against :meth:`interrupt` from another thread."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
         self._err: Any = None
+        self._lock = threading.RLock()
+        self.interrupted = False  # set by interrupt(): every later request fails at once
 
     def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
         """Spawn the worker and wait for its ``ready`` line (imports done)."""
-        self._err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "adprof.measure.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._err,
-            env=worker_env(),
-        )
+        with self._lock:
+            if self.interrupted:
+                raise WorkerCrashed("interrupted", interrupted=True)
+            self._err = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "adprof.measure.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._err,
+                env=worker_env(),
+                start_new_session=True,  # its own process group: killed with everything the chain starts
+            )
+            proc = self.proc
         self._buf = b""
         try:
-            line = self._readline(time.monotonic() + timeout)
+            line = self._readline(proc, time.monotonic() + timeout)
         except EOFError:
-            code = self.proc.wait()
+            code = proc.wait()
             tail = self.stderr_tail()
             self.kill()
+            if self.interrupted:
+                raise WorkerCrashed("interrupted", interrupted=True) from None
             msg = f"worker failed to start (exit code {code})" + (f": {tail}" if tail else "")
             raise WorkerCrashed(msg) from None
         if line is None:
@@ -92,69 +139,118 @@ class Worker:
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        proc = self.proc
+        return proc is not None and proc.poll() is None
+
+    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if proc.poll() is None:
+            try:
+                proc.kill()
+            except OSError:
+                pass
 
     def kill(self) -> None:
-        """Kill this worker (SIGKILL to its own pid) and reap it."""
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
-            for f in (self.proc.stdin, self.proc.stdout):
+        """Kill this worker and its process group (SIGKILL) and reap it."""
+        with self._lock:
+            proc, self.proc = self.proc, None
+            if proc is not None:
+                self._kill_group(proc)
                 try:
-                    if f is not None:
-                        f.close()
-                except OSError:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:  # pragma: no cover
                     pass
-        self.proc = None
-        if self._err is not None:
-            self._err.close()
-            self._err = None
+                self._kill_group(proc)  # anything the chain forked after the first kill
+                for f in (proc.stdin, proc.stdout):
+                    try:
+                        if f is not None:
+                            f.close()
+                    except OSError:
+                        pass
+            if self._err is not None:
+                self._err.close()
+                self._err = None
+
+    def interrupt(self) -> None:
+        """From another thread: kill the worker now; the request in progress raises WorkerCrashed."""
+        self.interrupted = True
+        with self._lock:
+            proc = self.proc
+            if proc is not None:
+                self._kill_group(proc)
 
     def close(self) -> None:
-        """Ask the worker to exit, then make sure it did."""
-        if self.alive:
+        """Ask the worker to exit, then kill its group (what the chains started dies with it)."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None and not self.interrupted:
             try:
-                assert self.proc is not None and self.proc.stdin is not None
-                self.proc.stdin.write(b'{"op": "exit"}\n')
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=2)
+                assert proc.stdin is not None
+                proc.stdin.write(b'{"op": "exit"}\n')
+                proc.stdin.flush()
+                proc.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
 
-    def stderr_tail(self, lines: int = 3) -> str:
+    def stderr_text(self) -> str:
+        """The last 8 kB the worker wrote to stderr."""
         if self._err is None:
             return ""
         try:
             self._err.seek(0, os.SEEK_END)
             size = self._err.tell()
-            self._err.seek(max(0, size - 4000))
-            text = self._err.read().decode(errors="replace")
+            self._err.seek(max(0, size - 8000))
+            return self._err.read().decode(errors="replace")
         except (OSError, ValueError):
             return ""
-        return " | ".join(ln.strip() for ln in text.strip().splitlines()[-lines:] if ln.strip())
 
-    def _readline(self, deadline: float) -> bytes | None:
+    def stderr_tail(self, lines: int = 3, chain_file: str | None = None) -> str:
+        """What a crash left on stderr: the chain's frame of a faulthandler dump, else the last lines."""
+        text = self.stderr_text()
+        frame = crash_frame(text, chain_file)
+        if frame:
+            return frame
+        kept = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("Extension modules")]
+        return " | ".join(kept[-lines:])
+
+    def _readline(self, proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
         """One protocol line, or None at the deadline; raises EOFError if the worker died."""
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        assert proc.stdout is not None
+        try:
+            fd = proc.stdout.fileno()
+        except ValueError:  # closed by kill() in another thread
+            raise EOFError from None
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], min(left, 0.25))
-            if not ready:
-                continue
-            chunk = os.read(fd, 65536)
+            try:
+                ready, _, _ = select.select([fd], [], [], min(left, 0.25))
+                if not ready:
+                    continue
+                chunk = os.read(fd, 65536)
+            except (OSError, ValueError):  # fd closed under us (interrupted)
+                raise EOFError from None
             if not chunk:
                 raise EOFError
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         return line
+
+    def _crashed(self, proc: subprocess.Popen[bytes], phase: str | None, chain_file: str | None) -> WorkerCrashed:
+        """The worker died during a request: its exit status and the chain's frame of the crash."""
+        code = proc.wait()
+        tail = self.stderr_tail(chain_file=chain_file)
+        self.kill()
+        if self.interrupted:
+            return WorkerCrashed("interrupted", phase, interrupted=True)
+        how = _signal_name(code) if code < 0 else f"exit code {code}"
+        where = f" in {phase}" if phase else ""
+        sep = " " if tail.startswith("in ") else ": "
+        return WorkerCrashed(f"worker crashed{where} ({how})" + (sep + tail if tail else ""), phase)
 
     def request(
         self,
@@ -167,40 +263,47 @@ class Worker:
         """Send ``msg``; return the final answer. ``timeout`` restarts at every event line.
 
         Until the first event (the worker loading the chain file) ``first_timeout`` applies, if
-        larger. Raises :class:`WorkerTimeout` (worker killed) or :class:`WorkerCrashed`.
+        larger. ``hard_deadline`` (``time.monotonic()``) is absolute: no event extends it. Raises
+        :class:`WorkerTimeout` (worker killed) or :class:`WorkerCrashed`.
         """
+        if self.interrupted:
+            raise WorkerCrashed("interrupted", interrupted=True)
         if not self.alive:
             self.kill()
             self.start()
-        assert self.proc is not None and self.proc.stdin is not None
+        proc = self.proc
+        if proc is None or proc.stdin is None:
+            raise WorkerCrashed("interrupted", interrupted=True)
         try:
-            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-            self.proc.stdin.flush()
-        except OSError as exc:
+            proc.stdin.write((json.dumps(msg) + "\n").encode())
+            proc.stdin.flush()
+        except (OSError, ValueError) as exc:
             self.kill()
+            if self.interrupted:
+                raise WorkerCrashed("interrupted", interrupted=True) from None
             raise WorkerCrashed(f"worker unavailable ({exc})") from None
         phase: str | None = None
         call: int | None = None
-        phase_start = time.monotonic()
+        started = phase_start = time.monotonic()
         first = True
         while True:
             limit = max(timeout, first_timeout or 0.0) if first else timeout
             deadline = phase_start + limit
             if hard_deadline is not None:
-                deadline = min(deadline, max(hard_deadline, phase_start + min(timeout, 1.0)))
+                deadline = min(deadline, hard_deadline)
             try:
-                line = self._readline(deadline)
+                line = self._readline(proc, deadline)
             except EOFError:
-                code = self.proc.wait()
-                tail = self.stderr_tail()
-                self.kill()
-                how = _signal_name(code) if code < 0 else f"exit code {code}"
-                where = f" in {phase}" if phase else ""
-                raise WorkerCrashed(f"worker crashed{where} ({how})" + (f": {tail}" if tail else ""), phase) from None
+                raise self._crashed(proc, phase, msg.get("file")) from None
             if line is None:
-                elapsed = time.monotonic() - phase_start
+                now = time.monotonic()
                 self.kill()
-                raise WorkerTimeout(phase, call, elapsed, deadline - phase_start)
+                if self.interrupted:
+                    raise WorkerCrashed("interrupted", phase, interrupted=True)
+                to = WorkerTimeout(phase, call, now - phase_start, deadline - phase_start)
+                to.total = now - started
+                to.by_deadline = hard_deadline is not None and deadline >= hard_deadline
+                raise to
             try:
                 data = json.loads(line)
             except ValueError:
@@ -225,13 +328,21 @@ class LoadError(Exception):
 
 
 def list_chains(
-    file: str, names: Sequence[str] | None, worker: Worker, timeout: float = LOAD_TIMEOUT
+    file: str,
+    names: Sequence[str] | None,
+    worker: Worker,
+    timeout: float = LOAD_TIMEOUT,
+    hard_deadline: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Chain metadata (sweeps expanded) of ``file``, loaded in ``worker``; raises :class:`LoadError`."""
+    """Chain metadata (sweeps expanded) of ``file``, loaded in ``worker``; raises :class:`LoadError`.
+
+    ``timeout`` bounds the import, ``hard_deadline`` (the budget's end) too."""
+    req = {"op": "list", "file": file, "names": list(names) if names else None}
     try:
-        ans = worker.request({"op": "list", "file": file, "names": list(names) if names else None}, timeout)
-    except WorkerTimeout:
-        raise LoadError(f"loading {file} did not finish within {timeout:g} s (killed)") from None
+        ans = worker.request(req, timeout, hard_deadline=hard_deadline, first_timeout=None)
+    except WorkerTimeout as to:
+        why = "the budget ran out" if to.by_deadline else "killed"
+        raise LoadError(f"loading {file} did not finish within {to.total:.1f} s ({why})") from None
     except WorkerCrashed as cr:
         raise LoadError(f"loading {file}: {cr.message}") from None
     if not ans.get("ok"):

@@ -30,5 +30,10 @@ class MeasureConfig:
     reserve: float | None = None  # seconds kept for classifying and rendering (None: 0.5 + 30 ms/series)
 
     @property
+    def deadline(self) -> float | None:
+        """The run's absolute end (``time.monotonic()``), when ``started`` is known."""
+        return None if self.started is None else self.started + self.budget
+
+    @property
     def timeout(self) -> float:
         return self.timeout_factor * self.cap

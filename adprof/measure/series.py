@@ -4,11 +4,15 @@ A series stops when a phase exceeds the cap, when the next point is predicted to
 (:func:`~adprof.measure.schedule.predict_next`), when its share of the budget is used, or at a
 failure. ``Series.stopped`` says which, e.g. "stopped after depth 25: transform 1.62 s > 1.5 s cap".
 A point killed by the timeout or stopped by the counter budget is kept as a censored lower bound.
+A point killed at its *own* timeout (not by the budget's end) also stops the series for good and
+carries ``extra["killed"]`` (the message): a hang is a finding, never a healthy series cut short.
+A point cut off by an interrupt ends the series with an ``error`` naming the signal.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +49,7 @@ class SeriesSpec:
     def new_series(self, **fields: Any) -> Series:
         """An empty :class:`Series` of this spec (``fields``: e.g. ``error`` or ``stopped``)."""
         return Series(
+            file=self.file,
             chain=self.chain,
             backend=self.backend,
             profile=self.profile,
@@ -111,17 +116,18 @@ class _SeriesRun:
         May lower ``self.calls`` (eager) so that the point fits in what is left of the share."""
         cfg, points = self.cfg, self.series.points
         left = self.allowance - (time.monotonic() - self.start)
-        pred = predict_next(points, depth, exponential)
+        try:
+            pred = predict_next(points, depth, exponential)
+        except OverflowError:  # a growth extrapolated over a huge depth step: far past any cap
+            pred = {"cost": math.inf}
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
             rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
-            return (
-                f"stopped after depth {last}: next point (depth {depth}) predicted {ph} {fmt_seconds(t, 0)} "
-                f"{rel} {self.cap_s}"
-            )
+            said = fmt_seconds(t, 0) if math.isfinite(t) else "far"
+            return f"stopped after depth {last}: next point (depth {depth}) predicted {ph} {said} {rel} {self.cap_s}"
         if self.hard_deadline is not None and time.monotonic() >= self.hard_deadline:
-            return f"stopped after depth {last}: the {cfg.budget:g} s budget is used up"
+            return f"stopped after depth {last}: the budget ran out"
         if left <= 0:
             return f"stopped after depth {last}: this series' budget share ({self.allowance:.1f} s) is used up"
         if not (self.walls and len(points) >= 2 and pred):
@@ -170,7 +176,12 @@ class _SeriesRun:
             self.timed_out(depth, last, to)
             return False
         except WorkerCrashed as cr:
-            self.series.error = f"depth {depth}: {cr.message}"
+            if cr.interrupted:
+                where = f" in {cr.phase}" if cr.phase else ""
+                secs = time.monotonic() - t0
+                self.series.error = f"depth {depth}: interrupted{where} after {secs:.1f} s (the point did not finish)"
+            else:
+                self.series.error = f"depth {depth}: {cr.message}"
             return False
         self.walls.append(time.monotonic() - t0)
         if not ans.get("ok"):
@@ -186,21 +197,28 @@ class _SeriesRun:
         return True
 
     def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:
-        """The worker was killed: a censored point, or an error when no depth finished."""
+        """The worker was killed: a censored point (killed at its own timeout: marked ``killed``), or an
+        error when no depth finished."""
         series = self.series
         where = ""
         if to.phase:
             where = f" in {to.phase}" + (f" (call {to.call})" if to.call is not None else "")
-        budget_end = self.hard_deadline is not None and time.monotonic() >= self.hard_deadline - 0.05
-        if budget_end and to.limit < self.cfg.timeout:
+        if to.by_deadline and to.limit < self.cfg.timeout:
             why = f"depth {depth} killed{where} after {to.elapsed:.1f} s: the budget ran out"
+            killed = None
         else:
             why = f"depth {depth} killed{where} after the {to.limit:.1f} s timeout"
+            killed = f"{why}: the chain hangs or is far too slow"
         if not any(not p.extra.get("censored") for p in series.points):
             series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
+            return
+        pt = _censored_point(depth, to.phase, to.elapsed, "timeout")
+        if killed is not None:
+            pt.extra["killed"] = killed
+            series.stopped = f"stopped after depth {last}: {killed} (censored; no deeper depth measured)"
         else:
-            series.points.append(_censored_point(depth, to.phase, to.elapsed, "timeout"))
             series.stopped = f"stopped after depth {last}: {why} (censored)"
+        series.points.append(pt)
 
     def failed(self, depth: int, last: int | None, ans: dict[str, Any]) -> None:
         """The worker answered a failure: the counter budget (censored), a resource, or a chain error."""

@@ -17,8 +17,11 @@ protocol. A request may be answered by ``{"event": ...}`` progress lines before 
 Failures answer ``{"ok": false, "kind": ..., "error": one line, ...}`` with kind ``load`` (a
 :class:`adprof.chain.ChainError`: ``error_type`` names the class), ``chain``, ``output``,
 ``budget``, ``resource`` (with ``phase`` and the partial ``point``) or ``internal``. The parent
-(:mod:`adprof.measure.client`) owns the schedule and the timeouts, and kills this process when a point
-hangs; a crash (segfault) shows as end-of-file on the protocol stream.
+(:mod:`adprof.measure.client`) owns the schedule and the timeouts, and kills this process (its whole
+process group: the worker is a session leader) when a point hangs; a crash (segfault) shows as
+end-of-file on the protocol stream. A watchdog thread kills the group when the parent dies, and the
+clock functions of :mod:`time` are restored after every request, so a chain that patches them
+cannot falsify the measurements of the next one.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ import faulthandler
 import gc
 import json
 import os
+import signal
 import sys
+import threading
+import time
 from typing import Any, TextIO
 
 from adprof.chain import Chain, ChainError, load_chains
@@ -42,6 +48,18 @@ def _freeze() -> None:
     less per collection once numpy, scipy and the engine are imported)."""
     gc.collect()
     gc.freeze()
+
+
+#: ``time`` functions a chain could patch; restored after every request.
+_CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
+
+
+def _watch_parent(parent: int) -> None:
+    """Kill this worker's process group (the worker and all the chains started) once adprof is gone."""
+    while True:
+        if os.getppid() != parent:
+            os.killpg(0, signal.SIGKILL)
+        time.sleep(0.2)
 
 
 class _Worker:
@@ -87,6 +105,14 @@ class _Worker:
 
     # -- requests ----------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> None:
+        clocks = {name: getattr(time, name) for name in _CLOCKS}
+        try:
+            self.handle_request(req)
+        finally:
+            for name, fn in clocks.items():
+                setattr(time, name, fn)
+
+    def handle_request(self, req: dict[str, Any]) -> None:
         op = req.get("op")
         if op == "ping":
             self.send({"ok": True, "pid": os.getpid()})
@@ -139,6 +165,8 @@ def main() -> None:
     os.dup2(2, 1)  # user prints go to stderr
     sys.stdout = sys.stderr
     faulthandler.enable()
+    if os.getpgrp() == os.getpid():  # our own group (started by adprof): nothing of it may outlive adprof
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     import adprof.backends.engine  # noqa: F401 - imported before freezing
 
     _freeze()
