@@ -18,6 +18,7 @@ sampled (bad target or options, py-spy missing or refused, zero samples); errors
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -65,6 +66,23 @@ def _resolve_target(target: str) -> tuple[str, str]:
     return f"{Path(path).resolve()}::{name}", name
 
 
+def _check_output(output: str) -> None:
+    """Raise :class:`FlameError` (exit 2) unless ``output`` can be written as a regular file: before sampling."""
+    p = Path(output)
+    parent = p.resolve().parent
+    if p.is_dir():
+        why = "is a directory"
+    elif p.exists() and not p.is_file():
+        why = "not a regular file"
+    elif not parent.is_dir():
+        why = f"no such directory {parent}"
+    elif parent.is_relative_to("/proc") or parent.is_relative_to("/sys") or not os.access(parent, os.W_OK):
+        why = "cannot write there"
+    else:
+        return
+    raise FlameError(f"adprof flame: error: -o {output}: {why}")
+
+
 def _default_output(name: str, mode: str, depth: int, fmt: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)
     return f"flame-{safe}-{mode}-d{depth}{_SUFFIX[fmt]}"
@@ -99,9 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     fmt = _format_for(args.output, args.format)
     worker_target, name = _resolve_target(args.target)
     output = args.output or _default_output(name, args.mode, args.depth, fmt)
-    out_dir = Path(output).resolve().parent
-    if not out_dir.is_dir():
-        raise FlameError(f"adprof flame: output directory {out_dir} does not exist")
+    _check_output(output)
     py_spy = sampling.find_py_spy()  # looked up on the module: tests replace it
     if not py_spy:
         raise FlameError(f"adprof flame: py-spy not found; {INSTALL_FIX}")
@@ -117,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         f"adprof flame {args.target} ({args.mode}, depth {args.depth}, profile {args.profile}): "
         f"{done}, sampled at {args.rate} Hz"
     )
-    if run.status.get("state") == "running":
+    if run.capped:
         summary.notes.append(
             f"note: py-spy's {run.seconds_cap} s cap stopped the worker during iteration "
             f"{run.status.get('iterations', 0) + 1}; one iteration takes longer than the cap allows, "
@@ -130,7 +146,10 @@ def _run(args: argparse.Namespace) -> int:
         text = render_speedscope(run.stacks, args.rate, name=title)
     else:
         text = run.raw
-    Path(output).write_text(text, encoding="utf-8")
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise FlameError(f"adprof flame: -o {output}: cannot write it ({exc.strerror or exc})") from None
     summary.notes.append(f"wrote {output} ({fmt})")
     print(render_summary(summary, top=args.top))
     return 0

@@ -12,12 +12,15 @@ iteration until ``S`` seconds of looping have passed (at least one iteration, an
 py-spy loses its child's exit code (benfred/py-spy#717), so the worker reports through the
 status JSON instead: ``{"state": "setup"|"running"|"done"|"error", "iterations": int,
 "seconds": float, "error": str|None}``, rewritten atomically after setup, at most every 0.5 s
-while looping, and at the end. A worker killed by py-spy's ``-d`` cap leaves ``"running"``.
+while looping, and at the end. A worker killed by py-spy's ``-d`` cap leaves ``"running"``; a worker
+killed by a signal of its own (a segfault) leaves ``"running"`` too, plus faulthandler's dump in the
+``--crash-log`` file, which tells the two apart.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import sys
@@ -107,16 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", choices=("v08", "fixed"), default="fixed")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--status", default=None, help="path of the status JSON to write")
+    ap.add_argument("--crash-log", default=None, help="file for faulthandler's dump if the worker crashes")
     args = ap.parse_args(argv)
+    if args.crash_log:
+        faulthandler.enable(file=open(args.crash_log, "w"))
     write_status(args.status, state="setup", iterations=0, seconds=0.0, error=None)
     done = [0, 0.0]
     try:
         iteration = make_iteration(args.target, args.mode, args.depth, args.profile)
         write_status(args.status, state="running", iterations=0, seconds=0.0, error=None)
         probe_loop(iteration, args.seconds, args.status, done)
-    except (Exception, RecursionError, MemoryError) as exc:  # reported, not raised
-        write_status(args.status, state="error", iterations=int(done[0]), seconds=done[1], error=_one_line(exc))
-        print(f"adprof flame worker: {_one_line(exc)}", file=sys.stderr)
+    except (Exception, RecursionError, MemoryError, SystemExit) as exc:  # reported, not raised
+        why = f"the chain called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else _one_line(exc)
+        write_status(args.status, state="error", iterations=int(done[0]), seconds=done[1], error=why)
+        print(f"adprof flame worker: {why}", file=sys.stderr)
         return 1
     write_status(args.status, state="done", iterations=int(done[0]), seconds=done[1], error=None)
     return 0

@@ -9,9 +9,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from adprof.chain.frames import crash_frame
 from adprof.flame.collapse import Stack, parse_collapsed
 
 INSTALL_FIX = "install it with `pip install py-spy` (it must be on PATH or next to the Python interpreter)"
@@ -47,6 +49,12 @@ class FlameRun:
     raw: str
     status: dict
     seconds_cap: int
+    wall: float = 0.0  # seconds py-spy ran
+
+    @property
+    def capped(self) -> bool:
+        """py-spy's cap stopped the worker mid-iteration (it ran the whole cap, still ``running``)."""
+        return self.status.get("state") == "running" and self.wall >= self.seconds_cap - 0.5
 
 
 def _repo_root() -> str:
@@ -75,14 +83,16 @@ def sample_probe(
     with tempfile.TemporaryDirectory(prefix="adprof-flame-") as tmp:
         raw_path = os.path.join(tmp, "stacks.txt")
         status_path = os.path.join(tmp, "status.json")
-        worker = [
-            *(sys.executable, "-m", "adprof.flame.flame_worker", target),
+        crash_path = os.path.join(tmp, "crash.txt")
+        worker = [  # -P: modules in the cwd do not shadow the worker's imports
+            *(sys.executable, "-P", "-m", "adprof.flame.flame_worker", target),
             *("--mode", mode, "--depth", str(depth), "--profile", profile),
-            *("--seconds", str(seconds), "--status", status_path),
+            *("--seconds", str(seconds), "--status", status_path, "--crash-log", crash_path),
         ]
         cmd = [py_spy, "record", "-F", "-r", str(rate), "-d", str(cap), "-f", "raw", "-o", raw_path, "--", *worker]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
+        t0 = time.monotonic()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=cap + timeout_margin)
         except FileNotFoundError:
@@ -91,10 +101,45 @@ def sample_probe(
             raise FlameError(
                 f"adprof flame: py-spy did not finish within {cap + timeout_margin:.0f} s; lower --depth or --seconds"
             ) from None
+        wall = time.monotonic() - t0
         status = _read_status(status_path)
         raw = Path(raw_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(raw_path) else ""
+        crash = Path(crash_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(crash_path) else ""
+    _check_crash(crash, status, wall if proc.returncode == 0 else float(cap), cap, target, depth)
     stacks = _checked_stacks(proc, raw, status, py_spy, target, depth)
-    return FlameRun(stacks, raw, status, cap)
+    return FlameRun(stacks, raw, status, cap, wall)
+
+
+def _check_crash(crash: str, status: dict, wall: float, cap: int, target: str, depth: int) -> None:
+    """Raise :class:`FlameError` (exit 1) when the worker died by itself: py-spy exits 0 then (its
+    child's exit status is lost), so the crash log and the status tell (``wall``: py-spy's run time,
+    the cap when py-spy itself failed)."""
+    if status.get("state") not in ("setup", "running"):
+        return
+    where = f"at depth {depth} (iteration {status.get('iterations', 0) + 1})"
+    if "Fatal Python error" in crash:
+        line = next((ln for ln in crash.splitlines() if ln.startswith("Fatal Python error")), "")
+        kind = line.split(":", 1)[1].strip() if ":" in line else "a fatal error"
+        sig = _FATAL_SIGNALS.get(kind, kind)
+        frame = crash_frame(crash, target.split("::", 1)[0])
+        raise FlameError(
+            f"adprof flame: the chain crashed the worker ({sig}) {where}" + (f" {frame}" if frame else ""), 1
+        )
+    if wall < cap - 0.5:
+        raise FlameError(
+            f"adprof flame: the worker ended {where} without finishing (it exited or was killed; "
+            "py-spy does not pass on its exit status)",
+            1,
+        )
+
+
+_FATAL_SIGNALS = {
+    "Segmentation fault": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "Bus error": "SIGBUS",
+    "Floating-point exception": "SIGFPE",
+    "Illegal instruction": "SIGILL",
+}
 
 
 def _checked_stacks(
