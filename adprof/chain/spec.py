@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -266,6 +266,8 @@ def _normalize_depths(depths: Sequence[int] | range | None, max_depth: int | Non
         return tuple(range(1, max_depth + 1))
     if depths is None:
         return DEFAULT_DEPTHS
+    if isinstance(depths, str | bytes) or not isinstance(depths, Iterable):
+        raise ChainError(f"chain {name!r}: depths must be positive ints, got {depths!r}")
     out = tuple(depths)
     if not out or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in out):
         raise ChainError(f"chain {name!r}: depths must be positive ints, got {depths!r}")
@@ -279,6 +281,8 @@ def _sweep_of(sweep_in: Any, name: str) -> dict[str, list[Any]]:
     for key, values in sweep_in.items():
         if not isinstance(key, str) or not key.isidentifier() or key in _CHAIN_ARGS:
             raise ChainError(f"chain {name!r}: bad sweep parameter name {key!r}")
+        if not isinstance(values, str | bytes) and not isinstance(values, Iterable):
+            raise ChainError(f"chain {name!r}: sweep parameter {key!r} must be a list of values, got {values!r}")
         vals = [values] if isinstance(values, str | bytes) else list(values)
         if not vals:
             raise ChainError(f"chain {name!r}: sweep parameter {key!r} has no values")
@@ -288,6 +292,8 @@ def _sweep_of(sweep_in: Any, name: str) -> dict[str, list[Any]]:
 
 def _modes_of(modes: Any, name: str) -> tuple[str, ...]:
     modes = modes or DEFAULT_MODES
+    if not isinstance(modes, str | Sequence):
+        raise ChainError(f"chain {name!r}: modes must be a mode name or a tuple of them, got {modes!r}")
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     bad = [m for m in modes if m not in KNOWN_MODES]
     if bad or not modes:
@@ -301,10 +307,14 @@ def _input_of(input_shape: Any, inp: Any, name: str) -> tuple[int, ...]:
         raise ChainError(f"chain {name!r}: give input_shape= or input=, not both")
     if input_shape is None:
         input_shape = DEFAULT_INPUT_SHAPE
-    try:
-        input_shape = tuple(int(n) for n in input_shape)
-    except TypeError:
-        raise ChainError(f"chain {name!r}: input_shape must be a tuple of ints, got {input_shape!r}") from None
+    bad = ChainError(f"chain {name!r}: input_shape must be a tuple of positive ints, got {input_shape!r}")
+    if isinstance(input_shape, int) and not isinstance(input_shape, bool):
+        input_shape = (input_shape,)
+    if isinstance(input_shape, str | bytes) or not isinstance(input_shape, Sequence):
+        raise bad
+    if any(not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 0 for n in input_shape):
+        raise bad
+    input_shape = tuple(int(n) for n in input_shape)
     if inp is not None and not (callable(inp) or isinstance(inp, int | float | np.ndarray | np.number)):
         raise ChainError(f"chain {name!r}: input must be a callable, a numpy array or a float, got {inp!r}")
     if isinstance(inp, bool):
@@ -315,7 +325,7 @@ def _input_of(input_shape: Any, inp: Any, name: str) -> tuple[int, ...]:
 def _dtype_of(dtype: Any, name: str) -> str:
     try:
         return np.dtype(dtype).name
-    except TypeError:
+    except (TypeError, ValueError):
         raise ChainError(f"chain {name!r}: unknown dtype {dtype!r}") from None
 
 
@@ -344,6 +354,8 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     if description is None:
         description = _first_doc_line(fn)
     seed = opts.pop("seed", DEFAULT_SEED)
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+        raise ChainError(f"chain {name!r}: seed must be an int, got {seed!r}")
     if opts:
         raise ChainError(f"chain {name!r}: unknown option(s) {', '.join(sorted(opts))}")
 
