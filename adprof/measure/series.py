@@ -197,28 +197,33 @@ class _SeriesRun:
         return True
 
     def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:
-        """The worker was killed: a censored point (killed at its own timeout: marked ``killed``), or an
-        error when no depth finished."""
-        series = self.series
+        """The worker was killed: at its own timeout (a hang: marked ``killed``, a finding), or at the
+        budget's end (censored if it already ran past the cap, else just stopped)."""
+        series, cap = self.series, self.cfg.cap
         where = ""
         if to.phase:
             where = f" in {to.phase}" + (f" (call {to.call})" if to.call is not None else "")
+        exact = any(not p.extra.get("censored") for p in series.points)
         if to.by_deadline and to.limit < self.cfg.timeout:
             why = f"depth {depth} killed{where} after {to.elapsed:.1f} s: the budget ran out"
-            killed = None
-        else:
-            why = f"depth {depth} killed{where} after the {to.limit:.1f} s timeout"
-            killed = f"{why}: the chain hangs or is far too slow"
-        if not any(not p.extra.get("censored") for p in series.points):
+            if not exact and to.elapsed >= min(cap, 0.5 * self.allowance):  # it had its fair share
+                series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
+                return
+            if to.elapsed < cap:  # not over the cap: nothing known about this depth
+                series.stopped = f"stopped after depth {last}: {why}" if exact else f"not measured: {why}"
+                return
+            series.points.append(_censored_point(depth, to.phase, to.elapsed, "budget"))
+            series.stopped = f"stopped after depth {last}: {why}, past the {cap:g} s cap (censored)"
+            return
+        why = f"depth {depth} killed{where} after the {to.limit:.1f} s timeout"
+        killed = f"{why}: the chain hangs or is far too slow"
+        if not exact:
             series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
             return
         pt = _censored_point(depth, to.phase, to.elapsed, "timeout")
-        if killed is not None:
-            pt.extra["killed"] = killed
-            series.stopped = f"stopped after depth {last}: {killed} (censored; no deeper depth measured)"
-        else:
-            series.stopped = f"stopped after depth {last}: {why} (censored)"
+        pt.extra["killed"] = killed
         series.points.append(pt)
+        series.stopped = f"stopped after depth {last}: {killed} (censored; no deeper depth measured)"
 
     def failed(self, depth: int, last: int | None, ans: dict[str, Any]) -> None:
         """The worker answered a failure: the counter budget (censored), a resource, or a chain error."""
