@@ -60,9 +60,9 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
     notes: list[str] = []
     specs = plan_series(metas, backends, profiles, args.mode, notes)
-    by_name = {m["name"]: m for m in metas}
+    by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
     for spec in specs:
-        spec.depths = args.depths or tuple(by_name[spec.chain].get("depths") or ()) or None
+        spec.depths = args.depths or tuple(by_key[spec.file, spec.chain].get("depths") or ()) or None
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
