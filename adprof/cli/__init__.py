@@ -39,6 +39,7 @@ from adprof.cli.common import (
     UsageError,
     check_options,
     exit_code,
+    write_outputs,
 )
 from adprof.constants import __version__
 from adprof.guard import GuardConfigError
@@ -67,15 +68,48 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
-def _handle_sigterm() -> None:
-    """SIGTERM stops a run like Ctrl-C (partial report, workers killed, exit 143), in the main thread only."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console-script entry point; returns (and, via ``__main__``, exits with) the status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Console-script entry point; returns (and, via ``__main__``, exits with) the status.
+
+    SIGTERM stops a run like Ctrl-C (partial report, workers killed, exit 143). Called as the
+    program (``argv`` None), both signals are ignored once the answer is out, so the interpreter's
+    teardown cannot turn exit 0/1/2 into a death by signal; called in-process, the previous
+    SIGTERM handler is restored."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if in_main_thread else None
+    if in_main_thread:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt as exc:  # before or after the command's own handling
+        return _interrupted(exc, None, None)
+    finally:
+        if in_main_thread and argv is None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        elif in_main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _interrupted(exc: BaseException, args: argparse.Namespace | None, start: float | None) -> int:
+    """One line, the (empty) report files when the command had not written them yet, 130/143."""
+    name = getattr(exc, "signal_name", "SIGINT")
+    secs = time.monotonic() - start if start is not None else 0.0
+    if args is not None and not getattr(args, "outputs_written", False) and (args.json or getattr(args, "html", None)):
+        try:
+            from rich.console import Console
+
+            from adprof.report import build_report
+
+            report = build_report([], {}, notes=[f"interrupted by {name} after {secs:.1f} s, before measuring"])
+            write_outputs(report, args, Console(stderr=True, no_color=True))
+        except (Exception, KeyboardInterrupt):  # the one line below still says what happened
+            pass
+    print(f"adprof: interrupted by {name} after {secs:.1f} s", file=sys.stderr)
+    return EXIT_SIGTERM if name == "SIGTERM" else EXIT_SIGINT
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -85,7 +119,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.flame(args)
     cmd = args.run
     start = args.started = time.monotonic()
-    _handle_sigterm()
     try:
         check_options(args)
         return cmd(args, argv)
@@ -96,9 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
-        name = getattr(exc, "signal_name", "SIGINT")
-        print(f"adprof: interrupted by {name} after {time.monotonic() - start:.1f} s", file=sys.stderr)
-        return EXIT_SIGTERM if name == "SIGTERM" else EXIT_SIGINT
+        return _interrupted(exc, args, start)
     except Exception as exc:
         msg = str(exc).splitlines()[0] if str(exc) else ""
         print(f"adprof: internal error: {type(exc).__name__}: {msg} (rerun with --verbose)", file=sys.stderr)

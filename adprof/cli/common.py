@@ -248,6 +248,7 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
     from adprof.render import render_html, report_to_json  # rich/HTML only when writing
 
     ok = True
+    args.outputs_written = True
 
     def failed(option: str, path: str, exc: BaseException) -> None:
         nonlocal ok

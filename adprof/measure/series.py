@@ -24,6 +24,7 @@ from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, 
 from adprof.model import Point, Series, fmt_seconds
 
 MIN_CALLS = 3
+RUNAWAY_FACTOR = 20.0  # a point killed by the budget after 20x its predicted time is a runaway
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 
 
@@ -209,8 +210,17 @@ class _SeriesRun:
             if not exact and to.elapsed >= min(cap, 0.5 * self.allowance):  # it had its fair share
                 series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
                 return
-            if to.elapsed < cap:  # not over the cap: nothing known about this depth
+            runaway = exact and to.elapsed < cap and self._far_over_prediction(depth, to)
+            if to.elapsed < cap and not runaway:  # not over the cap: nothing known about this depth
                 series.stopped = f"stopped after depth {last}: {why}" if exact else f"not measured: {why}"
+                return
+            if runaway:
+                pt = _censored_point(depth, to.phase, to.elapsed, "budget")
+                pt.extra["killed"] = (
+                    f"{why}, {RUNAWAY_FACTOR:g}x past its prediction: the chain hangs or is far too slow"
+                )
+                series.points.append(pt)
+                series.stopped = f"stopped after depth {last}: {pt.extra['killed']} (censored)"
                 return
             series.points.append(_censored_point(depth, to.phase, to.elapsed, "budget"))
             series.stopped = f"stopped after depth {last}: {why}, past the {cap:g} s cap (censored)"
@@ -224,6 +234,19 @@ class _SeriesRun:
         pt.extra["killed"] = killed
         series.points.append(pt)
         series.stopped = f"stopped after depth {last}: {killed} (censored; no deeper depth measured)"
+
+    def _far_over_prediction(self, depth: int, to: WorkerTimeout) -> bool:
+        """The killed point ran at least a second and RUNAWAY_FACTOR times what its depth predicts
+        (exponential extrapolation, the larger one): a runaway, even with a cap too large to say so."""
+        exact = [p for p in self.series.points if not p.extra.get("censored")]
+        try:
+            pred = predict_next(exact, depth, True)
+        except OverflowError:
+            return False
+        if not pred and exact and exact[-1].times:  # one point: a generous quadratic extrapolation
+            pred = {k: t * (depth / max(exact[-1].depth, 1)) ** 2 for k, t in exact[-1].times.items()}
+        expected = max(pred.values(), default=0.0)
+        return to.elapsed >= 1.0 and 0.0 < expected * RUNAWAY_FACTOR <= to.elapsed
 
     def failed(self, depth: int, last: int | None, ans: dict[str, Any]) -> None:
         """The worker answered a failure: the counter budget (censored), a resource, or a chain error."""
