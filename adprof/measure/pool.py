@@ -161,7 +161,7 @@ def _structure_job(
             if cr.interrupted:
                 return {"interrupted": True}
             where = f" at depth {at[-1]}" if at else ""
-            return {"crash": f"recording the chain{where}: {cr.message}"}
+            return {"crash": f"recording the chain{where}: {cr.message}", "crash_depth": at[-1] if at else None}
         if not ans.get("ok"):
             return {"error": ans.get("error") or "structure analysis failed"}
         return dict(ans["structure"])
@@ -211,8 +211,10 @@ def _series_job(
     """Measure (or, with ``resume``, continue) one series on a lane with its claim on the budget."""
 
     def job(worker: Worker, lane: int) -> Series:
-        # a recording that hung: the points would hang too (a crash may be depth-dependent: measure)
-        blocked = structure.get("hang")
+        # a recording that hung, or crashed at its first depth: the points would too (a crash at a
+        # deeper depth is measured: the depths before it are kept)
+        first = structure.get("crash_depth") in (None, min(STRUCTURE_DEPTHS))
+        blocked = structure.get("hang") or (structure.get("crash") if first else None)
         allowance = budget.claim()
         try:
             if resume is not None:
@@ -227,7 +229,10 @@ def _series_job(
             def say(text: str) -> None:
                 status(lane, f"{spec.label}{more} {text}")
 
-            return run_series(spec, worker, cfg, allowance, budget.deadline, say, resume=resume)
+            series = run_series(spec, worker, cfg, allowance, budget.deadline, say, resume=resume)
+            if structure.get("crash") and not series.points and not series.error:  # the budget cut it short
+                series.error = structure["crash"]
+            return series
         finally:
             budget.release()
 
