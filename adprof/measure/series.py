@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from adprof.constants import DEFAULT_CALLS
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
@@ -131,18 +132,23 @@ class _SeriesRun:
             return f"stopped after depth {last}: the budget ran out"
         if left <= 0:
             return f"stopped after depth {last}: this series' budget share ({self.allowance:.1f} s) is used up"
-        if not (self.walls and len(points) >= 2 and pred):
-            return None
         mode, prev = self.spec.mode, points[-1]
         ratio = depth / max(prev.depth, 1)
+        if mode == "eager" and self.walls and len(points) == 1:
+            # one point: size the calls from its wall time per call (a huge --calls must not eat the budget)
+            per_call = self.walls[-1] / max(int(prev.extra.get("calls") or self.calls), 1) * ratio
+            fit = int(0.5 * left / per_call) if per_call > 0 else cfg.calls
+            self.calls = max(MIN_CALLS, min(cfg.calls, fit))
+        if not (self.walls and len(points) >= 2 and pred):
+            return None
         overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev.extra.get("calls", self.calls)))
         wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
         if mode == "eager" and wall_pred > left:
-            for k in range(self.calls - 1, MIN_CALLS - 1, -1):
+            k = self.calls
+            while k > MIN_CALLS and wall_pred > left:  # geometric steps: --calls may be huge
+                k = max(MIN_CALLS, min(k - 1, int(k * 0.8)))
                 self.calls = k
                 wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
-                if wall_pred <= left:
-                    break
         if wall_pred > left:
             return (
                 f"stopped after depth {last}: next point (depth {depth}) predicted "
@@ -153,6 +159,8 @@ class _SeriesRun:
     def measure(self, depth: int, last: int | None) -> bool:
         """Measure the point at ``depth``; False when the series ends here (stopped or failed)."""
         spec, cfg = self.spec, self.cfg
+        if spec.mode == "eager" and not self.series.points:  # nothing known yet: the default calls at most
+            self.calls = min(self.calls, DEFAULT_CALLS)
         req = {
             "op": "point",
             "file": spec.file,
@@ -206,7 +214,7 @@ class _SeriesRun:
             where = f" in {to.phase}" + (f" (call {to.call})" if to.call is not None else "")
         exact = any(not p.extra.get("censored") for p in series.points)
         if to.by_deadline and to.limit < self.cfg.timeout:
-            why = f"depth {depth} killed{where} after {to.elapsed:.1f} s: the budget ran out"
+            why = f"depth {depth} killed{where} after {to.total:.1f} s: the budget ran out"
             if not exact and to.elapsed >= min(cap, 0.5 * self.allowance):  # it had its fair share
                 series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
                 return
