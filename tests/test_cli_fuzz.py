@@ -144,7 +144,7 @@ class Case:
                 BACKENDS[self.backend],
                 MODES[self.mode],
                 PROFILES[self.profile],
-                DEPTHS[self.depths],
+                DEPTHS[self.depths] or self.command == "halve",  # halve takes no --depths (not passed)
                 JOBS[self.jobs],
                 JSONS[self.json_out],
             ]
