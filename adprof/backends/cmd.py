@@ -289,7 +289,9 @@ def last_json_object(stdout: str) -> dict[str, Any] | None:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CommandFailure("malformed", f"the last JSON line of stdout does not parse ({exc.msg}): {line[:80]}")
+            raise CommandFailure(
+                "malformed", f"the last JSON line of stdout does not parse ({exc.msg}): {line[:80]}"
+            ) from None
         if not isinstance(obj, dict):
             raise CommandFailure("malformed", f"the last JSON line of stdout is not an object: {line[:80]}")
         return obj
@@ -528,7 +530,8 @@ def _instructions_point(
             total = sum(totals)
             if total == 0:
                 raise CommandFailure(
-                    "valgrind", f"no instructions inside functions matching {pattern!r} (phase {name}): check the pattern"
+                    "valgrind",
+                    f"no instructions inside functions matching {pattern!r} (phase {name}): check the pattern",
                 )
             pt.metrics[phase] = {"instructions": total}
             runs.append(f"{phase}={pattern!r}")

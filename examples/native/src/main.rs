@@ -81,10 +81,16 @@ struct Op {
 
 impl Op {
     fn new(kind: OpKind) -> Self {
-        Op { kind, constant_bits: 0 }
+        Op {
+            kind,
+            constant_bits: 0,
+        }
     }
     fn scale(c: f64) -> Self {
-        Op { kind: OpKind::Scale, constant_bits: c.to_bits() }
+        Op {
+            kind: OpKind::Scale,
+            constant_bits: c.to_bits(),
+        }
     }
     fn constant(&self) -> f64 {
         f64::from_bits(self.constant_bits)
@@ -166,13 +172,21 @@ struct Program {
 
 impl Program {
     fn with_inputs(n: usize) -> Self {
-        Program { n_inputs: n, n_slots: n, ..Default::default() }
+        Program {
+            n_inputs: n,
+            n_slots: n,
+            ..Default::default()
+        }
     }
 
     fn push(&mut self, op: Op, inputs: Vec<usize>) -> Vec<usize> {
         let outputs: Vec<usize> = (self.n_slots..self.n_slots + op.output_count()).collect();
         self.n_slots += outputs.len();
-        self.instrs.push(Instr { op, inputs, outputs: outputs.clone() });
+        self.instrs.push(Instr {
+            op,
+            inputs,
+            outputs: outputs.clone(),
+        });
         outputs
     }
 
@@ -237,7 +251,10 @@ fn transform(src: &Program) -> Program {
     }
     for instr in &src.instrs {
         NODES_VISITED.fetch_add(1, Relaxed);
-        let outs = der.push(instr.op.clone(), instr.inputs.iter().map(|&s| map[s]).collect());
+        let outs = der.push(
+            instr.op.clone(),
+            instr.inputs.iter().map(|&s| map[s]).collect(),
+        );
         for (&o, d) in instr.outputs.iter().zip(outs) {
             map[o] = d;
         }
@@ -257,21 +274,39 @@ fn transform(src: &Program) -> Program {
             OpKind::Mul => {
                 let g0 = g[0].unwrap();
                 vec![
-                    (instr.inputs[0], der.push1(Op::new(OpKind::Mul), vec![g0, a[1]])),
-                    (instr.inputs[1], der.push1(Op::new(OpKind::Mul), vec![g0, a[0]])),
+                    (
+                        instr.inputs[0],
+                        der.push1(Op::new(OpKind::Mul), vec![g0, a[1]]),
+                    ),
+                    (
+                        instr.inputs[1],
+                        der.push1(Op::new(OpKind::Mul), vec![g0, a[0]]),
+                    ),
                 ]
             }
-            OpKind::Scale => vec![(instr.inputs[0], der.push1(instr.op.clone(), vec![g[0].unwrap()]))],
+            OpKind::Scale => vec![(
+                instr.inputs[0],
+                der.push1(instr.op.clone(), vec![g[0].unwrap()]),
+            )],
             OpKind::Sin => {
                 let c = der.push1(Op::new(OpKind::Cos), vec![a[0]]);
-                vec![(instr.inputs[0], der.push1(Op::new(OpKind::Mul), vec![g[0].unwrap(), c]))]
+                vec![(
+                    instr.inputs[0],
+                    der.push1(Op::new(OpKind::Mul), vec![g[0].unwrap(), c]),
+                )]
             }
-            OpKind::Add => vec![(instr.inputs[0], g[0].unwrap()), (instr.inputs[1], g[0].unwrap())],
+            OpKind::Add => vec![
+                (instr.inputs[0], g[0].unwrap()),
+                (instr.inputs[1], g[0].unwrap()),
+            ],
             OpKind::Svd => match g[1] {
                 // d|a|/da = sign a = U; U and Vt are locally constant
                 Some(gs) => {
                     let u = map[instr.outputs[0]];
-                    vec![(instr.inputs[0], der.push1(Op::new(OpKind::Mul), vec![gs, u]))]
+                    vec![(
+                        instr.inputs[0],
+                        der.push1(Op::new(OpKind::Mul), vec![gs, u]),
+                    )]
                 }
                 None => vec![],
             },
@@ -281,9 +316,18 @@ fn transform(src: &Program) -> Program {
                 let gvt = der.push1(Op::new(OpKind::Mul), vec![g0, vt]);
                 let gu_ = der.push1(Op::new(OpKind::Mul), vec![g0, u]);
                 vec![
-                    (instr.inputs[0], der.push1(Op::new(OpKind::Mul), vec![gvt, s])),
-                    (instr.inputs[1], der.push1(Op::new(OpKind::Mul), vec![gvt, u])),
-                    (instr.inputs[2], der.push1(Op::new(OpKind::Mul), vec![gu_, s])),
+                    (
+                        instr.inputs[0],
+                        der.push1(Op::new(OpKind::Mul), vec![gvt, s]),
+                    ),
+                    (
+                        instr.inputs[1],
+                        der.push1(Op::new(OpKind::Mul), vec![gvt, u]),
+                    ),
+                    (
+                        instr.inputs[2],
+                        der.push1(Op::new(OpKind::Mul), vec![gu_, s]),
+                    ),
                 ]
             }
             OpKind::Cos => panic!("cos appears in derivative programs only"),
@@ -324,7 +368,12 @@ struct Table {
 
 fn table() -> &'static Mutex<Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE.get_or_init(|| Mutex::new(Table { map: HashMap::default(), next_token: 0 }))
+    TABLE.get_or_init(|| {
+        Mutex::new(Table {
+            map: HashMap::default(),
+            next_token: 0,
+        })
+    })
 }
 
 /// A batch of registrations, released on drop (tenferro's `GlobalMetadataScope`).
@@ -340,8 +389,16 @@ fn register<'a>(keys: impl Iterator<Item = &'a ValueKey<Op>>) -> Scope {
         let token = table.next_token;
         table.next_token += 1;
         METADATA_LOOKUPS.fetch_add(1, Relaxed);
-        let meta = Meta { shape: Vec::new(), dtype: "f64" };
-        table.map.entry(key.clone()).or_insert_with(|| Entry { stack: Vec::new() }).stack.push((token, meta));
+        let meta = Meta {
+            shape: Vec::new(),
+            dtype: "f64",
+        };
+        table
+            .map
+            .entry(key.clone())
+            .or_insert_with(|| Entry { stack: Vec::new() })
+            .stack
+            .push((token, meta));
         registrations.push((key.clone(), token));
     }
     Scope { registrations }
@@ -426,22 +483,44 @@ struct DerivativeTrace {
     gradient: f64,
 }
 
-fn record(shape: Shape, depth: usize, x: f64, input: u32, interner: Option<&mut Interner>) -> Primal {
+fn record(
+    shape: Shape,
+    depth: usize,
+    x: f64,
+    input: u32,
+    interner: Option<&mut Interner>,
+) -> Primal {
     let mut b = GraphBuilder::<Op>::new();
     let mut y = b.add_input(InputId(input));
     for _ in 0..depth {
         NODES_VISITED.fetch_add(1, Relaxed);
         y = match shape {
             Shape::Mul => {
-                let yy = b.add_operation(Op::new(OpKind::Mul), vec![ValueRef::Local(y), ValueRef::Local(y)], OperationRole::Primary)[0];
-                b.add_operation(Op::scale(0.5), vec![ValueRef::Local(yy)], OperationRole::Primary)[0]
+                let yy = b.add_operation(
+                    Op::new(OpKind::Mul),
+                    vec![ValueRef::Local(y), ValueRef::Local(y)],
+                    OperationRole::Primary,
+                )[0];
+                b.add_operation(
+                    Op::scale(0.5),
+                    vec![ValueRef::Local(yy)],
+                    OperationRole::Primary,
+                )[0]
             }
             Shape::Svd3 => {
-                let usv = b.add_operation(Op::new(OpKind::Svd), vec![ValueRef::Local(y)], OperationRole::Primary);
+                let usv = b.add_operation(
+                    Op::new(OpKind::Svd),
+                    vec![ValueRef::Local(y)],
+                    OperationRole::Primary,
+                );
                 let refs = usv.iter().map(|&v| ValueRef::Local(v)).collect();
                 b.add_operation(Op::new(OpKind::Recombine), refs, OperationRole::Primary)[0]
             }
-            Shape::Sin => b.add_operation(Op::new(OpKind::Sin), vec![ValueRef::Local(y)], OperationRole::Primary)[0],
+            Shape::Sin => b.add_operation(
+                Op::new(OpKind::Sin),
+                vec![ValueRef::Local(y)],
+                OperationRole::Primary,
+            )[0],
         };
     }
     b.set_outputs(vec![y]);
@@ -459,8 +538,22 @@ fn record(shape: Shape, depth: usize, x: f64, input: u32, interner: Option<&mut 
             debug_assert_eq!(ids.len(), v + 1);
         }
         for node in graph.operations() {
-            let in_ids: Vec<u32> = node.inputs.iter().map(|r| if let ValueRef::Local(i) = r { ids[*i] } else { unreachable!() }).collect();
-            let outs: Vec<ValueKey<Op>> = node.outputs.iter().map(|&o| graph.values()[o].key.clone()).collect();
+            let in_ids: Vec<u32> = node
+                .inputs
+                .iter()
+                .map(|r| {
+                    if let ValueRef::Local(i) = r {
+                        ids[*i]
+                    } else {
+                        unreachable!()
+                    }
+                })
+                .collect();
+            let outs: Vec<ValueKey<Op>> = node
+                .outputs
+                .iter()
+                .map(|&o| graph.values()[o].key.clone())
+                .collect();
             let first = match interner.lookup(&node.operation, &in_ids) {
                 Some(first) => first,
                 None => interner.insert(&node.operation, in_ids, outs),
@@ -471,13 +564,24 @@ fn record(shape: Shape, depth: usize, x: f64, input: u32, interner: Option<&mut 
         }
     }
     let scope = register(graph.values().iter().map(|v| &v.key));
-    Primal { graph, value, _scope: scope }
+    Primal {
+        graph,
+        value,
+        _scope: scope,
+    }
 }
 
 /// tenferro's `derivative_traces_from_frozen_program`: rebuild the derivative program as a graph with a
 /// fresh builder and register every value. Without an interner every op gets a new `Arc`; with one,
 /// ops already known (the forward replay) reuse the primal keys.
-fn rebuild(der: &Program, primal: &Primal, input: u32, seed: u32, x: f64, mut interner: Option<&mut Interner>) -> DerivativeTrace {
+fn rebuild(
+    der: &Program,
+    primal: &Primal,
+    input: u32,
+    seed: u32,
+    x: f64,
+    mut interner: Option<&mut Interner>,
+) -> DerivativeTrace {
     let mut b = GraphBuilder::<Op>::new();
     let mut refs: Vec<Option<ValueRef<Op>>> = vec![None; der.n_slots];
     let mut ids: Vec<u32> = vec![u32::MAX; der.n_slots];
@@ -491,7 +595,11 @@ fn rebuild(der: &Program, primal: &Primal, input: u32, seed: u32, x: f64, mut in
     }
     for instr in &der.instrs {
         NODES_VISITED.fetch_add(1, Relaxed);
-        let inputs: Vec<ValueRef<Op>> = instr.inputs.iter().map(|&s| refs[s].clone().unwrap()).collect();
+        let inputs: Vec<ValueRef<Op>> = instr
+            .inputs
+            .iter()
+            .map(|&s| refs[s].clone().unwrap())
+            .collect();
         if let Some(it) = interner.as_deref_mut() {
             let in_ids: Vec<u32> = instr.inputs.iter().map(|&s| ids[s]).collect();
             if let Some(first) = it.lookup(&instr.op, &in_ids) {
@@ -536,19 +644,37 @@ fn rebuild(der: &Program, primal: &Primal, input: u32, seed: u32, x: f64, mut in
     let _ = primal; // the primal must be alive (its keys registered) for the collision to happen
     let scope = register(keys.iter());
     let out = der.run(&[x, 1.0]);
-    DerivativeTrace { _scope: scope, _keys: keys, _graph: graph, value: out[0], gradient: out[1] }
+    DerivativeTrace {
+        _scope: scope,
+        _keys: keys,
+        _graph: graph,
+        value: out[0],
+        gradient: out[1],
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------
 // The measured phases (stable, non-inlined names for callgrind's --toggle-collect)
 
 #[inline(never)]
-fn phase_forward(shape: Shape, depth: usize, x: f64, input: u32, interner: Option<&mut Interner>) -> Primal {
+fn phase_forward(
+    shape: Shape,
+    depth: usize,
+    x: f64,
+    input: u32,
+    interner: Option<&mut Interner>,
+) -> Primal {
     record(shape, depth, x, input, interner)
 }
 
 #[inline(never)]
-fn phase_transform(primal: &Primal, input: u32, seed: u32, x: f64, interner: Option<&mut Interner>) -> DerivativeTrace {
+fn phase_transform(
+    primal: &Primal,
+    input: u32,
+    seed: u32,
+    x: f64,
+    interner: Option<&mut Interner>,
+) -> DerivativeTrace {
     let src = compile_source(&primal.graph);
     let der = transform(&src);
     rebuild(&der, primal, input, seed, x, interner)
@@ -659,30 +785,62 @@ fn main() {
         "fixed-sin" => (Shape::Sin, true),
         _ => fail(&format!("unknown kind {:?}", kind)),
     };
-    let depth: usize = args[1].parse().unwrap_or_else(|_| fail(&format!("DEPTH must be a non-negative integer, got {:?}", args[1])));
-    let mut mode = if shape == Shape::Sin { "eager" } else { "traced" }.to_string();
+    let depth: usize = args[1].parse().unwrap_or_else(|_| {
+        fail(&format!(
+            "DEPTH must be a non-negative integer, got {:?}",
+            args[1]
+        ))
+    });
+    let mut mode = if shape == Shape::Sin {
+        "eager"
+    } else {
+        "traced"
+    }
+    .to_string();
     let mut calls: usize = 6;
     let mut x: f64 = 0.7;
     let mut rest = args[2..].iter();
     while let Some(flag) = rest.next() {
-        let value = rest.next().unwrap_or_else(|| fail(&format!("{} needs a value", flag)));
+        let value = rest
+            .next()
+            .unwrap_or_else(|| fail(&format!("{} needs a value", flag)));
         match flag.as_str() {
             "--mode" if value == "traced" || value == "eager" => mode = value.clone(),
-            "--calls" => calls = value.parse().ok().filter(|&k| k >= 2).unwrap_or_else(|| fail("--calls needs an integer >= 2")),
+            "--calls" => {
+                calls = value
+                    .parse()
+                    .ok()
+                    .filter(|&k| k >= 2)
+                    .unwrap_or_else(|| fail("--calls needs an integer >= 2"))
+            }
             "--x" => x = value.parse().unwrap_or_else(|_| fail("--x needs a number")),
             _ => fail(&format!("bad option {} {}", flag, value)),
         }
     }
-    let no_clock = std::env::var("ADPROF_METRIC").map(|m| m == "instructions").unwrap_or(false);
-    let mut interner = if interned { Some(Interner::default()) } else { None };
-    let head = format!("\"kind\": \"{}\", \"depth\": {}, \"mode\": \"{}\"", kind, depth, mode);
+    let no_clock = std::env::var("ADPROF_METRIC")
+        .map(|m| m == "instructions")
+        .unwrap_or(false);
+    let mut interner = if interned {
+        Some(Interner::default())
+    } else {
+        None
+    };
+    let head = format!(
+        "\"kind\": \"{}\", \"depth\": {}, \"mode\": \"{}\"",
+        kind, depth, mode
+    );
 
     if mode == "traced" {
-        let (primal, t_fwd, c_fwd) = measured(|| phase_forward(shape, depth, x, 0, interner.as_mut()));
+        let (primal, t_fwd, c_fwd) =
+            measured(|| phase_forward(shape, depth, x, 0, interner.as_mut()));
         let (trace, t_tr, c_tr) = measured(|| phase_transform(&primal, 0, 1, x, interner.as_mut()));
         let (value, gradient) = (trace.value, trace.gradient);
         let (_, t_drop, c_drop) = measured(|| phase_drop(trace));
-        assert_eq!(value.to_bits(), primal.value.to_bits(), "the replayed forward must reproduce the primal");
+        assert_eq!(
+            value.to_bits(),
+            primal.value.to_bits(),
+            "the replayed forward must reproduce the primal"
+        );
         println!(
             "{{{}, \"forward_seconds\": {}, \"transform_seconds\": {}, \"drop_seconds\": {}, \"counters\": {{\"forward\": {}, \"transform\": {}, \"drop\": {}}}, \"value\": {:e}, \"gradient\": {:e}, \"value_ops\": {}}}",
             head,
@@ -700,16 +858,31 @@ fn main() {
     }
 
     let mut cache: HashMap<u64, Program, Deterministic> = HashMap::default();
-    let (mut t_fwd, mut c_fwd, mut t_bwd, mut c_bwd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut t_fwd, mut c_fwd, mut t_bwd, mut c_bwd) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut value, mut gradient) = (0.0, 0.0);
     for call in 0..calls as u32 {
         // a fresh variable per call, as adprof's engine does; interned keys live for one call
         let input = 2 * call;
-        let mut call_interner = if interned { Some(Interner::default()) } else { None };
-        let (primal, t, c) = measured(|| phase_forward(shape, depth, x, input, call_interner.as_mut()));
+        let mut call_interner = if interned {
+            Some(Interner::default())
+        } else {
+            None
+        };
+        let (primal, t, c) =
+            measured(|| phase_forward(shape, depth, x, input, call_interner.as_mut()));
         t_fwd.push(num(t, no_clock));
         c_fwd.push(c.json());
-        let ((v, g), t, c) = measured(|| phase_backward(&primal, &mut cache, input, input + 1, x, call_interner.as_mut()));
+        let ((v, g), t, c) = measured(|| {
+            phase_backward(
+                &primal,
+                &mut cache,
+                input,
+                input + 1,
+                x,
+                call_interner.as_mut(),
+            )
+        });
         t_bwd.push(num(t, no_clock));
         c_bwd.push(c.json());
         value = v;
