@@ -132,14 +132,25 @@ class Completed:
     seconds: float
 
 
-def _die_with_parent(parent: int) -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
+def _prctl() -> Any:
+    """libc's ``prctl``, loaded in the parent (the child between fork and exec must not import)."""
+    global _PRCTL
+    if _PRCTL is None:
+        try:
+            import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except Exception:  # noqa: BLE001 - best effort; the process group kill still applies
-        return
+            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            _PRCTL = False
+    return _PRCTL
+
+
+_PRCTL: Any = None
+
+
+def _die_with_parent(prctl: Any, parent: int) -> None:  # runs in the child between fork and exec
+    if prctl:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
@@ -180,7 +191,8 @@ def run_process(
     """Run ``argv`` in its own process group with stdin closed and both outputs captured (each up to
     ``output_limit`` bytes); kill the group on timeout, on a flood, and when the program exits.
 
-    ``env``: extra environment variables on top of adprof's own.
+    ``env``: extra environment variables on top of adprof's own. Linux delivers the parent-death
+    signal when the *thread* that started the child ends: call this from a thread that outlives it.
     """
     _check_program(argv[0])
     full_env = dict(os.environ)
@@ -188,10 +200,10 @@ def run_process(
         full_env.update(env)
     preexec = None
     if sys.platform.startswith("linux"):
-        parent = os.getpid()
+        parent, prctl = os.getpid(), _prctl()
 
         def preexec() -> None:
-            _die_with_parent(parent)
+            _die_with_parent(prctl, parent)
 
     t0 = time.perf_counter()
     try:
