@@ -377,6 +377,30 @@ def test_probe_eager_sin_is_superlinear_per_call():
 
 
 @needs_probe
+@pytest.mark.parametrize(
+    ("kind", "depths", "mode", "verdict", "base"),
+    [
+        ("mul", range(4, 17, 2), "traced", "exponential-transform", 2.0),
+        ("svd3", range(3, 11), "traced", "exponential-transform", 3.0),
+        ("fixed", (10, 20, 40, 80, 160), "traced", "linear", None),
+        ("sin", (50, 100, 200, 400, 800), "eager", "superlinear-backward", None),
+        ("fixed-sin", (50, 100, 200, 400, 800), "eager", "linear", None),
+    ],
+)
+def test_probe_points_decide_like_the_engine(kind, depths, mode, verdict, base):
+    """The points' counters go to the phases the classifier reads, so they decide as the engine's do."""
+    from adprof import classify
+    from adprof.model import Series
+
+    series = Series(chain=kind, backend="cmd", profile=None, mode=mode)
+    series.points = [run_command_point(probe(kind), d, mode, timeout=30) for d in depths]
+    v = classify.classify(series)
+    assert v.kind == verdict and v.metric.startswith("counters")
+    if base is not None:
+        assert v.base == pytest.approx(base, abs=0.1)
+
+
+@needs_probe
 @pytest.mark.parametrize(("kind", "depth"), [("mul", 3), ("svd3", 3), ("sin", 6), ("fixed", 3)])
 @pytest.mark.parametrize("x", [0.7, -1.3])
 def test_probe_gradient_matches_finite_differences(kind, depth, x):

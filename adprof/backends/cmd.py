@@ -46,13 +46,15 @@ its output, and thus its count, identical run to run) and puts counts in
   ``backward`` (``forward``) phase is split per call by ``--dump-before`` on the other phase's pattern
   (callgrind takes one option per function, so the split needs both patterns); call 0 goes to
   ``backward0`` and the median of calls 1.. to ``backward``, the list to
-  ``extra["backward_call_instructions"]``.
+  ``extra["backward_call_instructions"]`` (without the other pattern, or without a per-call list in the
+  protocol, ``backward`` holds the phase's total over all calls). Protocol times and counters are read
+  from the first of these runs (times taken under valgrind: do not compare them with native ones).
 * without ``phases``: the whole process is counted and a baseline run of the same template at
   ``baseline_depth`` (default 0; cached per template) is subtracted, phase ``process``: start-up,
   argument parsing and fixed setup cancel.
 
-``Point.extra["counted"]`` says in words what was counted. Failures raise :class:`CommandFailure` with a
-``kind`` and a one-line message.
+Each valgrind run gets the full ``timeout``. ``Point.extra["counted"]`` says in words what was counted.
+Failures raise :class:`CommandFailure` with a ``kind`` and a one-line message.
 """
 
 from __future__ import annotations
