@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from adprof import model
+from adprof.analysis.classify import classify
 from adprof.chain import Chain, as_chain, load_chains, parse_target
-from adprof.classify import classify
 from adprof.model import Point, Result, Series
 
 DEFAULT_MAX_BASE = 1.1
@@ -200,7 +200,7 @@ def _measure(
                 point = impl.measure_point(chain, mode, depth, profile, counter_budget=counter_budget)
             else:
                 point = impl.measure_point(chain, mode, depth, None)
-        except Exception as exc:  # noqa: BLE001 - every failure of the chain is a finding
+        except Exception as exc:  # every failure of the chain is a finding
             kind = getattr(exc, "kind", None)
             if kind == "budget":
                 partial = getattr(exc, "point", None) or Point(depth=depth)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from adprof import explain, model
-from adprof.classify import classify, sweep_table
+from adprof.analysis.classify import classify, sweep_table
 from adprof.model import Point, Result, Series
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from adprof.fit import fit_growth, halving_ratios, marginal_costs, per_layer_ratios, predict
+from adprof.analysis.fit import fit_growth, halving_ratios, marginal_costs, per_layer_ratios, predict
 
 UNIT = list(range(1, 19))
 DOUBLING = [8, 16, 32, 64, 128, 256, 512]

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from adprof import model
-from adprof.classify import classify
+from adprof.analysis.classify import classify
 from adprof.model import Point, Report, Result, Series
 from adprof.render import (
     load_report,

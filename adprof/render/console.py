@@ -11,8 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from adprof import model
-from adprof.classify import cost_phases, counter_value, sweep_table, time_value
-from adprof.model import Point, Report, Result, Series
+from adprof.analysis.classify import sweep_table
+from adprof.model import (
+    Point,
+    Report,
+    Result,
+    Series,
+    cost_phases,
+    counter_totals,
+    counter_value,
+    fmt_seconds,
+    time_value,
+)
+from adprof.report import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -23,68 +34,6 @@ VERDICT_STYLE = {
     model.INCONCLUSIVE: "dim",
     model.ERROR: "magenta",
 }
-
-
-#: Columns of the sweep table (measured vs predicted base per reuse count), shared by the renderers.
-SWEEP_COLUMNS = ("chain", "backend/profile", "mode", "k", "measured base", "predicted base", "verdict", "agrees")
-
-
-def fmt_seconds(s: float | None) -> str:
-    """Seconds as ``12.3 ms`` / ``4.56 s`` / ``-``."""
-    if s is None:
-        return "-"
-    if s < 1e-3:
-        return f"{s * 1e6:.0f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
-
-
-def fmt_growth(result: Result) -> str:
-    """``x2.01/layer`` for exponential verdicts, ``d^1.94`` for power laws, ``flat`` for a cost that
-    does not grow at all (e.g. no bookkeeping left on a warm eager backward), ``-`` otherwise."""
-    v = result.verdict
-    if v.base is not None and v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
-        return f"x{v.base:.2f}/layer"
-    if v.kind == model.LINEAR and v.exponent is not None and v.exponent < 0.2:
-        return "flat"
-    if v.exponent is not None:
-        return f"d^{v.exponent:.2f}"
-    return "-"
-
-
-def backend_label(series: Series) -> str:
-    return f"{series.backend}/{series.profile}" if series.profile else series.backend
-
-
-def depth_reached(series: Series) -> str:
-    """Deepest exact depth, plus the deepest censored one as ``>=``."""
-    exact = [p.depth for p in series.points if not p.extra.get("censored")]
-    cens = [p.depth for p in series.points if p.extra.get("censored")]
-    s = str(max(exact)) if exact else "-"
-    if cens and (not exact or max(cens) > max(exact)):
-        s += f" (>={max(cens)} cens.)"
-    return s
-
-
-def worst_time(series: Series) -> float | None:
-    """The largest cost-phase time over the points (transform+drop, or steady backward)."""
-    phases = cost_phases(series.mode)
-    ts = [t for p in series.points if (t := time_value(p, phases)) is not None]
-    return max(ts) if ts else None
-
-
-def worst_time_text(series: Series) -> str:
-    """``worst_time`` formatted, with ``>=`` when the worst point is a censored lower bound."""
-    phases = cost_phases(series.mode)
-    best: tuple[float, bool] | None = None
-    for p in series.points:
-        t = time_value(p, phases)
-        if t is not None and (best is None or t > best[0]):
-            best = (t, bool(p.extra.get("censored")))
-    if best is None:
-        return "-"
-    return (">=" if best[1] else "") + fmt_seconds(best[0])
 
 
 def summary_table(report: Report) -> Table:
@@ -172,9 +121,8 @@ def _count(x: float | None) -> str:
 
 
 def _phase_counter(p: Point, phases: Sequence[str], key: str) -> float | None:
-    vals = [c.get(key) for ph in phases if isinstance(c := p.counters.get(ph), dict)]
-    vals = [float(x) for x in vals if x is not None]
-    return sum(vals) if vals else None
+    totals = counter_totals(p.counters, phases, (key,))
+    return None if totals is None else totals[key]
 
 
 def render_ratio_table(series: Series, console: Console | None = None) -> Table:
@@ -292,6 +240,4 @@ __all__ = [
     "render_halving",
     "render_to_text",
     "summary_table",
-    "fmt_seconds",
-    "fmt_growth",
 ]

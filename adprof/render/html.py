@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from html import escape
 
-from adprof.classify import sweep_table
+from adprof.analysis.classify import sweep_table
 from adprof.model import Report, Result
-from adprof.render.console import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
-from adprof.render.plot import result_svg, simple_svg
+from adprof.render.plot import result_svg, simple_svg  # the page embeds the plot's SVG figures
+from adprof.report import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }

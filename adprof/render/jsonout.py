@@ -53,7 +53,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from adprof import __version__
+from adprof.constants import __version__
 from adprof.model import Fit, Point, Report, Result, Series, Verdict
 
 SCHEMA = 1

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from adprof.fit import predict
+from adprof.analysis.fit import predict
 from adprof.model import Fit, Report, Result
 
 MISSING = "plots need matplotlib: pip install 'adprof[plot]'"

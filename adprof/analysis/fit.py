@@ -24,11 +24,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import Fit
 
-#: Thresholds (see /work/shared/reference/classification-method.md §2.3, §2.4).
+#: Thresholds of the two methods (see the module docstring); the exponential tail-ratio threshold is
+#: :data:`adprof.constants.EXPONENTIAL_RATIO`.
 MIN_POINTS = 4
-EXP_RATIO = 1.15  # marginal per-layer ratio above which growth can be exponential
 RISE_RATE = 0.5  # d lp / d ln x above which the local power "keeps rising" (power laws: <= 0.25)
 EMERGING_RATE = 0.4
 SUPERLINEAR_LP = 0.4  # total exponent >= 1.4
@@ -182,7 +183,7 @@ def _classify_marginal(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     ends = d[len(d) - len(g) :]
     fit.tail_depths = [int(e) for e in ends[-n:]]
     rise = (lpt[-1] - lpt[0]) / math.log(xt[-1] / xt[0]) if n >= 2 and xt[0] > 0 else 0.0
-    if n >= 2 and gt.min() > EXP_RATIO and rise > RISE_RATE:
+    if n >= 2 and gt.min() > EXPONENTIAL_RATIO and rise > RISE_RATE:
         fit.kind = "exponential"
         fit.base = float(np.exp(np.mean(np.log(gt[-2:]))))
         return
@@ -190,12 +191,12 @@ def _classify_marginal(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
         fit.kind = "inconclusive"
         fit.notes.append(
             f"emerging: local power of the marginal cost rising {lpt[0]:.2f} -> {lpt[-1]:.2f} but "
-            f"per-layer ratios still {gt[-1]:.2f} < {EXP_RATIO}; extend the depth range"
+            f"per-layer ratios still {gt[-1]:.2f} < {EXPONENTIAL_RATIO}; extend the depth range"
         )
         return
     mean_lp = float(np.mean(lpt[-2:]))
     fit.exponent = 1.0 + mean_lp
-    if n < 2 and (mean_lp >= MILD_LP or gt[-1] > EXP_RATIO):
+    if n < 2 and (mean_lp >= MILD_LP or gt[-1] > EXPONENTIAL_RATIO):
         fit.kind = "inconclusive"
         fit.notes.append("too few points to tell an exponential from a power law")
     elif mean_lp >= SUPERLINEAR_LP:

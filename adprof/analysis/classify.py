@@ -15,46 +15,24 @@ from typing import Any
 
 import numpy as np
 
-from adprof import explain, model
-from adprof.fit import fit_growth, halving_ratios
-from adprof.model import Fit, Result, Series, Verdict
+from adprof import model
+from adprof.analysis import explain
+from adprof.analysis.fit import fit_growth, halving_ratios
+from adprof.model import (
+    COUNTER_KEYS,
+    Fit,
+    Result,
+    Series,
+    Verdict,
+    cost_phases,
+    counter_totals,
+    counter_value,
+    time_value,
+)
 
-COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 COUNTER_LABEL = "key comparisons+lookups+visits"
 REUSE_TOLERANCE = 0.25
 AMORTIZED_BELOW = 0.5  # warm calls cheaper than this fraction of call 1 => amortized
-
-
-def cost_phases(mode: str) -> tuple[str, ...]:
-    """The phases whose cost is classified for a mode."""
-    if mode == "eager":
-        return ("backward",)
-    if mode == "compile":
-        return ("transform", "lower", "compile", "drop")
-    return ("transform", "drop")
-
-
-def _counter_sum(c: Any) -> float:
-    """Sum of COUNTER_KEYS in a counter dict (or in a dict of per-phase counter dicts)."""
-    if not isinstance(c, dict):
-        return 0.0
-    if any(isinstance(v, dict) for v in c.values()):
-        return sum(_counter_sum(v) for v in c.values() if isinstance(v, dict))
-    return float(sum(float(c.get(k, 0) or 0) for k in COUNTER_KEYS))
-
-
-def counter_value(point: model.Point, phases: tuple[str, ...]) -> float | None:
-    """Counter cost of a point over phases, or None when the point has none of those counter phases."""
-    present = [point.counters[p] for p in phases if p in point.counters]
-    if not present:
-        return None
-    return sum(_counter_sum(c) for c in present)
-
-
-def time_value(point: model.Point, phases: tuple[str, ...]) -> float | None:
-    """Seconds of a point over phases, or None when none of the phases was timed."""
-    present = [point.times[p] for p in phases if p in point.times and point.times[p] is not None]
-    return float(sum(present)) if present else None
 
 
 def metric_points(series: Series, phases: tuple[str, ...], source: str) -> tuple[list[int], list[float], list[bool]]:
@@ -123,16 +101,9 @@ def describe_halving(fit: Fit) -> str | None:
 def _dominant(series: Series, phases: tuple[str, ...]) -> tuple[str | None, str | None]:
     """The counter that dominates at the deepest point with counters, and an evidence line."""
     for p in sorted(series.points, key=lambda q: q.depth, reverse=True):
-        tot = dict.fromkeys(COUNTER_KEYS, 0.0)
-        found = False
-        for ph in phases:
-            c = p.counters.get(ph)
-            if isinstance(c, dict):
-                found = True
-                for k in COUNTER_KEYS:
-                    tot[k] += float(c.get(k, 0) or 0)
-        s = sum(tot.values())
-        if found and s > 0:
+        tot = counter_totals(p.counters, phases)
+        s = sum(tot.values()) if tot is not None else 0.0
+        if tot is not None and s > 0:
             top = max(tot, key=tot.get)
             parts = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in tot.items())
             return top, f"at depth {p.depth}: {parts} of {s:,.0f}"
@@ -143,7 +114,8 @@ def _per_call(point: model.Point) -> tuple[list[float], str] | None:
     """Per-call backward costs of a point: counters if present and non-zero, else seconds."""
     cc = point.extra.get("backward_call_counters")
     if isinstance(cc, list) and len(cc) >= 3:
-        vals = [_counter_sum(c) for c in cc]
+        # one dict per call: flat counters, or per-phase counter dicts
+        vals = [sum((counter_totals(c) or counter_totals({"call": c}) or {}).values()) for c in cc]
         if vals[1] > 0:
             return vals, "counters"
     bc = point.extra.get("backward_calls")
