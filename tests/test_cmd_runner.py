@@ -389,7 +389,7 @@ def test_probe_eager_sin_is_superlinear_per_call():
 )
 def test_probe_points_decide_like_the_engine(kind, depths, mode, verdict, base):
     """The points' counters go to the phases the classifier reads, so they decide as the engine's do."""
-    from adprof import classify
+    from adprof.analysis import classify
     from adprof.model import Series
 
     series = Series(chain=kind, backend="cmd", profile=None, mode=mode)
