@@ -89,6 +89,36 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
     p.add_argument("--no-color", action="store_true", help="no colors")
 
 
+def add_cmd_options(p: argparse.ArgumentParser) -> None:
+    """The ``--cmd`` options (probe any program; see adprof/cli/cmd.py): one place for every command."""
+    g = p.add_argument_group("probing a program (--cmd)")
+    g.add_argument(
+        "--cmd",
+        metavar="'PROG ARGS {depth}'",
+        default=None,
+        help="measure a program instead of a chain file: one process per point, {depth} replaced "
+        "(and {calls}); it reports by printing JSON lines (README: Probing a native engine)",
+    )
+    g.add_argument("--name", default=None, help="the chain name of a --cmd series (default: the program's file name)")
+    g.add_argument(
+        "--metric",
+        choices=("time", "instructions"),
+        default="time",
+        help="--cmd: seconds as reported (default), or instruction counts under valgrind --tool=callgrind",
+    )
+    g.add_argument(
+        "--phase",
+        action="append",
+        default=[],
+        metavar="PHASE=PATTERN",
+        help="--metric instructions: count only inside functions matching PATTERN as PHASE (callgrind "
+        "--toggle-collect), e.g. transform='*phase_transform*'; repeatable (default: the whole process "
+        "minus a run at depth 0)",
+    )
+    if not any(a.dest == "max_depth" for a in p._actions):
+        g.add_argument("--max-depth", type=int, default=None, help="--cmd: deepest depth of the schedule (256)")
+
+
 def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
     """(report console, stderr console). With ``--json -`` the report goes to stderr."""
     kw: dict[str, Any] = {"no_color": True} if args.no_color else {}

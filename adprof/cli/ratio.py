@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from adprof.cli.cmd import measure_cmd, uses_cmd
 from adprof.cli.common import (
+    add_cmd_options,
     add_common_options,
     consoles,
     depths_arg,
@@ -25,12 +27,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Unit depth steps 1, 2, 3, ... until a phase passes the cap: value ops, transform "
         "time, per-layer ratio, derivative ops, drop time and counters (seed 001's table).",
     )
-    ratio.add_argument("target", metavar="FILE::CHAIN")
+    ratio.add_argument("target", nargs="?", metavar="FILE::CHAIN")
     ratio.add_argument("--mode", default="traced", help="traced (default), eager, or compile where the backend has it")
     ratio.add_argument("--profile", default="v08")
     ratio.add_argument("--depths", type=depths_arg, default=None, help="explicit depths instead of 1, 2, 3, ...")
     ratio.add_argument("--max-depth", type=int, default=40, help="deepest unit step (default 40)")
     add_common_options(ratio)
+    add_cmd_options(ratio)
     ratio.set_defaults(run=cmd_ratio)
 
 
@@ -44,8 +47,10 @@ def cmd_ratio(args: argparse.Namespace, argv: Sequence[str]) -> int:
         max_depth=None if args.depths else args.max_depth,
         jobs=1,
     )
-    meta = one_chain(args.target, max(10.0, cfg.timeout * 2))
-    report = measure_single(args, argv, cfg, meta, err)
+    if uses_cmd(args, [args.target] if args.target else []):
+        report = measure_cmd(args, argv, cfg, err, default_mode="traced")
+    else:
+        report = measure_single(args, argv, cfg, one_chain(args.target, max(10.0, cfg.timeout * 2)), err)
     from adprof.render import render_ratio_table
 
     r = report.results[0]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
+from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
 from adprof.model import Point, Series, fmt_seconds
@@ -36,6 +37,8 @@ class SeriesSpec:
     declared_reuse: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
+    cmd: CommandSettings | None = None  # a --cmd series: points run the program (measure/cmd_points.py)
+    deciding_metrics: tuple[str, ...] = ()  # Series.deciding_metrics of the measured series
 
     @property
     def label(self) -> str:
@@ -51,6 +54,7 @@ class SeriesSpec:
             mode=self.mode,
             declared_reuse=self.declared_reuse,
             params=dict(self.params),
+            deciding_metrics=list(self.deciding_metrics),
             **fields,
         )
 
@@ -240,6 +244,8 @@ def run_series(
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
+    if spec.cmd is not None:
+        worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
     while (depth := sched.next_depth(series.points)) is not None:
         last = series.points[-1].depth if series.points else None

@@ -82,6 +82,7 @@ from adprof.backends.cmd.process import (
     MODES,
     CommandFailure,
     Completed,
+    check_program,
     expand,
     run_process,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "apply_protocol",
     "callgrind_profile",
     "callgrind_totals",
+    "check_program",
     "expand",
     "last_json_object",
     "measure_point",

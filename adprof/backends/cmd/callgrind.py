@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from adprof.backends.cmd.process import (
@@ -228,16 +228,19 @@ def callgrind_profile(
     depth: int,
     *,
     pattern: str | None = None,
+    patterns: Sequence[str] = (),
     timeout: float,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     calls: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Profile:
     """Run ``template`` at ``depth`` under callgrind (only inside functions matching ``pattern``, e.g.
-    ``'*phase_transform*'``, when given) and return ``[(function, inclusive, self), ...]`` by inclusive
-    instructions; ``.total`` is the count and ``.share(VALUE_KEY_EQ)`` the share in ``ValueKey::eq``."""
+    ``'*phase_transform*'``, or any of ``patterns``, when given) and return ``[(function, inclusive,
+    self), ...]`` by inclusive instructions; ``.total`` is the count and ``.share(VALUE_KEY_EQ)`` the
+    share in ``ValueKey::eq``."""
     argv = expand(template, depth, calls)
-    options = ["--collect-atstart=no", f"--toggle-collect={pattern}"] if pattern else []
+    wanted = [*([pattern] if pattern else []), *patterns]
+    options = ["--collect-atstart=no", *(f"--toggle-collect={p}" for p in wanted)] if wanted else []
     _, totals, text = run_callgrind(argv, options, timeout=timeout, output_limit=output_limit, env=env)
     prof = profile_from_callgrind(text)
     prof.total = totals[-1] or prof.total

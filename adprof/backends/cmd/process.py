@@ -90,7 +90,8 @@ def expand(template: str, depth: int, calls: int | None = None) -> list[str]:
     return [p.replace("{depth}", str(int(depth))).replace("{calls}", str(n)) for p in parts]
 
 
-def _check_program(prog: str) -> None:
+def check_program(prog: str) -> None:
+    """Raise :class:`CommandFailure` (``missing``, ``not-executable``) unless ``prog`` can be run."""
     if os.sep in prog:
         path = Path(prog)
         if not path.exists():
@@ -103,7 +104,7 @@ def _check_program(prog: str) -> None:
 
 def _spawn(argv: list[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
     """Start ``argv`` in its own session, stdin closed, both outputs piped; one-line failures."""
-    _check_program(argv[0])
+    check_program(argv[0])
     full_env = {**os.environ, **(env or {})}
     preexec = None
     if sys.platform.startswith("linux"):
