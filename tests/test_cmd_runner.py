@@ -69,8 +69,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.fixture
-def marker():
+def unique_marker():
     """A unique token for the processes of one test; afterwards none may be left (the runner reaps
     them), and anything that is left is killed by pid so the suite leaves nothing behind."""
     token = f"adprof-test-{uuid.uuid4().hex}"
@@ -86,6 +85,9 @@ def marker():
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"processes left behind: {left}"
+
+
+marker = pytest.fixture(name="marker")(unique_marker)
 
 
 def fake(behaviour: str, marker: str) -> str:

@@ -18,9 +18,13 @@ Row = tuple[str, int, int]
 _NOISE = re.compile(r"^0x[0-9a-f]+$|^\?\?\?$|^\(below main\)$")
 
 
-def top_rows(rows: Sequence[Row], top: int) -> list[Row]:
-    """The ``top`` rows by inclusive cost, without address-only rows."""
-    return [r for r in rows if not _NOISE.match(r[0])][:top]
+def top_rows(rows: Sequence[Row], top: int, total: int | None = None) -> list[Row]:
+    """The ``top`` rows by inclusive cost, without address-only rows and (given ``total``) without the
+    callers that only pass everything through (``main``, the runtime's start-up frames)."""
+    kept = [r for r in rows if not _NOISE.match(r[0])]
+    if total:
+        kept = [r for r in kept if not (r[1] >= total and r[2] == 0)] or kept
+    return kept[:top]
 
 
 def _short(name: str, width: int) -> str:
@@ -46,7 +50,7 @@ def render_table(rows: Sequence[Row], total: int, *, title: str, highlight: str,
         lines.append(f"{share:.1%} of the instructions (inclusive) in {label}: {name}")
     lines.append("")
     lines.append(f"  {'inclusive':>14} {'share':>7} {'self':>14}  function")
-    for fn, inc, self_ in top_rows(rows, top):
+    for fn, inc, self_ in top_rows(rows, top, total):
         pct = 100.0 * inc / total if total else 0.0
         lines.append(f"  {inc:>14,} {pct:>6.1f}% {self_:>14,}  {_short(fn, 110)}")
     return "\n".join(lines)
@@ -58,7 +62,7 @@ def render_bars_svg(
     """A self-contained SVG: one bar per function, its length the inclusive share of ``total``
     (the highlighted function in red; hover a bar for its counts)."""
     rx = re.compile(highlight)
-    shown = top_rows(rows, top)
+    shown = top_rows(rows, top, total)
     row_h, pad, head, label_w = 20, 10, 40, 520
     height = head + len(shown) * row_h + 2 * pad + 16
     bar_w = width - label_w - 2 * pad - 70

@@ -35,6 +35,8 @@ class CommandPoints:
 
     def __init__(self, settings: CommandSettings) -> None:
         self.settings = settings
+        #: Once a point reported phases, a later point that prints no JSON fails (phases were expected).
+        self.expect_json = False
 
     def request(
         self,
@@ -68,10 +70,12 @@ class CommandPoints:
                 timeout=limit,
                 calls=msg.get("calls"),
                 on_run=on_run,
+                require_json=self.expect_json,
             )
         except CommandFailure as exc:
             if exc.kind == "timeout":
                 raise WorkerTimeout(phase[0], None, time.monotonic() - t0, limit) from None
             return {"ok": False, "kind": "cmd", "error": f"depth {depth}: {exc.message}"}
+        self.expect_json = self.expect_json or set(pt.times) != {"process"}
         pt.extra["calls"] = msg.get("calls")
         return {"ok": True, "point": dataclasses.asdict(pt)}

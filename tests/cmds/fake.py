@@ -3,7 +3,9 @@
 Behaviours: ``ok`` (the traced protocol, transform cost 2**depth), ``eager`` (per-call lists), ``plain``
 (no JSON), ``fail`` (stderr, exit 3), ``malformed`` (a value that is not a number), ``broken`` (a JSON
 line that does not parse), ``negative``, ``hang``, ``flood``, ``forks`` (two children that sleep, the
-parent exits at once), ``forks-hang`` (two children, the parent hangs). MARKER is passed to children so
+parent exits at once), ``forks-hang`` (two children, the parent hangs); ``json-then-plain`` (the
+protocol up to depth 2, no JSON from depth 3), ``hang-deep`` (``ok`` up to depth 4, hangs from depth 5).
+MARKER is passed to children so
 a test can find every process it started; children write their pids to $FAKE_PIDS when set.
 """
 
@@ -59,6 +61,12 @@ elif behaviour == "flood":
     line = "x" * 4095 + "\n"
     while True:
         sys.stdout.write(line)
+elif behaviour == "json-then-plain":
+    print(json.dumps({"transform_seconds": 1e-6 * depth}) if depth <= 2 else "no json here")
+elif behaviour == "hang-deep":
+    if depth >= 5:
+        time.sleep(600)
+    print(json.dumps({"transform_seconds": 1e-6 * depth, "counters": {"key_comparisons": 10 * depth}}))
 elif behaviour == "forks":
     children(2)
     print(json.dumps({"transform_seconds": 0.001}))

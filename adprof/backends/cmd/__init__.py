@@ -54,8 +54,9 @@ its output, and thus its count, identical run to run) and puts counts in
   argument parsing and fixed setup cancel.
 
 Each valgrind run gets the full ``timeout``. ``Point.extra["counted"]`` says in words what was counted.
-A phase the command timed as 0 under valgrind gets its callgrind run's wall time (so that the cap and
-the schedule's predictions apply). Failures raise :class:`CommandFailure` with a ``kind`` and a one-line
+A phase the command timed as 0 under valgrind gets ``instructions / CALLGRIND_RATE`` (25e6/s, a
+nominal callgrind speed) as its time: the cap and the schedule's predictions then apply, and stop a
+series at the same depth on every run. Failures raise :class:`CommandFailure` with a ``kind`` and a one-line
 message.
 
 Modules: :mod:`~adprof.backends.cmd.process` (running one process), :mod:`~adprof.backends.cmd.protocol`

@@ -82,7 +82,8 @@ def _count_phase(pt: Point, runs: _Runs, name: str, pattern: str, phases: Mappin
             pt.extra[f"{base}_call_instructions"] = counts
             pt.metrics[f"{base}0"] = {"instructions": counts[0]}
             pt.metrics[base] = {"instructions": statistics.median(counts[1:])}
-            _time_if_missing(pt, base, done.seconds)
+            _time_if_missing(pt, f"{base}0")
+            _time_if_missing(pt, base)
             return f"{base}={pattern!r} (per call, split at {split_by!r})", done
         phase = base
     else:
@@ -93,16 +94,21 @@ def _count_phase(pt: Point, runs: _Runs, name: str, pattern: str, phases: Mappin
             "valgrind", f"no instructions inside functions matching {pattern!r} (phase {name}): check the pattern"
         )
     pt.metrics[phase] = {"instructions": total}
-    _time_if_missing(pt, phase, done.seconds)
+    _time_if_missing(pt, phase)
     return f"{phase}={pattern!r}", done
 
 
-def _time_if_missing(pt: Point, phase: str, seconds: float) -> None:
-    """A phase the command timed as 0 (``ADPROF_METRIC=instructions``) gets its callgrind run's wall
-    time, so that the cap and the predictions of the depth schedule still apply under valgrind."""
-    if not pt.times.get(phase):
-        pt.times[phase] = seconds
-        pt.extra.setdefault("times_from_callgrind_runs", []).append(phase)
+#: Nominal speed of a program under callgrind (instructions per second; ~50x below native). A phase the
+#: command timed as 0 (``ADPROF_METRIC=instructions``) gets ``instructions / CALLGRIND_RATE`` as its time:
+#: deterministic, so that the cap and the schedule's predictions stop a series at the same depth on
+#: every run, loaded or not (the callgrind runs' wall times are mostly valgrind's start-up).
+CALLGRIND_RATE = 25e6
+
+
+def _time_if_missing(pt: Point, phase: str) -> None:
+    if not pt.times.get(phase) and phase in pt.metrics:
+        pt.times[phase] = pt.metrics[phase]["instructions"] / CALLGRIND_RATE
+        pt.extra["times"] = f"instructions / {CALLGRIND_RATE:.3g} (nominal callgrind speed) where the command timed 0"
 
 
 def _phase_point(pt: Point, runs: _Runs, phases: Mapping[str, str]) -> Point:
@@ -134,7 +140,7 @@ def _baseline_point(pt: Point, runs: _Runs, template: str, baseline_depth: int, 
     if obj is not None:
         apply_protocol(pt, obj, runs.mode)
     pt.metrics["process"] = {"instructions": total - baseline}
-    _time_if_missing(pt, "process", done.seconds)
+    _time_if_missing(pt, "process")
     pt.extra["counted"] = (
         f"instructions (callgrind Ir) of the whole process at depth {depth} ({total:,}) minus the same command "
         f"at depth {baseline_depth} ({baseline:,}): start-up and fixed setup cancel, depth-dependent setup does not"
