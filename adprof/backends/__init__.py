@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "engine": "adprof.backends.engine",
     "jax": "adprof.backends.jax_backend",
     "torch": "adprof.backends.torch_backend",
+    "cmd": "adprof.backends.cmd",  # any program, driven by --cmd (adprof/cli/cmd.py), not by a chain file
 }
 KNOWN_BACKENDS: tuple[str, ...] = tuple(BACKENDS)
 #: Cost profiles per backend (``None``: the backend has a single behaviour).
@@ -25,6 +26,7 @@ BACKEND_PROFILES: dict[str, tuple[str | None, ...]] = {
     "engine": ("v08", "fixed"),
     "jax": (None,),
     "torch": (None,),
+    "cmd": (None,),
 }
 #: Top-level packages a backend needs beyond adprof's own dependencies.
 BACKEND_REQUIRES: dict[str, tuple[str, ...]] = {
