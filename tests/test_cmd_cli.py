@@ -263,6 +263,10 @@ def test_template_needs_depth_and_one_target(capsys, tmp_path):
     assert rc == 2 and err.strip() == "adprof: error: --cmd replaces FILE[::CHAIN]: give one or the other"
     rc, _, err, _ = run(capsys, tmp_path, "check", "--cmd", fake("ok", "x"), "--phase", "transform=*t*")
     assert rc == 2 and err.strip() == "adprof: error: --phase applies to --metric instructions only"
+    rc, _, err, _ = run(capsys, tmp_path, "check", "--cmd", fake("ok", "x"), "--backend", "jax")
+    assert rc == 2 and err.strip() == "adprof: error: --cmd runs on backend cmd only (drop --backend)"
+    rc, _, err, _ = run(capsys, tmp_path, "check", "--backend", "cmd")
+    assert rc == 2 and err.strip() == "adprof: error: --backend cmd measures a program: give --cmd 'PROG ARGS {depth}'"
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,8 @@ def uses_cmd(args: argparse.Namespace, targets: Sequence[str] | None) -> bool:
         return False
     if targets:
         raise UsageError("--cmd replaces FILE[::CHAIN]: give one or the other")
+    if set(csv_list(getattr(args, "backend", "") or "")) - {"engine", "cmd"}:  # engine: the option's default
+        raise UsageError("--cmd runs on backend cmd only (drop --backend)")
     return True
 
 
