@@ -254,7 +254,7 @@ def test_nested_per_call_counters():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=2, max_size=30))
+@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_subnormal=False), min_size=2, max_size=30))
 def test_eager_backward_is_call0_and_median_of_the_rest(calls):
     pt = Point(depth=1)
     cmd.apply_protocol(pt, {"backward_seconds": calls}, "eager")
@@ -267,7 +267,12 @@ def test_eager_backward_is_call0_and_median_of_the_rest(calls):
 @given(
     st.dictionaries(
         st.sampled_from(sorted(cmd.PROTOCOL_KEYS)),
-        st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3), st.booleans(), st.none()),
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=False),
+            st.text(max_size=3),
+            st.booleans(),
+            st.none(),
+        ),
         min_size=1,
     )
 )
