@@ -139,6 +139,17 @@ def _kernel(eqn: Eqn):
     return kernel
 
 
+def live_eqn_count(program: Program) -> int:
+    """Equations the outputs need (what dead-code elimination would keep)."""
+    live = set(program.outputs)
+    count = 0
+    for e in reversed(program.eqns):
+        if any(o in live for o in e.outs):
+            count += 1
+            live.update(e.ins)
+    return count
+
+
 def prune_inputs(program: Program) -> tuple[Program, list[int]]:
     """Drop inputs no equation or output uses; returns the program and the kept input positions."""
     used = set(program.outputs)
@@ -295,15 +306,20 @@ class ProgramBuilder:
         self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), tuple(o.idx for o in outs)))
         return outs
 
-    def build(self, outputs: list[Var], dce: bool = True) -> Program:
-        """Freeze into a Program, dropping equations the outputs do not need, and renumbering."""
+    def build(self, outputs: list[Var], dce: bool = True, keep_prefix: int = 0) -> Program:
+        """Freeze into a Program, dropping equations the outputs do not need, and renumbering.
+
+        The first ``keep_prefix`` equations stay whether or not they are needed (the replayed
+        forward of a ``v08`` derivative program, which upstream rebuilds in full).
+        """
         eqns = self.eqns
         out_idx = [o.idx for o in outputs]
         if dce:
             live = set(out_idx)
             kept = []
-            for e in reversed(eqns):
-                if any(o in live for o in e.outs):
+            for n in range(len(eqns) - 1, -1, -1):
+                e = eqns[n]
+                if n < keep_prefix or any(o in live for o in e.outs):
                     kept.append(e)
                     live.update(e.ins)
             eqns = kept[::-1]
