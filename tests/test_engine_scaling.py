@@ -294,3 +294,25 @@ def test_v08_keeps_dead_forward_equations_but_the_compiled_program_does_not():
     assert program_v08.op_count == program_fixed.op_count
     a = np.random.default_rng(0).random((3, 3))
     np.testing.assert_array_equal(program_v08.prepare()(a)[0], program_fixed.prepare()(a)[0])
+
+
+def test_counter_budget_stops_one_huge_comparison_during_the_walk():
+    """Two separately built 40-layer y*y key chains: one == would visit 2**41 nodes; the budget
+    stops it within keys.BUDGET_CHECK_EVERY visits of the limit."""
+    from engine import keys
+    from engine.ops import mul_p
+
+    def chain_key(leaf, depth):
+        k = leaf
+        for _ in range(depth):
+            k = keys.ValueKey(keys.OpKey(mul_p, (), (k, k)), 0)
+        return k
+
+    leaf = keys.InputKey()
+    a, b = chain_key(leaf, 40), chain_key(leaf, 40)
+    start = engine.counters.COUNTERS.key_comparisons
+    with pytest.raises(engine.counters.CounterBudgetExceeded), engine.counters.budget(50_000):
+        _ = a == b
+    spent = engine.counters.COUNTERS.key_comparisons - start
+    assert 50_000 < spent <= 50_000 + keys.BUDGET_CHECK_EVERY + 1
+    assert chain_key(leaf, 6) == chain_key(leaf, 6)  # small comparisons still complete
