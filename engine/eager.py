@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +33,21 @@ from .counters import COUNTERS
 from .errors import DTypeError, EngineError, TransformError
 from .graph import TracedTensor, freeze
 from .keys import InputKey
-from .ops import Aval, Primitive, TensorBase, add_p
+from .ops import IMPL_RULES, Aval, Primitive, add_p
+from .ops.operators import Tensor
 
 ENGINE_TARGET = "cpu-numpy"
 
 _SESSION: EagerSession | None = None
+_lazy_traces = False  # fixed profile: traces are recorded on first need, not with every op
+
+
+def _on_profile(name: str) -> None:
+    global _lazy_traces
+    _lazy_traces = name == "fixed"
+
+
+profiles.on_change(_on_profile)
 
 
 def current_session() -> EagerSession | None:
@@ -61,7 +71,7 @@ class _Pending:
         self.traces = None
 
 
-class EagerTensor(TensorBase):
+class EagerTensor(Tensor):
     """A value computed at once, with its recorded trace (a traced tensor) behind it.
 
     In the ``fixed`` profile the trace is recorded lazily: only a derivative request that misses
@@ -230,7 +240,7 @@ class EagerSession:
 
 
 class EagerRuntime:
-    """Holds the AD rule set (the primitive registry) and the caches; no engine state."""
+    """Holds the prepared-derivative cache and its statistics (the AD rules live in ``engine.ops``)."""
 
     def __init__(self, cache_capacity: int = 256) -> None:
         self.cache_capacity = cache_capacity
@@ -273,17 +283,12 @@ class EagerRuntime:
         finally:
             _SESSION = previous
 
-    def with_session(self, fn: Callable):
-        """Run ``fn(session)`` inside a new session and return its result."""
-        with self.session() as s:
-            return fn(s)
-
     # -- ops ---------------------------------------------------------------------------------
     def _apply(self, prim: Primitive, args, params):
         session = _SESSION
         if session is not None and session.runtime is not self:
             raise EngineError("this eager tensor belongs to another EagerRuntime than the open session")
-        lazy = profiles._active == "fixed"
+        lazy = _lazy_traces
         fps = [] if session is not None else None
         for a in args:
             if type(a) is not EagerTensor:
@@ -301,7 +306,7 @@ class EagerRuntime:
                     fps.append(a.fp)
                 else:
                     fps = None
-        out = prim.impl(*[a.value for a in args], **params)
+        out = IMPL_RULES[prim](*[a.value for a in args], **params)
         COUNTERS.ops_executed += 1
         node_fp = None if fps is None else hash((prim.name, tuple(params.values()), tuple(fps)))
         if lazy and prim.nout == 1:  # the common case, kept lean: one output, trace deferred
@@ -345,7 +350,7 @@ class EagerRuntime:
             )
         if loss.dtype.kind != "f":
             raise DTypeError(f"backward() needs a floating-point loss, got {loss.dtype.name}")
-        v08 = profiles.current() == "v08"
+        v08 = not _lazy_traces
         if not v08 and not create_graph and loss.fp is not None and loss.session is not None:
             if self._backward_from_residuals(loss):
                 self._release(loss, retain_graph)

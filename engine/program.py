@@ -14,10 +14,11 @@ import numpy as np
 
 from .counters import COUNTERS
 from .errors import ShapeError
-from .ops import Aval, Primitive, TensorBase
+from .ops import IMPL_RULES, SHAPE_RULES, Aval, Primitive
+from .ops.operators import Tensor
 
 
-class Var(TensorBase):
+class Var(Tensor):
     """A program variable while a program is being built."""
 
     __slots__ = ("idx", "aval", "builder")
@@ -127,7 +128,7 @@ def format_program(program: Program) -> str:
 
 
 def _kernel(eqn: Eqn):
-    impl = eqn.prim.impl
+    impl = IMPL_RULES[eqn.prim]
     if not eqn.params:
         return impl
     params = eqn.params
@@ -295,7 +296,7 @@ class ProgramBuilder:
         return v
 
     def bind(self, prim: Primitive, args, params):
-        out_avals = prim.shape_rule(*[a.aval for a in args], **params)
+        out_avals = SHAPE_RULES[prim](*[a.aval for a in args], **params)
         avals = self.avals
         if prim.nout == 1:
             avals.append(out_avals[0])
