@@ -37,6 +37,7 @@ from .ops import IMPL_RULES, Aval, Primitive, add_p
 from .ops.operators import Tensor
 
 ENGINE_TARGET = "cpu-numpy"
+_new_aval = tuple.__new__  # Aval(...) without its keyword wrapper
 
 _SESSION: EagerSession | None = None
 _lazy_traces = False  # fixed profile: traces are recorded on first need, not with every op
@@ -81,7 +82,6 @@ class EagerTensor(Tensor):
 
     __slots__ = (
         "value",
-        "aval",
         "_trace",
         "_pending",
         "_slot",
@@ -106,7 +106,6 @@ class EagerTensor(Tensor):
         slot: int = 0,
     ) -> None:
         self.value = value
-        self.aval = Aval(value.shape, value.dtype)
         self._trace = trace
         self._pending = pending
         self._slot = slot
@@ -116,6 +115,21 @@ class EagerTensor(Tensor):
         self.requires_grad = requires_grad
         self.grad = None
         self._freed = False
+
+    # the abstract value is derived from the value on demand: building it for every eager op
+    # would cost a third of the op's bookkeeping
+    @property
+    def aval(self) -> Aval:
+        value = self.value
+        return _new_aval(Aval, (value.shape, value.dtype))
+
+    @property
+    def shape(self) -> tuple:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.dtype
 
     @property
     def trace(self) -> TracedTensor | None:
@@ -158,7 +172,36 @@ class EagerTensor(Tensor):
 
     # -- recording ---------------------------------------------------------------------------
     def _bind(self, prim: Primitive, args, params):
-        return self.runtime._apply(prim, args, params)
+        runtime = self.runtime
+        session = _SESSION
+        if _lazy_traces and session is not None and prim.nout == 1 and session.runtime is runtime:
+            # the common case, kept lean (fixed profile, inside a session, one output, operands that
+            # are leaves or results of this session): run the kernel, defer the trace; anything
+            # else (including every error) takes the general path below
+            fps = []
+            for a in args:
+                if type(a) is not EagerTensor or a.runtime is not runtime or a._freed:
+                    break
+                if a.session is session:  # leaves never carry a session
+                    fps.append(a.fp)
+                elif a._pending is None and a._trace.node is None:
+                    fps.append(session.leaf_fp(a))
+                else:
+                    break
+            else:
+                impl = IMPL_RULES[prim]
+                if len(args) == 1:
+                    out = impl(args[0].value, **params)
+                else:
+                    out = impl(*[a.value for a in args], **params)
+                COUNTERS.ops_executed += 1
+                v = out if type(out) is np.ndarray else np.asarray(out)
+                values = session.values
+                o = len(values)
+                values.append(v)
+                fp = hash((prim.name, tuple(params.values()) if params else (), tuple(fps), o))
+                return EagerTensor(v, None, runtime, fp, session, False, _Pending(prim, params, args, [o], session))
+        return runtime._apply(prim, args, params)
 
     def _constant(self, array: np.ndarray) -> EagerTensor:
         return self.runtime.constant(array)
@@ -308,12 +351,14 @@ class EagerRuntime:
                     fps = None
         out = IMPL_RULES[prim](*[a.value for a in args], **params)
         COUNTERS.ops_executed += 1
-        node_fp = None if fps is None else hash((prim.name, tuple(params.values()), tuple(fps)))
+        node_id = None if fps is None else (prim.name, tuple(params.values()) if params else (), tuple(fps))
         if lazy and prim.nout == 1:  # the common case, kept lean: one output, trace deferred
             v = out if type(out) is np.ndarray else np.asarray(out)
             o = None if session is None else session.record(None, v)
             pending = _Pending(prim, params, args, [o], session)
-            return EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session, pending=pending)
+            return EagerTensor(
+                v, None, self, None if node_id is None else hash((*node_id, o)), session, pending=pending
+            )
         if prim.nout == 1:
             out = (out,)
         values = [np.asarray(v) for v in out]
@@ -322,7 +367,7 @@ class EagerRuntime:
             pending = _Pending(prim, params, tuple(args), ordinals, session)
             results = [
                 EagerTensor(
-                    v, None, self, None if node_fp is None else hash((node_fp, o)), session, pending=pending, slot=i
+                    v, None, self, None if node_id is None else hash((*node_id, o)), session, pending=pending, slot=i
                 )
                 for i, (v, o) in enumerate(zip(values, ordinals, strict=True))
             ]
@@ -334,7 +379,7 @@ class EagerRuntime:
                 fp = None
                 if session is not None:
                     ordinal = session.record(t, v)
-                    fp = None if node_fp is None else hash((node_fp, ordinal))
+                    fp = None if node_id is None else hash((*node_id, ordinal))
                 results.append(EagerTensor(v, t, self, fp, session))
         return results[0] if prim.nout == 1 else tuple(results)
 
