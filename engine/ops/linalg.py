@@ -88,8 +88,14 @@ def _einsum_path(spec, shapes):
     return np.einsum_path(spec, *operands, optimize="greedy")[0]
 
 
+#: Below this product of operand sizes a pairwise einsum runs numpy's own loops (no path, no BLAS).
+_EINSUM_BLAS_SIZE = 1 << 16
+
+
 def _einsum_impl(*arrays, spec):
-    if len(arrays) <= 2:
+    # numpy's c_einsum loops are ~4x slower than the tensordot (BLAS) route the optimized path
+    # takes on TRG-sized pairwise contractions; tiny ones are cheaper without the path machinery
+    if len(arrays) == 1 or (len(arrays) == 2 and arrays[0].size * arrays[1].size < _EINSUM_BLAS_SIZE):
         return np.einsum(spec, *arrays)
     return np.einsum(spec, *arrays, optimize=_einsum_path(spec, tuple(a.shape for a in arrays)))
 
