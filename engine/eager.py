@@ -404,7 +404,8 @@ class EagerRuntime:
         frozen = rebuild_source_program(loss.trace)
         leaves = frozen.input_leaves
         wrt = tuple(i for i, leaf in enumerate(leaves) if _owner(leaf) is not None)
-        key = (ENGINE_TARGET, frozen.program.fingerprint, tuple(leaf.aval for leaf in leaves), wrt)
+        # v08 programs keep the replayed forward (their derivative traces rebuild it): keyed apart
+        key = (ENGINE_TARGET, frozen.program.fingerprint, tuple(leaf.aval for leaf in leaves), wrt, v08)
         entry = self._cache_get(key)
         if entry is None:
             dprog = vjp_program(frozen.program, list(wrt), seed=np.ones((), dtype=loss.dtype))
