@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof import model
+from adprof.backends import series_fields
 from adprof.chain import Chain, as_chain, load_chains, parse_target
 from adprof.classify import classify
 from adprof.model import Point, Result, Series
@@ -193,6 +194,7 @@ def _measure(
         mode=mode,
         declared_reuse=_numeric(chain.reuse),
         params=dict(chain.params),
+        **series_fields(backend, mode),
     )
     for depth in depths:
         try:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adprof.backends import series_fields
 from adprof.classify import COUNTER_KEYS, cost_phases, counter_value, time_value
 from adprof.model import Point, Series
 
@@ -539,6 +540,7 @@ def run_series(
             mode=spec.mode,
             declared_reuse=spec.declared_reuse,
             params=dict(spec.params),
+            **series_fields(spec.backend, spec.mode),
         )
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
