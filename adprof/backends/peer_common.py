@@ -186,6 +186,8 @@ def measure_eager(
             t, (loss, state) = timed(lambda x=x: forward(x))
             fwd.append(t)
             if i == 0:
+                phase = "check"
+                on_phase(phase, i)  # reading the value may be slow (tinygrad realizes a forward graph)
                 check(loss, depth)
                 value = scalar(loss)
                 check_finite(value, depth)
