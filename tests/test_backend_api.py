@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adprof import backends
@@ -52,6 +52,7 @@ def test_unknown_mode_and_profile_are_one_line():
         backends.check_backend("nosuch")
 
 
+@settings(deadline=None)
 @given(st.lists(st.floats(min_value=0.0, max_value=10.0, allow_nan=False), min_size=1, max_size=50))
 def test_lower_quartile_is_an_order_statistic_below_the_median(xs):
     q = lower_quartile(xs)
@@ -60,6 +61,7 @@ def test_lower_quartile_is_an_order_statistic_below_the_median(xs):
     assert q <= sorted(xs)[(len(xs) - 1) // 2]
 
 
+@settings(deadline=None)
 @given(st.lists(st.floats(min_value=1e-6, max_value=2.0), min_size=1, max_size=20))
 def test_repeat_policy_bounds(run_times):
     """Replaying run times through the policy: at most 7 runs, 1 when the first is slow, at least 3 when cheap."""
@@ -203,7 +205,8 @@ def test_plugin_measures_in_the_worker_and_a_broken_one_is_one_line(plugin_path,
     assert all(len(p["samples"]["transform"]) >= 1 for p in result["points"])
     assert len(depths) >= 3
     # central differences: 2 x 4 chain runs per gradient, each a few calls per layer: exactly linear in depth
-    steps = {(c2 - c1) / (d2 - d1) for (d1, c1), (d2, c2) in zip(zip(depths, calls), zip(depths[1:], calls[1:]))}
+    pairs = list(zip(depths, calls, strict=True))
+    steps = {(c2 - c1) / (d2 - d1) for (d1, c1), (d2, c2) in zip(pairs, pairs[1:], strict=False)}
     assert len(steps) == 1, steps
     cmd[cmd.index("numpyfd")] = "broken"
     bad = subprocess.run(cmd, capture_output=True, text=True, env=_env(plugin_path), timeout=60)

@@ -21,7 +21,7 @@ def _needs(*modules: str):
 
 def _linear_increments(depths, values, rel=0.002):
     """Per-layer increments between consecutive depths agree within ``rel`` (a + b*d exactly, up to noise)."""
-    steps = [(v2 - v1) / (d2 - d1) for d1, d2, v1, v2 in zip(depths, depths[1:], values, values[1:])]
+    steps = [(v2 - v1) / (d2 - d1) for d1, d2, v1, v2 in zip(depths, depths[1:], values, values[1:], strict=False)]
     assert min(steps) > 0, steps
     assert max(steps) - min(steps) <= rel * max(steps), steps
     return steps
@@ -123,7 +123,7 @@ def test_autograd_eager_point_value_metrics_and_linear_growth():
         calls = [p.metrics[phase]["python_calls"] for p in pts]
         assert again.metrics[phase]["python_calls"] == calls[-1]  # pure Python: exactly repeatable
         _linear_increments(depths, calls, rel=0.0)
-    for p, d in zip(pts, depths):
+    for p, d in zip(pts, depths, strict=True):
         assert p.extra["value"] == pytest.approx(float(chains.sin(np, chains.sin.make_input(), d)))
         assert p.extra["finite_gradient"] is True
         _samples_match_times(p)

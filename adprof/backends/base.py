@@ -150,8 +150,9 @@ def repeat_timed(
 
 def count_python_calls(fn: Callable[[], Any]) -> tuple[int, Any]:
     """``(calls, fn())``: Python and C function calls made by ``fn``, from cProfile's C profiler
-    (``sum(callcount)``), the garbage collector disabled. Deterministic for deterministic code, but blind to work done inside a call
-    (C++ compilers, a ``sorted`` whose comparisons get dearer): declare where it may decide."""
+    (``sum(callcount)``), the garbage collector disabled. Deterministic for deterministic code, but blind
+    to work done inside a call (C++ compilers, a ``sorted`` whose comparisons get dearer): declare where it
+    may decide."""
     gc.collect()  # with gc disabled inside: finalizers run by a collection would add calls at random
     gc.disable()
     prof = cProfile.Profile()
