@@ -29,13 +29,10 @@ class ModuleBackend(Backend):
     """A built-in backend whose measuring code is the module :attr:`implementation` (imported lazily)."""
 
     implementation: ClassVar[str] = ""
-    _module: ModuleType | None = None
 
     def module(self) -> ModuleType:
-        """The implementation module (imports the engine)."""
-        if self._module is None:
-            self._module = importlib.import_module(self.implementation)
-        return self._module
+        """The implementation module (imports the engine; later calls are a ``sys.modules`` lookup)."""
+        return importlib.import_module(self.implementation)
 
     def measure_point(
         self,
