@@ -165,10 +165,10 @@ def test_tinygrad_compile_phases_and_deterministic_graph_metrics():
     pts = [b.measure_point(chains.sin, "compile", d, repeats=1) for d in depths]
     again = b.measure_point(chains.sin, "compile", 16, repeats=1)
     for p in pts:
-        assert set(p.times) == {"forward", "transform", "schedule", "compile", "run"}
+        assert set(p.times) == {"transform", "lower", "compile", "run"}
         assert p.extra["finite_gradient"] is True
         _samples_match_times(p)
-    for phase in ("forward", "transform", "schedule"):
+    for phase in ("transform", "lower"):
         calls = [p.metrics[phase]["python_calls"] for p in pts]
         assert again.metrics[phase]["python_calls"] == calls[-1]  # caches cleared: every run does the same work
         _linear_increments(depths, calls, rel=0.0)

@@ -152,7 +152,7 @@ class TinygradBackend(ModuleBackend):
     name = "tinygrad"
     implementation = "adprof.backends.tinygrad_backend"
     modes = ("compile", "eager")
-    phases = {"compile": ("forward", "transform", "schedule", "compile", "run"), "eager": _EAGER_PHASES}
+    phases = {"compile": ("transform", "lower", "compile", "run"), "eager": _EAGER_PHASES}
     metrics = {"compile": ("python_calls",), "eager": ("python_calls",)}
     deciding_metrics = {"compile": (), "eager": ()}
     metric_notes = {

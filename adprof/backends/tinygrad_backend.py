@@ -10,11 +10,12 @@ tinygrad is lazy: building the chain records a graph, ``backward()`` adds the gr
 realizing a tensor schedules the graph into kernels, generates their code (cached by kernel) and runs
 them. Modes:
 
-* ``compile``: tinygrad's first-realize pipeline of the gradient, split in phases, every repeat on a
-  fresh graph with tinygrad's schedule and program caches cleared (so each repeat really schedules and
-  generates code): ``forward`` (the chain's lazy graph), ``transform`` (``loss.gradient(x)``),
-  ``schedule`` (``linear_with_vars``: kernels), ``compile`` (``compile_linear``: lowering, linearizer,
-  rendering), ``run`` (executing the kernels, reading the gradient).
+* ``compile``: tinygrad's first-realize pipeline of the gradient, split in phases (named as jax's compile
+  mode), every repeat on a fresh graph with tinygrad's schedule and program caches cleared (so each
+  repeat really schedules and generates code): ``transform`` (the chain's lazy graph and
+  ``loss.gradient(x)``), ``lower`` (tinygrad's scheduler, ``linear_with_vars``: the graph cut into
+  kernels), ``compile`` (codegen, ``compile_linear``: lowering, linearizer, rendering), ``run``
+  (executing the kernels, reading the gradient).
 * ``eager``: what a user writes, per call on a fresh tensor: ``forward`` = the chain (lazy graph),
   ``backward`` = ``loss.backward()`` and realizing ``x.grad``. Caches are cleared at the start of a point,
   so call 0 pays scheduling and codegen; warm calls hit tinygrad's caches.
@@ -175,8 +176,8 @@ def measure_compile(
     """
     pt = Point(depth=depth)
     a = chain.make_input()
-    names = ("forward", "transform", "schedule", "compile", "run")
-    phase = "forward"
+    names = ("transform", "lower", "compile", "run")
+    phase = "transform"
     try:
         _warm_up(chain, "compile")
 
@@ -185,22 +186,25 @@ def measure_compile(
             clear_caches()
             x = Tensor(a)
             state: dict[str, Any] = {}
+
+            def transform() -> Any:
+                loss = _fn(chain, depth)(x)
+                _check(loss, depth)
+                return loss.gradient(x)[0]
+
             steps = {
-                "forward": lambda: _fn(chain, depth)(x),
-                "transform": lambda: state["forward"].gradient(x)[0],
-                "schedule": lambda: state["transform"].linear_with_vars(),
+                "transform": transform,
+                "lower": lambda: state["transform"].linear_with_vars(),
                 "compile": lambda: _realize.link_linear(
-                    _realize.compile_linear(state["schedule"][0], validate=_realize.VALIDATE_WITH_CPU, input_uops=[])
+                    _realize.compile_linear(state["lower"][0], validate=_realize.VALIDATE_WITH_CPU, input_uops=[])
                 ),
-                "run": lambda: (_run(state["compile"], state["schedule"][1]), state["transform"].numpy())[1],
+                "run": lambda: (_run(state["compile"], state["lower"][1]), state["transform"].numpy())[1],
             }
             out: dict[str, float] = {}
             for name in names:
                 phase = name
                 on_phase(name, None)
                 out[name], state[name] = count_python_calls(steps[name]) if profile else timed(steps[name])
-                if name == "forward":
-                    _check(state[name], depth)
             return out, state
 
         samples: dict[str, list[float]] = {n: [] for n in names}
