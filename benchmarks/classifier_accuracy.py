@@ -1,8 +1,9 @@
 """Confusion matrix of adprof's time classifier over a grid of synthetic laws and noise levels.
 
 Each trial draws a series as adprof's schedule measures a cheap time series (sqrt(2) depth steps from 8,
-at least to 128 and on until the cost is 30x the first point's or depth 2048, for power laws, unit steps from 1 until the cost reaches the cap for exponentials; 5 repeats per depth,
-lognormal noise, one repeat in ten hit by a x2-x5 load burst) and classifies it with
+at least to 128 and on until the cost is 30x the first point's or depth 2048, for power laws; unit steps
+from 1 until the cost reaches the cap for exponentials; 5 repeats per depth, lognormal noise, one repeat
+in ten hit by a x2-x5 load burst) and classifies it with
 ``adprof.analysis.growth.fit_growth``, the function that decides verdicts on wall time.
 
     python benchmarks/classifier_accuracy.py [--trials 30] [--markdown]

@@ -19,9 +19,8 @@ import numpy as np
 from adprof import model
 from adprof.analysis import explain
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
-from adprof.model import Fit, Point, Result, Series, Verdict
+from adprof.model import COUNTER_KEYS, Fit, Point, Result, Series, Verdict, cost_phases, counter_value, time_value
 
-COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 COUNTER_LABEL = "key comparisons+lookups+visits"
 REUSE_TOLERANCE = 0.25
 AMORTIZED_BELOW = 0.5  # warm calls cheaper than this fraction of call 1 => amortized
@@ -37,43 +36,25 @@ _KIND = {
 }
 
 
-def cost_phases(mode: str) -> tuple[str, ...]:
-    """The phases whose cost is classified for a mode."""
-    if mode == "eager":
-        return ("backward",)
-    if mode == "compile":
-        return ("transform", "lower", "compile", "drop")
-    return ("transform", "drop")
+def _phases(series: Series) -> tuple[str, ...]:
+    """The mode's cost phases, or ``process`` for a command that reports no phases (its wall time)."""
+    phases = cost_phases(series.mode)
+    if not any(ph in p.times or ph in p.counters or ph in p.metrics for p in series.points for ph in phases):
+        if any("process" in p.times or "process" in p.metrics for p in series.points):
+            return ("process",)
+    return phases
 
 
-# -- values of a point ---------------------------------------------------------------------------------------
-
-
-def counter_total(counters: Any) -> float:
-    """Sum of COUNTER_KEYS in a counter dict, or over a dict of per-phase counter dicts."""
-    if not isinstance(counters, dict):
+def _one_counter_dict(c: Any) -> float:
+    """Counter cost of one counter dict (the engine's keys, or a command's own counters)."""
+    if not isinstance(c, dict):
         return 0.0
-    if any(isinstance(v, dict) for v in counters.values()):
-        return sum(counter_total(v) for v in counters.values() if isinstance(v, dict))
-    keys = [k for k in COUNTER_KEYS if k in counters] or list(counters)  # a command's own counters
-    return float(sum(float(counters.get(k, 0) or 0) for k in keys))
-
-
-def counter_value(point: Point, phases: tuple[str, ...]) -> float | None:
-    """Counter cost of a point over phases, or None when the point has none of those counter phases."""
-    present = [point.counters[p] for p in phases if p in point.counters]
-    return sum(counter_total(c) for c in present) if present else None
+    return counter_value(Point(depth=0, counters={"c": c}), ("c",)) or 0.0
 
 
 def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | None:
     """A deterministic work metric of a point summed over phases, or None when no phase reports it."""
     present = [point.metrics[p][name] for p in phases if name in point.metrics.get(p, {})]
-    return float(sum(present)) if present else None
-
-
-def time_value(point: Point, phases: tuple[str, ...]) -> float | None:
-    """Seconds of a point over phases (the series' statistic), or None when none of the phases was timed."""
-    present = [point.times[p] for p in phases if point.times.get(p) is not None]
     return float(sum(present)) if present else None
 
 
@@ -130,8 +111,8 @@ def _fit(
     label = "+".join(phases)
     metric = {
         "counters": f"counters[{label}]: " + "+".join(COUNTER_KEYS),
-        "metric": f"{name}[{label}]",
-        "time": f"time[{label}]",
+        "metric": f"{name}: {label}",
+        "time": f"time: {label}",
     }[source]
     clock = series.clock or "wall (perf_counter)" if source == "time" else ""
     fit = fit_growth(
@@ -163,8 +144,11 @@ def describe_fit(fit: Fit, label: str) -> str:
     text = interval_text(fit)
     if fit.kind == "exponential":
         ratios = ", ".join(f"{r:.2f}" for r in fit.tail_ratios[-3:])
-        tail = f" (tail ratios {ratios})" if ratios and fit.source != "time" else ""
-        return f"{label} {text} {over}{tail}"
+        exact = fit.source != "time"
+        tail = f" (tail ratios {ratios})" if ratios and exact else ""
+        iv = f" {text.split(' ', 1)[1]}" if " " in text else ""  # time: the interval
+        depths = fit.tail_depths if exact and fit.tail_depths else fit.depths
+        return f"{label} x{fit.base:.2f} per layer{iv} over depths {_fmt_depths(depths)}{tail}"
     if fit.kind in ("superlinear", "mild"):
         words = "mildly superlinear, " if fit.kind == "mild" else ""
         return f"{label} grows as {words}{text} {over}"
@@ -227,7 +211,7 @@ def _per_call(point: Point) -> tuple[list[float], str] | None:
     """Per-call backward costs of a point: counters if present and non-zero, else seconds."""
     cc = point.extra.get("backward_call_counters")
     if isinstance(cc, list) and len(cc) >= 3:
-        vals = [counter_total(c) for c in cc]
+        vals = [_one_counter_dict(c) for c in cc]
         if vals[1] > 0:
             return vals, "counters"
     bc = point.extra.get("backward_calls")
@@ -274,19 +258,21 @@ def _labels(series: Series, phases: tuple[str, ...]) -> dict[str, str]:
     return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({where})", "where": where}
 
 
-def _deciding(series: Series, phases: tuple[str, ...]) -> tuple[Fit | None, Fit | None, dict[str, Fit], str]:
-    """(counter fit, time fit, metric fits, source that decides)."""
+def _deciding(
+    series: Series, phases: tuple[str, ...], quick: bool = False
+) -> tuple[Fit | None, Fit | None, dict[str, Fit], str]:
+    """(counter fit, time fit, metric fits, source that decides); ``quick``: no bootstrap (schedule use)."""
     counter_fit = (
         _fit(series, phases, "counters") if any(counter_value(p, phases) is not None for p in series.points) else None
     )
     metric_fits = {n: f for n in metric_names(series, phases) if (f := _fit(series, phases, "metric", n))}
     deciding_metric = next((n for n in series.deciding_metrics if n in metric_fits), None)
     time_decides = counter_fit is None and deciding_metric is None
-    time_fit = _fit(series, phases, "time", bootstrap=time_decides)
+    time_fit = _fit(series, phases, "time", bootstrap=time_decides and not quick)
+    if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)
+        return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
     if counter_fit is not None:
         return counter_fit, time_fit, metric_fits, "counters"
-    if deciding_metric is not None:
-        return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
     return counter_fit, time_fit, metric_fits, "time"
 
 
@@ -294,6 +280,20 @@ def _call0(series: Series, has_counters: bool) -> Fit | None:
     """Eager call 0 (the cache miss) when it grows while the steady calls do not."""
     call0 = _fit(series, ("backward0",), "counters") if has_counters else None
     return call0 or _fit(series, ("backward0",), "time")
+
+
+def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
+    """The deciding model's cost ratio between ``depth`` and the deepest measured depth, and its figure
+    (for the schedule's cap prediction: the same model that decides the verdict, without the bootstrap)."""
+    phases = _phases(series)
+    counter_fit, time_fit, metric_fits, source = _deciding(series, phases, quick=True)
+    fit = {"counters": counter_fit, "time": time_fit}.get(source) or metric_fits.get(source.split(":", 1)[-1])
+    if fit is None or fit.kind in ("inconclusive", "runaway") or not fit.depths:
+        return None
+    now, then = predict(fit, fit.depths[-1]), predict(fit, depth)
+    if not now or then is None or now <= 0 or not math.isfinite(then):
+        return None
+    return max(then / now, 1.0), interval_text(fit) or fit.model
 
 
 def next_depth(depths: list[int]) -> int | None:
@@ -307,14 +307,15 @@ def next_depth(depths: list[int]) -> int | None:
 TREE_PROPORTION = 0.10  # counters follow the tree size when C(d)/T(d) varies by less than this
 
 
-def follows_tree(counter_fit: Fit, structure: dict[str, Any] | None) -> Fit | None:
+def follows_tree(counter_fit: Fit, structure: Any) -> Fit | None:
     """Few exact points (the cap stopped the series after 2-3 depths): when the counters are proportional to
     the structure's tree sizes (the key DAG unfolded as a tree, counted at more depths without any
     transform), the tree's growth is the counters' growth. Two independent measurements must agree in
     shape; the tree sizes then decide the form (returns that decision, or None)."""
     if structure is None or counter_fit.kind != "inconclusive" or len(counter_fit.depths) < 2:
         return None
-    tree = dict(zip(structure.get("depths") or [], structure.get("tree_sizes") or [], strict=False))
+    get = structure.get if isinstance(structure, dict) else lambda k: getattr(structure, k, None)
+    tree = dict(zip(get("depths") or [], get("tree_sizes") or [], strict=False))
     common = [(d, c, tree[d]) for d, c in zip(counter_fit.depths, counter_fit.values, strict=True) if tree.get(d)]
     if len(common) < 2 or len(tree) < 4:
         return None
@@ -342,7 +343,7 @@ def classify(
     series: Series,
     predicted_base: float | None = None,
     structure_note: str | None = None,
-    structure: dict[str, Any] | None = None,
+    structure: Any = None,
 ) -> Verdict:
     """Classify one Series into a Verdict: the deciding fit, evidence read from it, cause and remedies."""
     if series.error or not series.points:
@@ -354,7 +355,7 @@ def classify(
             cause=explain.cause(model.ERROR, error=series.error),
         )
     eager = series.mode == "eager"
-    phases = cost_phases(series.mode)
+    phases = _phases(series)
     labels = _labels(series, phases)
     counter_fit, time_fit, metric_fits, source = _deciding(series, phases)
     v = Verdict(
@@ -378,14 +379,14 @@ def classify(
 
     if fit is counter_fit and (tree := follows_tree(counter_fit, structure)) is not None:
         fit = tree
-    kind = fit.kind
+    kind, call0_note = fit.kind, ""
     if eager and kind == "linear":
         call0 = _call0(series, counter_fit is not None)
         v.call0_fit = call0
         if call0 is not None and call0.kind in ("exponential", "superlinear"):
             fit, label, eager_kind = call0, "call 0 backward (cache miss)", False
             kind = call0.kind
-            v.evidence.append("steady calls are linear; only call 0 (the cache miss: transform + first backward) grows")
+            call0_note = "steady calls are linear; only call 0 grows (the cache miss: transform + first backward)"
         else:
             eager_kind = True
     else:
@@ -403,7 +404,11 @@ def classify(
 
     v.evidence.append(describe_fit(fit, label))
     v.evidence.append(_decided_by(fit, series, label))
-    for line in (describe_halving(fit), describe_tail(fit)):
+    halving = describe_halving(fit)
+    if call0_note:
+        v.evidence.append(call0_note)
+    v.key_evidence = [v.evidence[0], *([halving] if halving else []), *v.evidence[1:]]
+    for line in (halving, describe_tail(fit)):
         if line:
             v.evidence.append(line)
     v.evidence.extend(f"{label}: {n}" for n in fit.notes)
@@ -413,16 +418,15 @@ def classify(
         if pv is not None and math.isfinite(pv):
             v.prediction = {"depth": nd, "value": pv}
             unit = " s" if fit.source == "time" else ""
-            v.evidence.append(
-                f"the deciding model predicts {pv:.4g}{unit} at depth {nd} (x{pv / fit.values[-1]:.2f} over depth {fit.depths[-1]})"
-            )
+            growth = f"x{pv / fit.values[-1]:.2f} over depth {fit.depths[-1]}" if fit.values[-1] else "from zero"
+            v.evidence.append(f"the deciding model predicts {pv:.4g}{unit} at depth {nd} ({growth})")
 
     dominant, dom_line = _dominant(series, phases) if counter_fit is not None else (None, None)
     if dom_line:
         v.evidence.append(dom_line)
     for other, olabel in ((counter_fit, labels["counters"]), (time_fit, labels["time"])):
         if other is not None and other is not fit:
-            agree = "agrees" if other.kind == fit.kind else f"differs from the deciding {fit.kind}"
+            agree = "agrees" if other.kind == fit.kind else f"disagrees with {fit.source} ({fit.kind}), which decide"
             v.evidence.append(f"beside: {describe_fit(other, olabel)}; {agree}")
     for name, mf in metric_fits.items():
         if mf is fit:
@@ -435,6 +439,8 @@ def classify(
     if eager:
         v.amortized, v.warm_to_call1, ev = amortization(series)
         v.evidence.extend(ev)
+        if ev and v.kind in (model.SUPERLINEAR_BACKWARD, model.EXPONENTIAL_BACKWARD):
+            v.key_evidence.append(ev[0])  # seed 000: warm calls as slow as call 1
     if predicted_base is not None:
         measured = f", measured {v.base:.2f}" if v.base is not None else ""
         v.evidence.append(f"predicted base {predicted_base:.2f} (use-matrix spectral radius){measured}")

@@ -86,7 +86,10 @@ def _measured_cause(kind: str, *, base, exponent, mode: str, backend: str, label
     if backend == "jax" and mode == "compile":
         tail = ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"
     mild = "mildly (n log n-like) " if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD) else ""
-    return f"{what}{who} grows {mild}{growth} ({label}){tail}; no engine counters were measured, so no mechanism is claimed"
+    return (
+        f"{what}{who} grows {mild}{growth} ({label}){tail}; no engine counters were measured, so no mechanism "
+        "is claimed"
+    )
 
 
 def cause(

@@ -208,12 +208,17 @@ def _slope(v_hi: float, v_lo: float, d: float, h: float) -> float | None:
 
 def halving_reading(fit: Fit) -> str:
     """The words for a halving ratio, from the deciding model's kind (so they never contradict it)."""
-    return {
-        "exponential": "grows with depth as b^(d/2): exponential, not a power of graph size",
-        "superlinear": "above 2.5 per doubling: a superlinear cost of graph size, not arithmetic",
-        "mild": "between 2.2 and 2.5 per doubling: mildly superlinear",
-        "linear": "about 2 per doubling: linear" if (fit.exponent or 0) > 0.15 else "flat: no growth",
-    }.get(fit.kind, "")
+    h = fit.halving_ratio or 0.0
+    if fit.kind == "exponential":
+        return "grows with depth as b^(d/2): exponential, not a power of graph size"
+    if fit.kind == "superlinear":
+        below = "below 1/3 when halved: " if h > 3 else ""
+        return f"{below}a superlinear cost of graph size, not arithmetic"
+    if fit.kind == "mild":
+        return "between 1/3 and 1/2 when halved: mildly superlinear"
+    if fit.kind == "linear":
+        return "about 1/2 when halved: linear" if (fit.exponent or 0) > 0.15 else "flat: no growth"
+    return ""
 
 
 # -- the two readings ----------------------------------------------------------------------------------------
@@ -268,7 +273,7 @@ def _exact(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     if n >= 2 and gt.min() > EXACT_EXP_RATIO and rise > RISE_RATE:
         fit.kind, fit.model = "exponential", "a + c*b^d"
         fit.base = float(np.exp(np.mean(np.log(gt[-2:]))))
-        fit.interval = [float(gt[-2:].min()), float(gt[-2:].max())]
+        fit.interval = [min(float(gt[-2:].min()), fit.base), max(float(gt[-2:].max()), fit.base)]
         return
     if n >= 2 and rise > EMERGING_RATE:
         fit.kind = "inconclusive"
@@ -279,7 +284,7 @@ def _exact(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
         return
     p = 1.0 + float(np.mean(lpt[-2:]))
     fit.model, fit.exponent = "a + c*d^p", p
-    fit.interval = [1.0 + float(lpt[-2:].min()), 1.0 + float(lpt[-2:].max())]
+    fit.interval = [min(1.0 + float(lpt[-2:].min()), p), max(1.0 + float(lpt[-2:].max()), p)]
     if n < 2 and p >= LINEAR_MAX:
         fit.kind, fit.reason = "inconclusive", "too few growing steps to tell an exponential from a power law"
         return
@@ -430,7 +435,7 @@ def band(exponent: float) -> str:
     return "mild" if exponent < SUPERLINEAR_MIN else "superlinear"
 
 
-def _model_fn(fit: Fit):  # noqa: ANN202 - a small closure over the fit
+def _model_fn(fit: Fit):
     a, c, d_max = fit.overhead or 0.0, fit.scale or 0.0, float(max(fit.depths))
     if fit.model == "a + c*b^d" and fit.base:
         lb = math.log(fit.base)

@@ -139,7 +139,7 @@ def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_pha
         holder = [gj]
         del gj
         measure_phase(pt, "drop", holder.clear, on_phase, repeat=False)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
@@ -185,7 +185,7 @@ def measure_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_ph
         first = _ready(compiled(x))  # warm-up
         pt.extra["finite_gradient"] = bool(jnp.all(jnp.isfinite(first)))
         measure_phase(pt, "run", lambda: _ready(compiled(x)), on_phase)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from adprof.chain import Chain
+from adprof.constants import DEFAULT_CALLS
 from adprof.model import Point
 
-DEFAULT_CALLS = 6
 INSTALL_HINT = "pip install 'adprof[peers]'"
 #: Repeat policy of :func:`repeat_median`: one run below FAST s -> 5 runs, below SLOW s -> 3, else 1.
 FAST, SLOW = 0.1, 1.0
@@ -228,7 +228,7 @@ def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -
     ns.__dict__.update({k: v for k, v in vars(base).items() if not k.startswith("__")})
     ns.__dict__.update(overrides)
 
-    def __getattr__(attr: str) -> Any:  # noqa: N807 - PEP 562 module __getattr__
+    def __getattr__(attr: str) -> Any:  # PEP 562 module __getattr__
         return getattr(base, attr)
 
     ns.__getattr__ = __getattr__  # type: ignore[attr-defined]
@@ -298,7 +298,7 @@ def measure_eager(
                 pt.extra["finite_gradient"] = _all_finite(g)
             del loss, state, g, x
             i += 1
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
         raise failure(exc, chain, depth, phase, _eager_summary(pt, fwd, bwd, fwd_wall, bwd_wall)) from None
     return _eager_summary(pt, fwd, bwd, fwd_wall, bwd_wall)
 
@@ -308,7 +308,7 @@ def _all_finite(g: Any) -> bool:
 
     try:
         return bool(np.all(np.isfinite(np.asarray(g))))
-    except Exception:  # noqa: BLE001 - a gradient we cannot read is not "finite"
+    except Exception:  # a gradient we cannot read is not "finite"
         return False
 
 

@@ -144,7 +144,7 @@ def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_pha
         holder = [gg]
         del gg
         measure_phase(pt, "drop", holder.clear, on_phase, repeat=False)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
