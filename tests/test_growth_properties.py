@@ -138,3 +138,62 @@ def test_a_jump_at_the_last_depth_is_not_linear():
     # the review's example: [1, 1.02, 1.05, 1.1, 40] at depths 8..128 was called linear beside halving 36.4
     fit = fit_growth([8, 16, 32, 64, 128], [1, 1.02, 1.05, 1.1, 40], source="time")
     assert fit.kind != "linear"
+
+
+# -- the verdict level: one decision, and evidence that only reads it ---------------------------------------------
+
+_VERDICT_OF = {
+    "exponential": "exponential-transform",
+    "superlinear": "superlinear-transform",
+    "mild": "mildly-superlinear-transform",
+    "linear": "linear",
+    "inconclusive": "inconclusive",
+    "runaway": "runaway",
+}
+
+
+@SETTINGS
+@given(
+    law=st.sampled_from(["d", "d^1.5", "d^2", "2^d", "1.5^d", "nlogn"]),
+    overhead=st.sampled_from([0.0, 1.0]),
+    sigma=st.sampled_from([0.0, 0.05, 0.2]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed):
+    from adprof.analysis.classify import classify
+    from adprof.analysis.growth import halving_reading, interval_text
+    from adprof.model import Point, Series
+
+    rng = np.random.default_rng(seed)
+    f = {
+        "d": lambda d: d / 128,
+        "d^1.5": lambda d: (d / 128) ** 1.5,
+        "d^2": lambda d: (d / 128) ** 2,
+        "2^d": lambda d: 2.0 ** (d - 10),
+        "1.5^d": lambda d: 1.5 ** (d - 10),
+        "nlogn": lambda d: d * math.log(d) / 600,
+    }[law]
+    depths = list(range(1, 13)) if "^d" in law else DOUBLING
+    pts = []
+    for d in depths:
+        reps = [(overhead + f(d)) * math.exp(rng.normal(0, sigma)) for _ in range(5)]
+        pts.append(Point(depth=d, times={"transform": float(np.percentile(reps, 25))}, samples={"transform": reps}))
+    s = Series(chain="c", backend="jax", profile=None, mode="traced", points=pts, statistic="lower quartile of 5")
+    v = classify(s)
+    fit = v.fit
+    assert fit is not None and fit.source == "time"
+    assert v.kind == _VERDICT_OF[fit.kind]  # the verdict is the deciding fit's kind, nothing else
+    assert v.interval_text == interval_text(fit)
+    if fit.kind == "exponential":
+        assert v.base == fit.base and v.exponent is None
+    elif fit.kind in ("linear", "mild", "superlinear"):
+        assert v.exponent == fit.exponent and v.base is None
+    halving = [e for e in v.evidence if e.startswith("halving ratio")]
+    if halving:
+        assert halving[0].endswith(halving_reading(fit))  # its words come from the deciding kind
+    if v.prediction is not None:
+        assert v.prediction["value"] == pytest.approx(predict(fit, v.prediction["depth"]))
+        assert v.prediction["value"] >= fit.values[-1] * 0.999 or fit.exponent == 0.0
+    if v.kind == "inconclusive":
+        assert fit.reason and fit.reason in v.evidence[0]
+    assert "structural key comparison" not in v.cause  # time only: no mechanism is claimed
