@@ -142,7 +142,7 @@ def _merge(lhs, rhs):  # replaced by remedies once imported (profile-dependent m
     return lhs
 
 
-def input(shape, dtype="float64") -> TracedTensor:  # noqa: A001 - the public name is engine.input
+def input(shape, dtype="float64") -> TracedTensor:  # the public name is engine.input
     """A placeholder with a concrete shape (fed positionally when the compiled program runs)."""
     dt = np.dtype(dtype)
     if dt.kind not in "fb":

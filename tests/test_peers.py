@@ -17,13 +17,13 @@ pytest.importorskip("jax")
 pytest.importorskip("torch")
 pytest.importorskip("array_api_compat")
 
-import engine  # noqa: E402
-from adprof import backends  # noqa: E402
-from adprof.backends import jax_backend as jb  # noqa: E402
-from adprof.backends import torch_backend as tb  # noqa: E402
-from adprof.classify import classify  # noqa: E402
-from adprof.model import LINEAR, Point, Series  # noqa: E402
-from probes import chains  # noqa: E402
+import engine
+from adprof import backends
+from adprof.analysis.classify import classify
+from adprof.backends import jax_backend as jb
+from adprof.backends import torch_backend as tb
+from adprof.model import LINEAR, Point, Series
+from probes import chains
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAINS = str(ROOT / "probes" / "chains.py")

@@ -63,12 +63,12 @@ def _load_plugin(name: str) -> Backend:
     where = f"plugin backend {name!r} ({ep.value}" + (f", from {dist}" if dist else "") + ")"
     try:
         obj = ep.load()
-    except Exception as exc:  # noqa: BLE001 - any failure of third-party code is reported in one line
+    except Exception as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise BrokenBackendError(f"{where} failed to load: {type(exc).__name__}{': ' + msg if msg else ''}") from None
     try:
         backend = obj() if isinstance(obj, type) else obj
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise BrokenBackendError(f"{where} could not be created: {type(exc).__name__}: {exc}") from None
     if not isinstance(backend, Backend):
         raise BrokenBackendError(f"{where} is not an adprof.backends.base.Backend (got {type(backend).__name__})")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from adprof.chain import Chain
+from adprof.constants import DEFAULT_CALLS
 from adprof.model import Point
 
 PhaseCallback = Callable[[str, int | None], None]
@@ -46,7 +47,6 @@ PhaseCallback = Callable[[str, int | None], None]
 #: How ``Point.times`` is taken from ``Point.samples`` (the team's statistic) and with which clock.
 STATISTIC = "lower quartile"
 CLOCK = "wall (perf_counter)"
-DEFAULT_CALLS = 6
 #: A timed block starts with this sleep, on a fresh scheduler slice (cuts preemptions ~5x on a loaded machine).
 YIELD_BEFORE = 0.001
 

@@ -32,14 +32,12 @@ import engine
 from adprof.backends.base import PointFailure
 from adprof.backends.peer_common import describe_exception
 from adprof.chain import Chain
+from adprof.constants import DEFAULT_CALLS, DEFAULT_COUNTER_BUDGET, RUN_REPEATS
 from adprof.model import Point
 from engine import counters
 
 PROFILES: tuple[str, ...] = ("v08", "fixed")
 MODES: tuple[str, ...] = ("traced", "eager")
-DEFAULT_CALLS = 6
-DEFAULT_COUNTER_BUDGET = 50_000_000
-RUN_REPEATS = 3
 
 PhaseCallback = Callable[[str, int | None], None]
 
@@ -170,7 +168,7 @@ def measure_traced(
         except PointFailure as f:
             f.point = pt
             raise
-        except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+        except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
             raise _fail(exc, chain, depth, phase, pt) from None
     return pt
 
@@ -233,7 +231,7 @@ def measure_eager(
         except PointFailure as f:
             f.point = _eager_summary(pt, fwd, bwd, rt)
             raise
-        except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014
+        except (Exception, RecursionError, MemoryError) as exc:
             raise _fail(exc, chain, depth, phase, _eager_summary(pt, fwd, bwd, rt)) from None
     return _eager_summary(pt, fwd, bwd, rt)
 

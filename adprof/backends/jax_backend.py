@@ -158,7 +158,7 @@ def measure_traced(
         holder = [gj]
         del gj
         measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
@@ -243,7 +243,7 @@ def measure_compile(
         first = _ready(compiled(x))  # warm-up
         pt.extra["finite_gradient"] = bool(jnp.all(jnp.isfinite(first)))
         measure_phase(pt, "run", lambda: _ready(compiled(x)), on_phase, repeats=repeats)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 

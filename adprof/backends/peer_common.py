@@ -119,7 +119,7 @@ def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -
     ns.__dict__.update({k: v for k, v in vars(base).items() if not k.startswith("__")})
     ns.__dict__.update(overrides)
 
-    def __getattr__(attr: str) -> Any:  # noqa: N807 - PEP 562 module __getattr__
+    def __getattr__(attr: str) -> Any:
         return getattr(base, attr)
 
     ns.__getattr__ = __getattr__  # type: ignore[attr-defined]
@@ -215,7 +215,7 @@ def measure_eager(
                 record_metric(pt, "forward", "python_calls", n_fwd)
                 record_metric(pt, "backward", "python_calls", n_bwd)
             del loss, state, x
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, eager_summary(pt, fwd, bwd)) from None
     return eager_summary(pt, fwd, bwd)
 
@@ -225,7 +225,7 @@ def _all_finite(g: Any) -> bool:
 
     try:
         return bool(np.all(np.isfinite(np.asarray(g))))
-    except Exception:  # noqa: BLE001 - a gradient we cannot read is not "finite"
+    except Exception:
         return False
 
 

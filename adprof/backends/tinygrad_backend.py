@@ -224,7 +224,7 @@ def measure_compile(
         calls, _ = one(profile=True)
         for name in names:
             record_metric(pt, name, "python_calls", calls[name])
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 

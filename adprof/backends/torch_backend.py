@@ -151,7 +151,7 @@ def measure_traced(
         holder = [gg]
         del gg
         measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - explicit on purpose
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
