@@ -5,7 +5,6 @@ Write chains with :func:`chain` (see the README), load them with :func:`load_cha
 """
 
 from adprof.chain import Chain, ChainError, chain, load_chains, parse_target
-
-__version__ = "0.1.0"
+from adprof.constants import __version__
 
 __all__ = ["Chain", "ChainError", "__version__", "chain", "load_chains", "parse_target"]

@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import engine  # noqa: E402
-import engine.numpy as xnp  # noqa: E402
+import engine
+import engine.numpy as xnp
 
 
 def eager_call(rt, xs, depth):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adprof.guard import guard_chain  # noqa: E402
-from probes import chains  # noqa: E402
+from adprof.guard import guard_chain
+from probes import chains
 
 CASES = [
     ("mul", "traced", "fixed", tuple(range(1, 13))),

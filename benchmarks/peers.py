@@ -47,7 +47,7 @@ import jax.numpy as jnp  # noqa: E402
 import torch  # noqa: E402
 
 import engine  # noqa: E402
-from adprof.backends import jax_backend, torch_backend  # noqa: E402,F401 - x64, 1 thread, xp
+from adprof.backends import jax_backend, torch_backend  # noqa: E402 - x64, 1 thread, xp
 from adprof.backends.peer_common import namespace  # noqa: E402
 from probes.chains import mul, sin  # noqa: E402
 from probes.trg import StagedTRG, trg_lnz  # noqa: E402

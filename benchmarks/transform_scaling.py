@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import engine  # noqa: E402
-import engine.numpy as xnp  # noqa: E402
-from probes import chains  # noqa: E402
+import engine
+import engine.numpy as xnp
+from probes import chains
 
 SIX = ("mul", "cube", "svd1", "svd2", "svd3", "qr2")
 

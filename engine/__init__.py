@@ -7,12 +7,12 @@ Traced mode records graphs (``input``, ``constant``, ops), transforms them (``gr
 """
 
 from . import counters, keys, metadata, ops, profiles
-from . import numpy as numpy  # noqa: PLC0414 - the xp namespace: engine.numpy
+from . import numpy as numpy  # the xp namespace: engine.numpy
 from .ad import grad, jvp, vjp
-from .compile import compile  # noqa: A004
+from .compile import compile
 from .eager import CacheStats, EagerRuntime, EagerSession, EagerTensor
 from .errors import DTypeError, EngineError, MissingRuleError, ShapeError, TransformError
-from .graph import TracedTensor, constant, input, value_op_count  # noqa: A004
+from .graph import TracedTensor, constant, input, value_op_count
 from .profiles import profile, set_profile
 from .program import Prepared, Program
 from .remedies import Staged, checkpoint

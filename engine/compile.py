@@ -7,7 +7,7 @@ from .graph import TracedTensor, freeze
 from .program import Program
 
 
-def compile(outputs, inputs=()) -> Program:  # noqa: A001 - public name engine.compile
+def compile(outputs, inputs=()) -> Program:  # public name engine.compile
     """Freeze the graph behind ``outputs`` (a tensor or a list) into a :class:`Program`.
 
     ``inputs`` lists the placeholders fed positionally to the prepared program. Identical

@@ -140,7 +140,7 @@ def chain_aliases(outputs) -> dict | None:
     return aliases or None
 
 
-def input(shape, dtype="float64") -> TracedTensor:  # noqa: A001 - the public name is engine.input
+def input(shape, dtype="float64") -> TracedTensor:  # the public name is engine.input
     """A placeholder with a concrete shape (fed positionally when the compiled program runs)."""
     dt = np.dtype(dtype)
     if dt.kind not in "fb":

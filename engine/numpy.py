@@ -132,7 +132,7 @@ def negative(x):
     return _ops.neg(x)
 
 
-def pow(x, n):  # noqa: A001 - array-API name
+def pow(x, n):  # array-API name
     """``x ** n`` for integer ``n`` (and ``n = 0.5`` as sqrt)."""
     if not isinstance(x, _TensorBase):
         raise TypeError("pow: the base must be a tensor")
@@ -181,12 +181,12 @@ def _keep(x, r, axes, keepdims):
     return _ops.reshape(r, shape)
 
 
-def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 - array-API name
+def sum(x, axis=None, keepdims: bool = False):  # array-API name
     axes = _axes(axis, x.ndim)
     return _keep(x, _ops.reduce_sum(x, axes), axes, keepdims)
 
 
-def max(x, axis=None, keepdims: bool = False):  # noqa: A001 - array-API name
+def max(x, axis=None, keepdims: bool = False):  # array-API name
     axes = _axes(axis, x.ndim)
     return _keep(x, _ops.reduce_max(x, axes), axes, keepdims)
 
@@ -267,7 +267,7 @@ def _qr(x, mode: str = "reduced"):
     return _ops.qr(x)
 
 
-def _norm(x, ord=None, axis=None):  # noqa: A002 - numpy's name
+def _norm(x, ord=None, axis=None):  # numpy's name
     if ord not in (None, "fro") or axis is not None:
         raise ShapeError("linalg.norm: only the Frobenius / 2-norm over all elements is supported")
     return _ops.sqrt(_ops.reduce_sum(_ops.mul(x, x)))

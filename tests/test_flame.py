@@ -211,7 +211,7 @@ def test_unknown_chain_exits_2(tmp_path, capsys) -> None:
 
 
 def test_py_spy_not_found_by_monkeypatched_lookup(tmp_path, capsys, monkeypatch) -> None:
-    monkeypatch.setattr(flame, "find_py_spy", lambda: None)
+    monkeypatch.setattr(flame.sampling, "find_py_spy", lambda: None)
     rc = flame.main([f"{CHAINS}::mul", "--depth", "3", "-o", str(tmp_path / "o.svg")])
     assert rc == 2
     line = _one_line_err(capsys)
@@ -240,7 +240,7 @@ def test_ptrace_refusal_is_one_line_with_the_fix(tmp_path, capsys, monkeypatch) 
         sys.exit(1)
         """,
     )
-    monkeypatch.setattr(flame, "find_py_spy", lambda: fake)
+    monkeypatch.setattr(flame.sampling, "find_py_spy", lambda: fake)
     rc = flame.main([f"{CHAINS}::mul", "--depth", "3", "-o", str(tmp_path / "o.svg")])
     assert rc == 2
     line = _one_line_err(capsys)
@@ -256,7 +256,7 @@ def test_zero_samples_exits_2(tmp_path, capsys, monkeypatch) -> None:
         json.dump({"state": "done", "iterations": 1, "seconds": 0.5, "error": None}, open(status, "w"))
         """,
     )
-    monkeypatch.setattr(flame, "find_py_spy", lambda: fake)
+    monkeypatch.setattr(flame.sampling, "find_py_spy", lambda: fake)
     rc = flame.main([f"{CHAINS}::mul", "--depth", "3", "-o", str(tmp_path / "o.svg")])
     assert rc == 2
     assert "recorded no samples" in _one_line_err(capsys)

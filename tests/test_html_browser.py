@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from adprof.classify import classify
+from adprof.analysis.classify import classify
 from adprof.guard import measure_series
 from adprof.model import Report, Result
 from adprof.render.html import render_html

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from adprof.analysis.structure import Structure, analyze_recording, predict_base
 from adprof.chain import chain
-from adprof.structure import RISK_BASE, Structure, analyze, predict_base
+from adprof.constants import EXPONENTIAL_RATIO
+from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
 from probes.chains import cube, linear, mul, reuse, sin, svd3
+
+
+def analyze(ch, depths=STRUCTURE_DEPTHS) -> Structure:
+    """Record in this process (the worker's part), then predict (the parent's part)."""
+    return analyze_recording(record_structure(ch, depths))
 
 
 @pytest.mark.parametrize(
@@ -19,7 +26,7 @@ def test_predicted_base_of_standard_chains(ch, base):
     assert st.error is None
     assert st.predicted_base == pytest.approx(base, abs=0.01)
     assert st.uses_per_layer == base
-    assert st.at_risk is (base > RISK_BASE)
+    assert st.at_risk is (base > EXPONENTIAL_RATIO)
     assert st.depths == [1, 2, 3, 4, 5, 6]
     assert st.tree_sizes == sorted(st.tree_sizes)
 

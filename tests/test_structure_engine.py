@@ -15,9 +15,20 @@ from hypothesis import strategies as st
 
 import engine
 import engine.numpy as xnp
+from adprof.analysis.structure import Structure, analyze_recording, disagreement_reason
 from adprof.chain import chain, load_chains
-from adprof.structure import RISK_BASE, Structure, analyze, disagreement_reason
+from adprof.constants import EXPONENTIAL_RATIO as RISK_BASE
+from adprof.measure.structure_probe import STRUCTURE_DEPTHS as DEFAULT_DEPTHS
+from adprof.measure.structure_probe import record_structure
+
+
 from probes import chains as std
+
+
+def analyze(chain, depths=DEFAULT_DEPTHS) -> Structure:
+    """Record the chain's forward graph (as the worker does) and analyze it (as the report does)."""
+    return analyze_recording(record_structure(chain, depths))
+
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.05

@@ -96,8 +96,10 @@ def test_staged_matches_seed(mode: str, results20: dict) -> None:
     u = -grad
     assert abs(lnz - SEED_LNZ_030) < 1e-13
     assert abs(u - SEED_U_030) < 1e-10
-    assert f"{u - energy_exact(0.30):+.3e}" == "+3.913e-07"
-    assert f"{lnz - lnz_exact(0.30):+.3e}" == "-7.150e-09"
+    # the chi = 16 truncation error against Onsager as seed 004 prints it (+3.913e-07, -7.150e-09); the
+    # tolerance is half its last printed digit plus the match tolerance above
+    assert u - energy_exact(0.30) == pytest.approx(3.913e-07, abs=0.5e-10 + 1e-10)
+    assert lnz - lnz_exact(0.30) == pytest.approx(-7.150e-09, abs=0.5e-12 + 1e-13)
 
 
 def test_staged_modes_agree_and_match_finite_difference(staged20: StagedTRG, results20: dict) -> None:

@@ -1,4 +1,4 @@
-"""Structure analysis: predict a chain's per-layer blowup base from its recorded graph, without a transform.
+"""Structure analysis (pure): predict a chain's per-layer blowup base from its recorded graph, without a transform.
 
 A transform (or a structural key comparison) that walks the key DAG without a memo visits every
 root-to-leaf path, i.e. the DAG unfolded as a tree. ``engine.keys.tree_size(y.key)`` counts that
@@ -6,22 +6,19 @@ tree in linear time. Recording the chain at a few small consecutive depths gives
 ``T(d)``; the marginal ratio ``(T(d) - T(d-1)) / (T(d-1) - T(d-2))`` tends to the number of uses of
 the previous layer's value per layer (the use matrix's spectral radius): 2 for ``y*y``, 3 for
 ``y*y*y`` or ``u*s + vt`` of one SVD, 1 for a chain without reuse. A predicted base above
-:data:`RISK_BASE` flags the chain as at risk of an exponential transform before any timing.
+:data:`EXPONENTIAL_RATIO` flags the chain as at risk of an exponential transform before any timing.
 
-:func:`analyze` records the chain (it runs user code: the CLI calls it in the worker process);
-:func:`predict_base` is the pure part.
+:func:`adprof.measure.structure_probe.record_structure` records the chain (it runs user code, in the
+worker process); :func:`analyze_recording` and :func:`predict_base` turn the recording into a prediction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from adprof.chain import Chain
-
-RISK_BASE = 1.15
-DEFAULT_DEPTHS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+from adprof.constants import EXPONENTIAL_RATIO
 
 
 @dataclass
@@ -57,7 +54,7 @@ class Structure:
         o = self.ops_per_layer
         ops = f", {o:g} op{'' if o == 1 else 's'} per layer" if o is not None else ""
         risk = (
-            f": AT RISK (predicted base {self.predicted_base:.2f} > {RISK_BASE})"
+            f": AT RISK (predicted base {self.predicted_base:.2f} > {EXPONENTIAL_RATIO})"
             if self.at_risk
             else f": no reuse blowup predicted (base {self.predicted_base:.2f})"
         )
@@ -86,41 +83,15 @@ def _rounded(base: float) -> float:
     return float(r) if abs(base - r) <= 0.02 else round(base, 2)
 
 
-def analyze(
-    chain: Chain, depths: Sequence[int] = DEFAULT_DEPTHS, on_depth: Callable[[int], None] | None = None
-) -> Structure:
-    """Record ``chain`` (traced, engine ``fixed`` profile) at ``depths`` and predict its base.
-
-    Errors while recording stop the analysis; the message is kept in ``error`` and what was
-    recorded before still counts.
-    """
-    import engine
-    from engine.keys import tree_size
-
-    st = Structure(chain=chain.name)
-    a = chain.make_input()
-    with engine.profile("fixed"):
-        for d in depths:
-            if on_depth is not None:
-                on_depth(d)
-            try:
-                x = engine.input(a.shape, a.dtype)
-                y = chain(engine.numpy, x, d)
-                if not isinstance(y, engine.TracedTensor):
-                    raise TypeError(f"the chain returned {type(y).__name__}, not a tensor")
-                st.tree_sizes.append(int(tree_size(y.key)))
-                st.value_ops.append(int(engine.value_op_count([y])))
-                st.depths.append(int(d))
-                del x, y
-            except (Exception, RecursionError) as exc:  # noqa: B014
-                msg = str(exc).splitlines()[0] if str(exc) else ""
-                st.error = f"depth {d}: {type(exc).__name__}: {msg}".rstrip(": ")
-                break
+def analyze_recording(recording: Mapping[str, Any]) -> Structure:
+    """The structure of a chain from its recording (``chain``, ``depths``, ``value_ops``, ``tree_sizes``,
+    ``error``; see :func:`adprof.measure.structure_probe.record_structure`): predicted base and risk."""
+    st = Structure.from_dict(dict(recording))
     base, st.ratios = predict_base(st.depths, st.tree_sizes)
     if base is not None:
         st.predicted_base = float(base)
         st.uses_per_layer = _rounded(base)
-        st.at_risk = base > RISK_BASE
+        st.at_risk = base > EXPONENTIAL_RATIO
     if len(st.depths) >= 2 and st.depths[-1] - st.depths[-2] == 1:
         st.ops_per_layer = float(st.value_ops[-1] - st.value_ops[-2])
     return st
@@ -138,14 +109,14 @@ def disagreement_reason(
 ) -> str | None:
     """One evidence line saying why the predicted base and a measured one legitimately differ.
 
-    ``measured_base`` is the measured per-layer ratio (None or below :data:`RISK_BASE`: no
+    ``measured_base`` is the measured per-layer ratio (None or below :data:`~adprof.constants.EXPONENTIAL_RATIO`: no
     exponential growth measured); ``profile`` and ``backend`` name what was measured. Returns
     ``None`` when they agree (both exponential within :data:`AGREEMENT_TOLERANCE`, or neither).
     """
     predicted = structure.predicted_base
     if predicted is None:
         return None
-    measured_risk = measured_base is not None and measured_base > RISK_BASE
+    measured_risk = measured_base is not None and measured_base > EXPONENTIAL_RATIO
     if structure.at_risk and measured_risk:
         if abs(measured_base / predicted - 1) <= AGREEMENT_TOLERANCE:
             return None
@@ -177,12 +148,4 @@ def disagreement_reason(
     )
 
 
-__all__ = [
-    "AGREEMENT_TOLERANCE",
-    "DEFAULT_DEPTHS",
-    "RISK_BASE",
-    "Structure",
-    "analyze",
-    "disagreement_reason",
-    "predict_base",
-]
+__all__ = ["AGREEMENT_TOLERANCE", "Structure", "analyze_recording", "disagreement_reason", "predict_base"]

@@ -27,22 +27,17 @@ Chains can be swept over extra keyword parameters::
 ``reuse.variants()`` yields ``reuse[k=1]`` ... ``reuse[k=4]``, each a plain ``(xp, x, depth)``
 chain with ``params={"k": ...}``.
 
-:func:`load_chains` imports a chain file in isolation; :func:`parse_target` splits the CLI
-syntax ``FILE[::CHAIN]``. Every user-facing error is a :class:`ChainError` (a ``ValueError``)
-with a one-line message. This module imports only numpy and the standard library.
+Loading chain files lives in :mod:`adprof.chain.loader`. Every user-facing error is a
+:class:`ChainError` (a ``ValueError``) with a one-line message. This module imports only numpy and
+the standard library.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import itertools
-import sys
-import traceback
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,19 +50,9 @@ __all__ = [
     "KNOWN_MODES",
     "Chain",
     "ChainError",
-    "ChainFileNotFoundError",
-    "ChainImportError",
-    "ChainNotFoundError",
     "ChainSignatureError",
-    "ChainSyntaxError",
-    "NoChainsError",
-    "NotAPythonFileError",
-    "TargetSyntaxError",
     "as_chain",
     "chain",
-    "chains_in",
-    "load_chains",
-    "parse_target",
 ]
 
 #: Modes a chain can ask to be probed in.
@@ -92,36 +77,8 @@ class ChainError(ValueError):
     """A chain definition or chain file is unusable; the message is one line meant for the user."""
 
 
-class ChainFileNotFoundError(ChainError):
-    """The chain file does not exist."""
-
-
-class NotAPythonFileError(ChainError):
-    """The path is a directory or does not end in ``.py``."""
-
-
-class ChainSyntaxError(ChainError):
-    """The chain file does not parse."""
-
-
-class ChainImportError(ChainError):
-    """Executing the chain file raised."""
-
-
-class NoChainsError(ChainError):
-    """The file defines no ``@adprof.chain`` functions and no names were given."""
-
-
-class ChainNotFoundError(ChainError):
-    """A requested chain name is not defined in the file."""
-
-
 class ChainSignatureError(ChainError):
     """The function cannot be called as ``f(xp, x, depth[, sweep params])``."""
-
-
-class TargetSyntaxError(ChainError):
-    """A CLI target is not of the form ``FILE[::CHAIN]``."""
 
 
 # --------------------------------------------------------------------------- the Chain record
@@ -315,11 +272,7 @@ def _normalize_depths(depths: Sequence[int] | range | None, max_depth: int | Non
     return tuple(sorted(set(out)))
 
 
-def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
-    if not callable(fn):
-        raise ChainSignatureError(f"@adprof.chain must decorate a function, got {fn!r}")
-    name = opts.pop("name", None) or getattr(fn, "__name__", None) or "chain"
-    sweep_in = opts.pop("sweep", None) or {}
+def _sweep_of(sweep_in: Any, name: str) -> dict[str, list[Any]]:
     if not isinstance(sweep_in, Mapping):
         raise ChainError(f"chain {name!r}: sweep must be a dict name -> list of values")
     sweep: dict[str, list[Any]] = {}
@@ -330,18 +283,20 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         if not vals:
             raise ChainError(f"chain {name!r}: sweep parameter {key!r} has no values")
         sweep[key] = vals
-    _check_signature(fn, name, list(sweep))
+    return sweep
 
-    depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
 
-    modes = opts.pop("modes", None) or DEFAULT_MODES
+def _modes_of(modes: Any, name: str) -> tuple[str, ...]:
+    modes = modes or DEFAULT_MODES
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     bad = [m for m in modes if m not in KNOWN_MODES]
     if bad or not modes:
         raise ChainError(f"chain {name!r}: unknown mode(s) {bad}; known modes: {', '.join(KNOWN_MODES)}")
+    return modes
 
-    input_shape = opts.pop("input_shape", None)
-    inp = opts.pop("input", None)
+
+def _input_of(input_shape: Any, inp: Any, name: str) -> tuple[int, ...]:
+    """The checked input shape (``inp`` is checked and kept as given)."""
     if input_shape is not None and inp is not None:
         raise ChainError(f"chain {name!r}: give input_shape= or input=, not both")
     if input_shape is None:
@@ -354,20 +309,37 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         raise ChainError(f"chain {name!r}: input must be a callable, a numpy array or a float, got {inp!r}")
     if isinstance(inp, bool):
         raise ChainError(f"chain {name!r}: input must not be a bool")
+    return input_shape
 
-    dtype = opts.pop("dtype", "float64")
+
+def _dtype_of(dtype: Any, name: str) -> str:
     try:
-        dtype = np.dtype(dtype).name
+        return np.dtype(dtype).name
     except TypeError:
         raise ChainError(f"chain {name!r}: unknown dtype {dtype!r}") from None
 
-    reuse = opts.pop("reuse", None)
+
+def _check_reuse(reuse: Any, sweep: Mapping[str, Any], name: str) -> None:
     if isinstance(reuse, str):
         if reuse not in sweep:
             raise ChainError(f"chain {name!r}: reuse={reuse!r} names no sweep parameter")
     elif reuse is not None and (isinstance(reuse, bool) or not isinstance(reuse, int | float) or reuse <= 0):
         raise ChainError(f"chain {name!r}: reuse must be a positive number, a sweep name or None")
 
+
+def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
+    if not callable(fn):
+        raise ChainSignatureError(f"@adprof.chain must decorate a function, got {fn!r}")
+    name = opts.pop("name", None) or getattr(fn, "__name__", None) or "chain"
+    sweep = _sweep_of(opts.pop("sweep", None) or {}, name)
+    _check_signature(fn, name, list(sweep))
+    depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
+    modes = _modes_of(opts.pop("modes", None), name)
+    inp = opts.pop("input", None)
+    input_shape = _input_of(opts.pop("input_shape", None), inp, name)
+    dtype = _dtype_of(opts.pop("dtype", "float64"), name)
+    reuse = opts.pop("reuse", None)
+    _check_reuse(reuse, sweep, name)
     description = opts.pop("description", None)
     if description is None:
         description = _first_doc_line(fn)
@@ -445,142 +417,3 @@ def as_chain(obj: Any) -> Chain | None:
         return obj
     ch = getattr(obj, _CHAIN_ATTR, None)
     return ch if isinstance(ch, Chain) else None
-
-
-def chains_in(namespace: Mapping[str, Any] | Any, module_name: str | None = None) -> list[Chain]:
-    """Chains defined in a module or namespace dict, in definition order (unique objects).
-
-    With ``module_name``, only chains whose function was defined in that module are returned
-    (chains imported from elsewhere are skipped).
-    """
-    ns = namespace if isinstance(namespace, Mapping) else vars(namespace)
-    if module_name is None and not isinstance(namespace, Mapping):
-        module_name = getattr(namespace, "__name__", None)
-    seen: set[int] = set()
-    found: list[tuple[int, int, Chain]] = []
-    for i, value in enumerate(list(ns.values())):
-        ch = as_chain(value)
-        if ch is None or id(ch) in seen:
-            continue
-        if module_name is not None and getattr(ch.fn, "__module__", None) != module_name:
-            continue
-        seen.add(id(ch))
-        code = getattr(ch.fn, "__code__", None)
-        found.append((code.co_firstlineno if code else 1 << 30, i, ch))
-    return [ch for _, _, ch in sorted(found, key=lambda t: (t[0], t[1]))]
-
-
-# --------------------------------------------------------------------------- loading files
-
-
-def parse_target(target: str) -> tuple[Path, str | None]:
-    """Split the CLI target ``FILE[::CHAIN]`` into ``(Path(FILE), CHAIN or None)``.
-
-    CHAIN may name a sweep variant, e.g. ``probes/chains.py::reuse[k=2]``.
-    """
-    if not isinstance(target, str) or not target.strip():
-        raise TargetSyntaxError("empty target; expected FILE[::CHAIN]")
-    path, sep, name = target.partition("::")
-    if not path:
-        raise TargetSyntaxError(f"target {target!r} has no file; expected FILE[::CHAIN]")
-    if not sep:
-        return Path(path), None
-    base = name.split("[", 1)[0]
-    if not base.isidentifier() or ("[" in name and not name.endswith("]")) or "::" in name:
-        raise TargetSyntaxError(f"target {target!r}: {name!r} is not a chain name; expected FILE[::CHAIN]")
-    return Path(path), name
-
-
-def _error_line(exc: BaseException, filename: str) -> str:
-    """' (line N)' for the deepest traceback frame in ``filename``, else ''."""
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).resolve() == Path(filename).resolve():
-            line = frame.lineno
-    return f" (line {line})" if line else ""
-
-
-def _import_isolated(path: Path) -> Any:
-    """Execute ``path`` as a fresh module; sys.modules and sys.path are restored afterwards."""
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ChainImportError(f"cannot read {path}: {exc}") from None
-    try:
-        compile(source, str(path), "exec")
-    except SyntaxError as exc:
-        raise ChainSyntaxError(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
-
-    mod_name = f"_adprof_chains_{path.stem if path.stem.isidentifier() else 'file'}_{uuid.uuid4().hex[:12]}"
-    spec = importlib.util.spec_from_file_location(mod_name, path)
-    if spec is None or spec.loader is None:
-        raise ChainImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    directory = str(path.parent)
-    sys.path.insert(0, directory)
-    sys.modules[mod_name] = module  # dataclasses, pickle-by-reference etc. look the module up
-    try:
-        spec.loader.exec_module(module)
-    except ChainError:
-        raise  # raised by @chain at import time; the message names the file and line
-    except (Exception, SystemExit) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else ""
-        raise ChainImportError(
-            f"error importing {path}{_error_line(exc, str(path))}: {type(exc).__name__}: {msg}".rstrip(": ")
-        ) from exc
-    finally:
-        sys.modules.pop(mod_name, None)
-        try:
-            sys.path.remove(directory)
-        except ValueError:
-            pass
-    return module
-
-
-def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
-    base, _, rest = name.partition("[")
-    if rest:
-        parent = _lookup(module, path, base, defined)
-        for v in parent.variants():
-            if v.name == name or v.name.replace(" ", "") == name.replace(" ", ""):
-                return v
-        names = ", ".join(v.name for v in parent.variants())
-        raise ChainNotFoundError(f"no variant {name!r} in {path}; variants: {names}")
-    ns = vars(module)
-    if base not in ns or base.startswith("__"):
-        avail = ", ".join(c.name for c in defined) or "none"
-        raise ChainNotFoundError(f"no chain or function named {base!r} in {path}; chains: {avail}")
-    obj = ns[base]
-    ch = as_chain(obj)
-    if ch is None:
-        if not inspect.isfunction(obj):
-            raise ChainSignatureError(f"{base!r} in {path} is a {type(obj).__name__}, not a function")
-        ch = _make_chain(obj)
-    return ch
-
-
-def load_chains(path: str | Path, names: Sequence[str] | None = None) -> list[Chain]:
-    """Import a chain file in isolation and return its chains.
-
-    Without ``names``: every ``@chain`` function defined in the file, in definition order. With
-    ``names``: those chains, in the given order; an undecorated function is wrapped with the
-    default options, and ``base[k=2]`` selects one sweep variant. Each returned chain records the
-    file in ``source``. Raises a :class:`ChainError` subclass with a one-line message.
-    """
-    p = Path(path)
-    if not p.exists():
-        raise ChainFileNotFoundError(f"no such file: {p}")
-    if p.is_dir() or p.suffix != ".py":
-        raise NotAPythonFileError(f"not a Python file: {p} (expected a .py file)")
-    module = _import_isolated(p)
-    defined = chains_in(vars(module), module.__name__)
-    if names is None:
-        if not defined:
-            raise NoChainsError(f"no @adprof.chain functions in {p}; name one with {p}::FUNC")
-        result = defined
-    else:
-        if isinstance(names, str):
-            names = [names]
-        result = [_lookup(module, p, n, defined) for n in names]
-    src = str(p.resolve())
-    return [replace(ch, source=src) for ch in result]

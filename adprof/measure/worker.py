@@ -1,4 +1,4 @@
-"""The measuring subprocess: ``python -m adprof.worker``.
+"""The measuring subprocess: ``python -m adprof.measure.worker``.
 
 It reads one JSON request per line on stdin and answers on its *original* stdout, which it keeps
 to itself: at start-up fd 1 is redirected to stderr, so a chain that prints cannot corrupt the
@@ -7,17 +7,17 @@ protocol. A request may be answered by ``{"event": ...}`` progress lines before 
 
 * ``{"op": "list", "file": F, "names": [..] | null}`` -> ``{"ok": true, "chains": [metadata, ...]}``
   (sweeps expanded into variants);
-* ``{"op": "structure", "file": F, "chain": NAME, "depths": [..]}`` -> ``{"ok": true, "structure": {..}}``
-  (events ``{"event": "depth", "depth": d}``);
+* ``{"op": "structure", "file": F, "chain": NAME, "depths": [..]}`` -> ``{"ok": true, "structure": {..}}``,
+  the recording of :func:`~adprof.measure.structure_probe.record_structure` (events ``{"event": "depth", "depth": d}``);
 * ``{"op": "point", "file": F, "chain": NAME, "backend": B, "profile": P, "mode": M, "depth": d,
-  "calls": K, "counter_budget": N}`` -> ``{"ok": true, "point": {..}}`` (events ``{"event": "phase",
-  "phase": name, "call": i}`` when each phase starts);
+  "calls": K, "counter_budget": N, "repeats": R (optional)}`` -> ``{"ok": true, "point": {..}}``
+  (events ``{"event": "phase", "phase": name, "call": i}`` when each phase starts);
 * ``{"op": "exit"}``.
 
 Failures answer ``{"ok": false, "kind": ..., "error": one line, ...}`` with kind ``load`` (a
 :class:`adprof.chain.ChainError`: ``error_type`` names the class), ``chain``, ``output``,
 ``budget``, ``resource`` (with ``phase`` and the partial ``point``) or ``internal``. The parent
-(``adprof.measure``) owns the schedule and the timeouts, and kills this process when a point
+(:mod:`adprof.measure.client`) owns the schedule and the timeouts, and kills this process when a point
 hangs; a crash (segfault) shows as end-of-file on the protocol stream.
 """
 
@@ -32,6 +32,8 @@ import sys
 from typing import Any, TextIO
 
 from adprof.chain import Chain, ChainError, load_chains
+from adprof.constants import DEFAULT_CALLS
+from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
 
 
 def _freeze() -> None:
@@ -91,16 +93,14 @@ class _Worker:
         elif op == "list":
             self.send({"ok": True, "chains": self.list(req["file"], req.get("names"))})
         elif op == "structure":
-            from adprof.structure import analyze
-
             ch = self.chain(req["file"], req["chain"])
             self.send({"event": "loaded"})
-            st = analyze(
+            rec = record_structure(
                 ch,
-                req.get("depths") or (1, 2, 3, 4, 5, 6),
+                req.get("depths") or STRUCTURE_DEPTHS,
                 on_depth=lambda d: self.send({"event": "depth", "depth": d}),
             )
-            self.send({"ok": True, "structure": st.to_dict()})
+            self.send({"ok": True, "structure": rec})
         elif op == "point":
             from adprof.backends import get_backend
 
@@ -113,9 +113,10 @@ class _Worker:
                     req["mode"],
                     int(req["depth"]),
                     req.get("profile"),
-                    calls=int(req.get("calls", 6)),
+                    calls=int(req.get("calls", DEFAULT_CALLS)),
                     on_phase=lambda name, call: self.send({"event": "phase", "phase": name, "call": call}),
                     counter_budget=req.get("counter_budget"),
+                    **({"repeats": int(req["repeats"])} if req.get("repeats") else {}),
                 )
             except backend.PointFailure as f:
                 self.send(
@@ -140,7 +141,6 @@ def main() -> None:
     sys.stdout = sys.stderr
     faulthandler.enable()
     import adprof.backends.engine  # noqa: F401 - imported before freezing
-    import adprof.structure  # noqa: F401
 
     _freeze()
     w = _Worker(out)

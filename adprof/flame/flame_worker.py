@@ -1,6 +1,6 @@
 """The looped probe that ``adprof flame`` runs as py-spy's child.
 
-``python -m adprof.flame_worker FILE::CHAIN --mode traced|eager --depth N --profile v08
+``python -m adprof.flame.flame_worker FILE::CHAIN --mode traced|eager --depth N --profile v08
 --seconds S --status status.json`` loads the chain, sets the engine profile, then repeats one probe
 iteration until ``S`` seconds of looping have passed (at least one iteration, and at least
 :data:`MIN_SECONDS` so that py-spy gets to attach):
@@ -100,7 +100,7 @@ def probe_loop(iteration, seconds: float, status: str | None, done: list[float])
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; exit code 0 on success, 1 if setup or an iteration raised (see the status)."""
-    ap = argparse.ArgumentParser(prog="python -m adprof.flame_worker", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m adprof.flame.flame_worker", description=__doc__.splitlines()[0])
     ap.add_argument("target", help="FILE::CHAIN")
     ap.add_argument("--mode", choices=("traced", "eager"), default="traced")
     ap.add_argument("--depth", type=int, required=True)
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         iteration = make_iteration(args.target, args.mode, args.depth, args.profile)
         write_status(args.status, state="running", iterations=0, seconds=0.0, error=None)
         probe_loop(iteration, args.seconds, args.status, done)
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: B014 - reported, not raised
+    except (Exception, RecursionError, MemoryError) as exc:  # reported, not raised
         write_status(args.status, state="error", iterations=int(done[0]), seconds=done[1], error=_one_line(exc))
         print(f"adprof flame worker: {_one_line(exc)}", file=sys.stderr)
         return 1

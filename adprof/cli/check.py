@@ -1,0 +1,63 @@
+"""``adprof check``: classify every chain of a file (both profiles, both modes by default)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from adprof.cli.common import (
+    UsageError,
+    add_common_options,
+    backends_arg,
+    consoles,
+    depths_arg,
+    exit_code,
+    measure_config,
+    report_errors,
+    write_outputs,
+)
+from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    check = sub.add_parser(
+        "check",
+        help="classify every chain of a file (both profiles, both modes by default)",
+        description="Probe each chain (each sweep variant) on each backend, profile and mode at growing "
+        "depth, classify the growth and print a summary with evidence and remedies. "
+        "Exit 0: all linear; 1: a pathology or a failing chain (the others are still "
+        "reported); 2: bad target or option.",
+    )
+    check.add_argument("targets", nargs="+", metavar="FILE[::CHAIN]", help="chain file, optionally ::CHAIN")
+    check.add_argument("--profile", default=None, help="comma-separated engine profiles (default: all, v08,fixed)")
+    check.add_argument("--mode", default=None, help="comma-separated modes (default: the chain's, traced,eager)")
+    check.add_argument(
+        "--depths", type=depths_arg, default=None, help="explicit depths, e.g. 1,2,4,8 (default: adaptive schedule)"
+    )
+    check.add_argument("--plot", metavar="PATH", help="save cost-vs-depth plots (png/svg/pdf; needs matplotlib)")
+    check.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
+    check.add_argument("--no-structure", action="store_true", help="skip the structure (predicted base) probe")
+    add_common_options(check)
+    check.set_defaults(run=cmd_check)
+
+
+def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``adprof check``: measure, classify, render; returns the exit status."""
+    out, err = consoles(args)
+    backends = backends_arg(args.backend)
+    cfg = measure_config(args, depths=args.depths, structure=not args.no_structure)
+    plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
+    metas = load_targets(args.targets, max(10.0, cfg.timeout * 2))
+    notes: list[str] = []
+    specs = plan_series(metas, backends, args.profile, args.mode, notes)
+    if not specs:
+        raise UsageError("nothing to measure: no chain supports the selected modes")
+    measured = measure_specs(specs, cfg, err, args.verbose)
+    measured.notes[:0] = notes
+    report = make_report(measured, cfg, argv)
+    from adprof.render import render_report  # rich tables only when printing
+
+    render_report(report, out, verbose=args.verbose)
+    report_errors(report, err)
+    write_outputs(report, args, err)
+    return exit_code(report)

@@ -1,0 +1,76 @@
+"""``adprof guard``: CI guard, exit 1 when a chain's scaling exceeds its limits."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from adprof.cli.common import (
+    UsageError,
+    add_common_options,
+    backends_arg,
+    consoles,
+    depths_arg,
+    measure_config,
+    positive_arg,
+    write_outputs,
+)
+from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
+from adprof.guard import TIME_TOLERANCE, GuardLimits, GuardReport, check_result
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    guard = sub.add_parser(
+        "guard",
+        help="CI guard: exit 1 when a chain's scaling exceeds its limits",
+        description="Measure each chain at fixed depths (its declared ones, or --depths), classify on the "
+        "engine's deterministic counters (wall time with a tolerance for jax/torch) and "
+        "compare with the limits. Exit 0: every chain holds; 1: a limit is exceeded (a "
+        "diff of limit vs measured is printed); 2: bad target or option. Limits default to "
+        "[tool.adprof.guard] in pyproject.toml, else max base 1.1, max exponent 1.3.",
+    )
+    guard.add_argument("targets", nargs="+", metavar="FILE[::CHAIN]")
+    guard.add_argument("--max-base", type=positive_arg, default=None, help="largest per-layer growth ratio")
+    guard.add_argument("--max-exponent", type=positive_arg, default=None, help="largest power-law exponent")
+    guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
+    guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
+    guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")
+    add_common_options(guard, cap=60.0)
+    guard.set_defaults(budget=600.0)
+    guard.set_defaults(run=cmd_guard)
+
+
+def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``adprof guard``: fixed depths, deterministic counters, limits; exit 1 when one is exceeded."""
+    out, err = consoles(args)
+    limits = GuardLimits.from_pyproject()
+    if args.max_base is not None:
+        limits.max_base = args.max_base
+    if args.max_exponent is not None:
+        limits.max_exponent = args.max_exponent
+    backends = backends_arg(args.backend)
+    cfg = measure_config(args, structure=False)
+    profiles = args.profile if args.profile is not None else ("fixed" if "engine" in backends else None)
+    metas = load_targets(args.targets, max(10.0, cfg.timeout * 2))
+    notes: list[str] = []
+    specs = plan_series(metas, backends, profiles, args.mode, notes)
+    by_name = {m["name"]: m for m in metas}
+    for spec in specs:
+        spec.depths = args.depths or tuple(by_name[spec.chain].get("depths") or ()) or None
+    if not specs:
+        raise UsageError("nothing to guard: no chain supports the selected modes")
+    measured = measure_specs(specs, cfg, err, args.verbose)
+    report = make_report(measured, cfg, argv)
+    guard = GuardReport(
+        [check_result(r, limits, 0.0 if r.series.backend == "engine" else TIME_TOLERANCE) for r in report.results]
+    )
+    out.print(guard.text(), markup=False, highlight=False)
+    held = sum(c.ok for c in guard.checks)
+    out.print(
+        f"adprof guard: {held} of {len(guard.checks)} held "
+        f"(max base {limits.max_base:g}, max exponent {limits.max_exponent:g})",
+        markup=False,
+    )
+    if args.json:
+        write_outputs(report, args, err)
+    return 0 if guard.ok else 1

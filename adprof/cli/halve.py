@@ -1,0 +1,73 @@
+"""``adprof halve``: cost at depth d, d/2, d/4 and the halving ratios (seed 000's check)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from adprof.cli.common import (
+    UsageError,
+    add_common_options,
+    consoles,
+    exit_code,
+    measure_config,
+    report_errors,
+    verdict_line,
+    write_outputs,
+)
+from adprof.cli.run import measure_single, one_chain
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    halve = sub.add_parser(
+        "halve",
+        help="cost at depth d, d/2, d/4 and the halving ratios (seed 000's check)",
+        description="Time one chain at depth d, d/2 and d/4. A halving ratio above 3 (time cut below 1/3 "
+        "by halving the depth) means a superlinear cost of graph size, not arithmetic.",
+    )
+    halve.add_argument("target", metavar="FILE::CHAIN")
+    halve.add_argument("--mode", default="eager", help="eager (default), traced, or compile where the backend has it")
+    halve.add_argument("--profile", default="v08")
+    halve.add_argument("--depth", type=int, default=None, help="deepest depth d (default: the chain's largest)")
+    add_common_options(halve, cap=10.0)
+    halve.set_defaults(run=cmd_halve)
+
+
+def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``adprof halve``: depth d, d/2, d/4 and the halving reading (seed 000)."""
+    out, err = consoles(args)
+    meta = one_chain(args.target, max(10.0, args.cap * 8))
+    d = args.depth or max(meta.get("depths") or [8])
+    if d < 4:
+        raise UsageError(f"--depth must be at least 4 (got {d})")
+    # d/8 too: four depths give the growth fit its minimum; the table shows d, d/2, d/4
+    depths = tuple(sorted({max(1, round(d / 8)), max(1, round(d / 4)), max(1, round(d / 2)), d}))
+    cfg = measure_config(args, depths=depths, jobs=1, structure=False)
+    report = measure_single(args, argv, cfg, meta, err)
+    from adprof.analysis.halving import halving_rows
+    from adprof.model import cost_phases
+    from adprof.render import render_halving
+
+    r = report.results[0]
+    s = r.series
+    phases = cost_phases(s.mode)
+    render_halving(halving_rows(s.points, phases), out, phases)
+    if s.mode == "eager" and any("forward" in p.times for p in s.points):
+        render_halving(halving_rows(s.points, ("forward",)), out, ("forward",))
+        deep = max((p for p in s.points if not p.extra.get("censored")), key=lambda p: p.depth, default=None)
+        if deep is not None and "backward0" in deep.times and "backward" in deep.times:
+            cache = deep.extra.get("cache", {})
+            out.print(
+                f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
+                f"1..{deep.extra.get('calls', 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+                f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
+                f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
+                markup=False,
+                highlight=False,
+            )
+    if s.stopped:
+        out.print(s.stopped, markup=False, highlight=False)
+    out.print(verdict_line(r), markup=False, highlight=False)
+    report_errors(report, err)
+    write_outputs(report, args, err)
+    return exit_code(report)

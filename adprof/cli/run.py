@@ -1,0 +1,233 @@
+"""Loading the targets, planning the series (chain x backend x profile x mode), measuring them with
+a progress display, and the report of the run."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from adprof import backends as backends_pkg
+from adprof.backends import BACKEND_PROFILES
+from adprof.chain import KNOWN_MODES, parse_target
+from adprof.cli.common import UsageError, backends_arg, csv_list, environment
+from adprof.measure import MeasureConfig, Measured, SeriesSpec, Worker, list_chains, measure_all
+from adprof.model import Report, Series
+from adprof.report import analyze_structures, build_report
+
+#: Fallback when ``adprof.backends`` has no ``BACKEND_MODES`` table.
+_BACKEND_MODES: dict[str, tuple[str, ...]] = {
+    "engine": ("traced", "eager"),
+    "jax": ("traced", "compile", "eager"),
+    "torch": ("traced", "eager"),
+}
+
+
+def load_targets(targets: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+    """Chain metadata for every target (loaded in a worker); raises LoadError/ChainError."""
+    metas: list[dict[str, Any]] = []
+    worker = Worker()
+    try:
+        for target in targets:
+            path, name = parse_target(target)
+            file = str(path)
+            for m in list_chains(file, [name] if name else None, worker, timeout):
+                m["file"] = file
+                metas.append(m)
+    finally:
+        worker.close()
+    return metas
+
+
+def select(value: str | None, known: Sequence[str], what: str, backend: str = "") -> list[str] | None:
+    if value is None:
+        return None
+    chosen = csv_list(value)
+    bad = [v for v in chosen if v not in known]
+    if bad or not chosen:
+        where = f" for backend {backend}" if backend else ""
+        raise UsageError(
+            f"unknown {what} {', '.join(map(repr, bad)) or repr(value)}; known {what}s{where}: {', '.join(known)}"
+        )
+    return chosen
+
+
+def backend_modes(backend: str) -> tuple[str, ...]:
+    """Modes a backend can measure (``compile`` only where the backend has it)."""
+    table = getattr(backends_pkg, "BACKEND_MODES", None) or _BACKEND_MODES
+    return tuple(table.get(backend, KNOWN_MODES))
+
+
+def plan_series(
+    metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
+) -> list[SeriesSpec]:
+    every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
+    want_modes = select(modes, every, "mode")
+    with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
+    if profiles is not None and not with_profiles:
+        raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
+    specs: list[SeriesSpec] = []
+    for backend in backends:
+        known_profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p is not None]
+        chosen_profiles: list[str | None] = list(known_profiles) or [None]
+        if profiles is not None and known_profiles:
+            chosen_profiles = list(select(profiles, known_profiles, "profile", backend) or [])
+        for m in metas:
+            chain_modes = list(m.get("modes") or KNOWN_MODES)
+            # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
+            wanted = want_modes if want_modes is not None else chain_modes
+            use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
+            if not use:
+                notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
+            depths = None if known_profiles else _time_only_depths(m.get("depths"))
+            for prof in chosen_profiles:
+                for md in use:
+                    specs.append(
+                        SeriesSpec(
+                            file=m["file"],
+                            chain=m["name"],
+                            backend=backend,
+                            profile=prof,
+                            mode=md,
+                            max_depth=max(m.get("depths") or [8]),
+                            declared_reuse=m.get("reuse"),
+                            params=dict(m.get("params") or {}),
+                            depths=depths,
+                        )
+                    )
+    return specs
+
+
+#: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,
+#: since unit steps at small depths are mostly noise there.
+TIME_ONLY_SPAN = (8, 128)
+
+
+def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
+    """``lo, lo*step, ...`` (rounded, distinct) up to ``hi``."""
+    out, d = [], float(lo)
+    while round(d) <= hi:
+        out.append(int(round(d)))
+        d *= step
+    return tuple(sorted(set(out)))
+
+
+def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
+    """Denser depths for time-only series (sqrt(2) steps: more points for the fit and its interval) over the
+    chain's own range when it spans >= 8x (deep chains), else :data:`TIME_ONLY_SPAN`; then one doubling
+    beyond, which the cap prediction stops when it would be too slow."""
+    lo, hi = TIME_ONLY_SPAN
+    if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
+        lo, hi = min(declared), max(declared)
+    return geometric_depths(lo, 2 * hi)
+
+
+class _Progress:
+    """Transient rich progress on stderr (TTY only): one bar over the series, with what each worker
+    lane is measuring right now in its description."""
+
+    def __init__(self, console: Console, total: int, lanes: int, enabled: bool) -> None:
+        self.progress = Progress(
+            SpinnerColumn(),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}", markup=False),
+            console=console,
+            transient=True,
+            disable=not enabled,
+        )
+        self.task = self.progress.add_task("starting", total=total)
+        self.lanes = [""] * lanes
+
+    def __enter__(self) -> _Progress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def status(self, lane: int, text: str) -> None:
+        if lane < len(self.lanes):
+            self.lanes[lane] = text
+            self.progress.update(self.task, description=" | ".join(t for t in self.lanes if t))
+
+    def done(self, series: Series) -> None:
+        self.progress.advance(self.task)
+
+
+def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool) -> Measured:
+    enabled = err.is_terminal
+    lanes = max(1, min(cfg.jobs, len(specs)))
+    with _Progress(err, len(specs), lanes, enabled) as prog:
+
+        def on_series(s: Series) -> None:
+            prog.done(s)
+            if verbose and not enabled:
+                tail = s.error or s.stopped or ""
+                err.print(
+                    f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
+                    f"{[p.depth for p in s.points]} {tail}",
+                    markup=False,
+                    highlight=False,
+                )
+
+        def on_structures(structures: dict[str, dict[str, Any]]) -> None:
+            if not (enabled or verbose):
+                return
+            for st in analyze_structures(structures).values():
+                if st.at_risk or verbose:
+                    prog.progress.console.print(st.summary(), markup=False, highlight=False, soft_wrap=True)
+
+        return measure_all(specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures)
+
+
+def one_chain(target: str, timeout: float) -> dict[str, Any]:
+    metas = load_targets([target], timeout)
+    if len(metas) != 1:
+        names = ", ".join(m["name"] for m in metas)
+        raise UsageError(f"this command takes one chain: FILE::CHAIN (chains in the file: {names})")
+    return metas[0]
+
+
+def measure_single(
+    args: argparse.Namespace, argv: Sequence[str], cfg: MeasureConfig, meta: dict[str, Any], err: Console
+) -> Report:
+    backends = backends_arg(args.backend)
+    select(args.mode, backend_modes(backends[0]), "mode", backends[0])
+    known = [p for p in BACKEND_PROFILES.get(backends[0], (None,)) if p]
+    profile = select(args.profile, known, "profile", backends[0]) if known else None
+    spec = SeriesSpec(
+        file=meta["file"],
+        chain=meta["name"],
+        backend=backends[0],
+        profile=(profile or [None])[0],
+        mode=args.mode,
+        max_depth=max(meta.get("depths") or [8]),
+        declared_reuse=meta.get("reuse"),
+        params=dict(meta.get("params") or {}),
+    )
+    measured = measure_specs([spec], cfg, err, args.verbose)
+    return make_report(measured, cfg, argv)
+
+
+def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str]) -> Report:
+    """The report of a measured run (classified once; the renderers read it)."""
+    return build_report(
+        measured.series,
+        measured.structures,
+        notes=measured.notes,
+        environment=environment(cfg, argv),
+        budget_seconds=cfg.budget,
+        elapsed_seconds=measured.elapsed,
+    )

@@ -1,0 +1,20 @@
+"""Defaults and thresholds shared by several layers (layer 0: imports nothing of adprof).
+
+Each number has one home here; modules import it under this name.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+#: Eager mode: forward+backward calls per depth (call 0, the cache miss, then warm calls).
+DEFAULT_CALLS = 6
+#: Seconds per phase; a series stops past it (``--cap``).
+DEFAULT_CAP = 1.5
+#: Per-layer cost ratio above which growth counts as exponential: the fit's tail-ratio threshold,
+#: the depth schedule's "keep unit steps" test and the structure probe's at-risk flag.
+EXPONENTIAL_RATIO = 1.15
+#: Key comparisons allowed per point (a runaway point stops deterministically, as a censored one).
+DEFAULT_COUNTER_BUDGET = 50_000_000
+#: Steady runs per traced point (after one warm-up run).
+RUN_REPEATS = 3

@@ -1,0 +1,39 @@
+"""Knobs of a measuring run and the measuring defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP, DEFAULT_COUNTER_BUDGET
+from adprof.model import Series
+
+DEFAULT_BUDGET = 60.0
+DEFAULT_TIMEOUT_FACTOR = 4.0
+LOAD_TIMEOUT = 30.0  # importing a chain file
+STARTUP_TIMEOUT = 60.0  # a worker importing numpy, scipy and the engine
+
+
+@dataclass
+class MeasureConfig:
+    """Knobs of a measuring run (the CLI fills them)."""
+
+    cap: float = DEFAULT_CAP  # seconds per phase; a series stops past it
+    budget: float = DEFAULT_BUDGET  # seconds of wall time for the whole run
+    timeout_factor: float = DEFAULT_TIMEOUT_FACTOR  # hard timeout per phase = factor x cap
+    calls: int = DEFAULT_CALLS  # eager calls per point
+    counter_budget: int | None = DEFAULT_COUNTER_BUDGET  # key comparisons per point
+    jobs: int = 2  # parallel workers
+    depths: tuple[int, ...] | None = None  # explicit depths (else adaptive)
+    unit_steps: bool = False  # unit steps only (the ratio table)
+    max_depth: int | None = None  # overrides the chain's largest declared depth
+    structure: bool = True
+    started: float | None = None  # time.monotonic() when the run began (the budget counts from it)
+    reserve: float | None = None  # seconds kept for classifying and rendering (None: 0.5 + 30 ms/series)
+    #: The deciding model's growth to a depth (the caller injects the analysis; measure does not import it):
+    #: ``predictor(series, depth) -> (cost ratio depth/deepest, model figure) | None``.
+    predictor: Callable[[Series, int], tuple[float, str] | None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def timeout(self) -> float:
+        return self.timeout_factor * self.cap

@@ -1,0 +1,151 @@
+"""The adaptive depth schedule and the predictions that stop a series before it overruns.
+
+Unless explicit depths are given (:class:`Schedule`): unit steps 1..8, continued while the
+per-layer marginal cost ratio stays >= :data:`~adprof.constants.EXPONENTIAL_RATIO` (exponential
+chains need consecutive depths), then doublings down from the chain's largest declared depth
+(..., D/4, D/2, D: >= 8x span for a power-law fit and a halving pair at the deepest point).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from adprof.constants import EXPONENTIAL_RATIO, RUN_REPEATS
+from adprof.model import Point, cost_phases, counter_totals, counter_value, time_value
+
+UNIT_UNTIL = 8
+
+
+def point_metric(point: Point, mode: str) -> float | None:
+    """The cost the schedule watches: counters over the mode's cost phases, else their time."""
+    phases = cost_phases(mode)
+    v = counter_value(point, phases)
+    if v is None or v <= 0:
+        v = time_value(point, phases)
+    return v
+
+
+def halving_depths(max_depth: int, above: int) -> list[int]:
+    """``max_depth, max_depth/2, ...`` (rounded) down to depths > ``above``, ascending."""
+    out: list[int] = []
+    d = float(max_depth)
+    while round(d) > above:
+        out.append(int(round(d)))
+        d /= 2
+    return sorted(set(out))
+
+
+class Schedule:
+    """Decides the next depth from the points so far (adaptive, unit steps, or explicit)."""
+
+    def __init__(
+        self, max_depth: int, mode: str, explicit: Sequence[int] | None = None, unit_steps: bool = False
+    ) -> None:
+        self.max_depth = max(1, int(max_depth))
+        self.mode = mode
+        self.explicit = sorted(set(int(d) for d in explicit)) if explicit else None
+        self.unit_steps = unit_steps
+        self.doubling = False  # switched to doublings (never back)
+
+    def growing_fast(self, points: Sequence[Point]) -> bool:
+        """Marginal per-layer cost ratio >= EXPONENTIAL_RATIO over the last consecutive depths, and not decaying."""
+        pts = [p for p in points if not p.extra.get("censored")]
+        if len(pts) < 3:
+            return True
+        d = [p.depth for p in pts[-4:]]
+        v = [point_metric(p, self.mode) for p in pts[-4:]]
+        if any(x is None for x in v) or any(b - a != 1 for a, b in zip(d, d[1:], strict=False)):
+            return False
+        m = [b - a for a, b in zip(v, v[1:], strict=False)]  # type: ignore[operator]
+        if m[-1] <= 0 or m[-2] <= 0:
+            return False
+        r = m[-1] / m[-2]
+        if r < EXPONENTIAL_RATIO:
+            return False
+        if len(m) >= 3 and m[-3] > 0:
+            r_prev = m[-2] / m[-3]
+            # a power law's marginal ratio decays like (d/(d-1))^(p-1): its log shrinks ~2/d per step
+            # (0.87x at d = 8); an exponential's stays put (or rises when linear work fades out)
+            if r_prev > 1 and math.log(r) < 0.93 * math.log(r_prev):
+                return False
+        return True
+
+    def next_depth(self, points: Sequence[Point]) -> int | None:
+        """The next depth to measure, or None when the schedule is exhausted."""
+        done = {p.depth for p in points}
+        last = max(done) if done else 0
+        if self.explicit is not None:
+            rest = [d for d in self.explicit if d not in done and d > last]
+            return rest[0] if rest else None
+        if last >= self.max_depth:
+            return None
+        if self.unit_steps:
+            return last + 1
+        if not self.doubling:
+            if last < min(UNIT_UNTIL, self.max_depth):
+                return last + 1
+            if self.growing_fast(points):
+                return last + 1
+            self.doubling = True
+        rest = halving_depths(self.max_depth, last)
+        return rest[0] if rest else None
+
+
+def _growth(v1: float, v2: float, d1: int, d2: int, d3: int, exponential: bool) -> float:
+    """Extrapolated factor v(d3)/v(d2) from two points (exponential or power law, >= linear)."""
+    if v1 <= 0 or v2 <= 0 or d2 <= d1:
+        return d3 / d2 if d2 > 0 else 1.0
+    if exponential:
+        r = min(max((v2 / v1) ** (1.0 / (d2 - d1)), 1.0), 50.0)
+        return r ** (d3 - d2)
+    p = math.log(v2 / v1) / math.log(d2 / d1) if d1 > 0 else 1.0
+    p = min(max(p, 1.0), 6.0)
+    return (d3 / d2) ** p
+
+
+def _phase_counters(point: Point, phase: str) -> float | None:
+    """The counter cost of one phase of a point, None when it has no (non-zero) counters."""
+    totals = counter_totals(point.counters, (phase,))
+    s = sum(totals.values()) if totals is not None else 0.0
+    return s if s > 0 else None
+
+
+def predict_next(points: Sequence[Point], next_depth: int, exponential: bool) -> dict[str, float]:
+    """Predicted seconds per phase at ``next_depth`` from the last two exact points.
+
+    The growth factor comes from the phase's counters when it has some (exact), else from its
+    times; exponential extrapolation on unit steps, power law (at least linear) on doublings.
+    """
+    pts = [p for p in points if not p.extra.get("censored")]
+    if len(pts) < 2:
+        return {}
+    p1, p2 = pts[-2], pts[-1]
+    out: dict[str, float] = {}
+    for phase, t2 in p2.times.items():
+        t1 = p1.times.get(phase)
+        if t1 is None or t2 is None:
+            continue
+        c1, c2 = _phase_counters(p1, phase), _phase_counters(p2, phase)
+        if c1 and c2:
+            g = _growth(c1, c2, p1.depth, p2.depth, next_depth, exponential)
+        else:
+            g = _growth(t1, t2, p1.depth, p2.depth, next_depth, exponential)
+        out[phase] = t2 * g
+    return out
+
+
+def point_cost(times: dict[str, float], mode: str, calls: int) -> float:
+    """Seconds a point with these phase times takes (eager: call 0 plus ``calls - 1`` warm calls)."""
+    if mode == "eager":
+        warm = times.get("forward", 0.0) + times.get("backward", 0.0)
+        return times.get("forward0", 0.0) + times.get("backward0", 0.0) + max(calls - 1, 0) * warm
+    return sum(t for k, t in times.items() if k != "run") + (1 + RUN_REPEATS) * times.get("run", 0.0)
+
+
+def over_cap(point: Point, cap: float) -> tuple[str, float] | None:
+    """The slowest phase of ``point`` if it exceeds ``cap``."""
+    if not point.times:
+        return None
+    phase, t = max(point.times.items(), key=lambda kv: kv[1])
+    return (phase, t) if t > cap else None

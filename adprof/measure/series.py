@@ -1,0 +1,266 @@
+"""One series measured point by point in a worker: the stop rules and the censored points.
+
+A series stops when a phase exceeds the cap, when the next point is predicted to exceed it
+(:func:`~adprof.measure.schedule.predict_next`), when its share of the budget is used, or at a
+failure. ``Series.stopped`` says which, e.g. "stopped after depth 25: transform 1.62 s > 1.5 s cap".
+A point killed by the timeout or stopped by the counter budget is kept as a censored lower bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from adprof.backends import series_fields
+from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
+from adprof.measure.config import MeasureConfig
+from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
+from adprof.model import Point, Series, cost_phases, fmt_seconds
+
+MIN_CALLS = 3
+PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
+
+
+@dataclass
+class SeriesSpec:
+    """What to measure: one chain variant on one backend, profile and mode."""
+
+    file: str
+    chain: str
+    backend: str
+    profile: str | None
+    mode: str
+    max_depth: int
+    declared_reuse: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
+
+    @property
+    def label(self) -> str:
+        prof = f"/{self.profile}" if self.profile else ""
+        return f"{self.chain} [{self.backend}{prof}, {self.mode}]"
+
+    def new_series(self, **fields: Any) -> Series:
+        """An empty :class:`Series` of this spec (``fields``: e.g. ``error`` or ``stopped``)."""
+        return Series(
+            chain=self.chain,
+            backend=self.backend,
+            profile=self.profile,
+            mode=self.mode,
+            declared_reuse=self.declared_reuse,
+            params=dict(self.params),
+            **{**series_fields(self.backend, self.mode), **fields},
+        )
+
+
+StatusCallback = Callable[[str], None]
+
+
+def _censored_point(
+    depth: int, phase: str | None, seconds: float, reason: str, partial: dict[str, Any] | None = None
+) -> Point:
+    """A lower bound: the point (or its partial measurement) with ``phase`` at least ``seconds``."""
+    pt = point_from_dict(partial) if partial else Point(depth=depth)
+    if phase:
+        pt.times[phase] = max(seconds, pt.times.get(phase, 0.0))
+    pt.extra["censored"] = True
+    pt.extra["censor_reason"] = reason
+    pt.extra["censored_phase"] = phase
+    return pt
+
+
+def budget_stopped(series: Series) -> bool:
+    """True if the series stopped only because its share of the budget ran out."""
+    return bool(series.stopped) and not series.error and "budget share" in (series.stopped or "")
+
+
+def point_from_dict(d: dict[str, Any]) -> Point:
+    names = {f.name for f in dataclasses.fields(Point)}
+    return Point(**{k: v for k, v in d.items() if k in names})
+
+
+class _SeriesRun:
+    """One series being measured: the stop rules before a point, the point request, its outcome."""
+
+    def __init__(
+        self,
+        spec: SeriesSpec,
+        worker: Worker,
+        cfg: MeasureConfig,
+        allowance: float,
+        hard_deadline: float | None,
+        status: StatusCallback | None,
+        series: Series,
+    ) -> None:
+        self.spec, self.worker, self.cfg, self.series = spec, worker, cfg, series
+        self.allowance, self.hard_deadline, self.status = allowance, hard_deadline, status
+        self.start = time.monotonic()
+        self.walls: list[float] = [p.extra["wall_seconds"] for p in series.points if "wall_seconds" in p.extra]
+        self.calls = cfg.calls
+        self.cap_s = f"{cfg.cap:g} s cap"
+
+    def say(self, text: str) -> None:
+        if self.status is not None:
+            self.status(text)
+
+    def stop_before(self, depth: int, last: int, exponential: bool) -> str | None:
+        """Why the point at ``depth`` is not run (predicted over the cap or the budget), else None.
+
+        May lower ``self.calls`` (eager) so that the point fits in what is left of the share."""
+        cfg, points = self.cfg, self.series.points
+        left = self.allowance - (time.monotonic() - self.start)
+        pred = predict_next(points, depth, exponential)
+        by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
+        if by_model is not None:  # the deciding model's growth for the classified phases
+            growth, figure = by_model
+            for ph in cost_phases(self.spec.mode):
+                if points[-1].times.get(ph) is not None:
+                    pred[ph] = points[-1].times[ph] * growth
+        big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
+        if big:
+            ph, t = max(big.items(), key=lambda kv: kv[1])
+            rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
+            how = (
+                f" by the deciding model ({figure})"
+                if by_model is not None and ph in cost_phases(self.spec.mode)
+                else ""
+            )
+            return (
+                f"stopped after depth {last}: next point (depth {depth}) predicted{how} {ph} {fmt_seconds(t, 0)} "
+                f"{rel} {self.cap_s}"
+            )
+        if self.hard_deadline is not None and time.monotonic() >= self.hard_deadline:
+            return f"stopped after depth {last}: the {cfg.budget:g} s budget is used up"
+        if left <= 0:
+            return f"stopped after depth {last}: this series' budget share ({self.allowance:.1f} s) is used up"
+        if not (self.walls and len(points) >= 2 and pred):
+            return None
+        mode, prev = self.spec.mode, points[-1]
+        ratio = depth / max(prev.depth, 1)
+        overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev.extra.get("calls", self.calls)))
+        wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
+        if mode == "eager" and wall_pred > left:
+            for k in range(self.calls - 1, MIN_CALLS - 1, -1):
+                self.calls = k
+                wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
+                if wall_pred <= left:
+                    break
+        if wall_pred > left:
+            return (
+                f"stopped after depth {last}: next point (depth {depth}) predicted "
+                f"{fmt_seconds(wall_pred, 0)} > {fmt_seconds(max(left, 0), 0)} left of this series' budget share"
+            )
+        return None
+
+    def measure(self, depth: int, last: int | None) -> bool:
+        """Measure the point at ``depth``; False when the series ends here (stopped or failed)."""
+        spec, cfg = self.spec, self.cfg
+        req = {
+            "op": "point",
+            "file": spec.file,
+            "chain": spec.chain,
+            "backend": spec.backend,
+            "profile": spec.profile,
+            "mode": spec.mode,
+            "depth": depth,
+            "calls": self.calls,
+            "counter_budget": cfg.counter_budget,
+        }
+
+        def on_event(ev: dict[str, Any]) -> None:
+            if ev.get("event") == "phase":
+                call = ev.get("call")
+                self.say(f"depth {depth} {ev.get('phase')}" + (f" (call {call})" if call is not None else ""))
+
+        t0 = time.monotonic()
+        try:
+            ans = self.worker.request(req, cfg.timeout, on_event, self.hard_deadline)
+        except WorkerTimeout as to:
+            self.timed_out(depth, last, to)
+            return False
+        except WorkerCrashed as cr:
+            self.series.error = f"depth {depth}: {cr.message}"
+            return False
+        self.walls.append(time.monotonic() - t0)
+        if not ans.get("ok"):
+            self.failed(depth, last, ans)
+            return False
+        pt = point_from_dict(ans["point"])
+        pt.extra["wall_seconds"] = self.walls[-1]
+        self.series.points.append(pt)
+        oc = over_cap(pt, cfg.cap)
+        if oc is not None:
+            self.series.stopped = f"stopped after depth {depth}: {oc[0]} {fmt_seconds(oc[1], 0)} > {self.cap_s}"
+            return False
+        return True
+
+    def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:
+        """The worker was killed: a censored point, or an error when no depth finished."""
+        series = self.series
+        where = ""
+        if to.phase:
+            where = f" in {to.phase}" + (f" (call {to.call})" if to.call is not None else "")
+        budget_end = self.hard_deadline is not None and time.monotonic() >= self.hard_deadline - 0.05
+        if budget_end and to.limit < self.cfg.timeout:
+            why = f"depth {depth} killed{where} after {to.elapsed:.1f} s: the budget ran out"
+        else:
+            why = f"depth {depth} killed{where} after the {to.limit:.1f} s timeout"
+        if not any(not p.extra.get("censored") for p in series.points):
+            series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
+        else:
+            series.points.append(_censored_point(depth, to.phase, to.elapsed, "timeout"))
+            series.stopped = f"stopped after depth {last}: {why} (censored)"
+
+    def failed(self, depth: int, last: int | None, ans: dict[str, Any]) -> None:
+        """The worker answered a failure: the counter budget (censored), a resource, or a chain error."""
+        series = self.series
+        kind = ans.get("kind")
+        msg = ans.get("error") or "failed"
+        if kind == "budget":
+            phase = ans.get("phase")
+            series.points.append(_censored_point(depth, phase, 0.0, "counter budget", ans.get("point")))
+            series.stopped = (
+                f"stopped after depth {last}: depth {depth} exceeded the key-comparison "
+                f"budget ({self.cfg.counter_budget:,}) in {phase} (censored)"
+            )
+            if not any(not p.extra.get("censored") for p in series.points):
+                series.error = f"depth {depth}: key-comparison budget exceeded in {phase}"
+        elif kind == "resource":
+            series.error = f"depth {depth}: worker ran out of a resource: {msg}"
+        else:
+            series.error = msg if msg.startswith("depth") else f"depth {depth}: {msg}"
+
+
+def run_series(
+    spec: SeriesSpec,
+    worker: Worker,
+    cfg: MeasureConfig,
+    allowance: float,
+    hard_deadline: float | None = None,
+    status: StatusCallback | None = None,
+    resume: Series | None = None,
+) -> Series:
+    """Measure one series point by point in ``worker`` (see the module docstring for the rules).
+
+    ``resume``: a series stopped by its budget share, continued where it stopped.
+    """
+    series = resume if resume is not None else spec.new_series()
+    series.stopped = None
+    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
+    if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
+        sched.doubling = True
+    run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
+    while (depth := sched.next_depth(series.points)) is not None:
+        last = series.points[-1].depth if series.points else None
+        if last is not None:
+            stop = run.stop_before(depth, last, exponential=not sched.doubling)
+            if stop is not None:
+                series.stopped = stop
+                break
+        run.say(f"depth {depth}")
+        if not run.measure(depth, last):
+            break
+    return series

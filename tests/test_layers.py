@@ -1,0 +1,167 @@
+"""adprof/ imports go one way only: every import (module-level or inside a function) of every module
+under adprof/ is checked against the layer table below (README, "Architecture")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "adprof"
+
+#: Layer of a module: the first matching prefix wins (``adprof`` alone is the public package API).
+LAYER_OF: tuple[tuple[str, str], ...] = (
+    ("adprof.constants", "model"),
+    ("adprof.model", "model"),
+    ("adprof.chain", "chain"),
+    ("adprof.backends", "backends"),
+    ("adprof.measure", "measure"),
+    ("adprof.analysis", "analysis"),
+    ("adprof.report", "report"),
+    ("adprof.render", "render"),
+    ("adprof.flame", "flame"),
+    ("adprof.guard", "guard"),
+    ("adprof.pytest_plugin", "guard"),
+    ("adprof.cli", "cli"),
+    ("adprof.__main__", "cli"),
+    ("adprof", "api"),
+)
+
+#: The layers each layer may import (its own layer is always allowed, see RENDER_PEERS for render).
+#: measure and analysis sit side by side: measure never imports analysis, analysis only the model.
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "model": frozenset(),
+    "chain": frozenset({"model"}),
+    "backends": frozenset({"model", "chain"}),
+    "measure": frozenset({"model", "chain", "backends"}),
+    "analysis": frozenset({"model"}),
+    "report": frozenset({"model", "analysis"}),
+    "render": frozenset({"model", "analysis", "report"}),
+    "flame": frozenset({"model", "chain"}),
+    "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report"}),
+    "api": frozenset({"model", "chain"}),
+    "cli": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard"}),
+}
+
+#: Renderers do not import each other, except these (the package __init__ re-exports its modules).
+RENDER_PEERS: frozenset[tuple[str, str]] = frozenset(
+    {("adprof.render.html", "adprof.render.plot")}  # the HTML page embeds the plot's SVG figures
+)
+
+
+def layer_of(module: str) -> str | None:
+    for prefix, layer in LAYER_OF:
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    return None
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_module(name: str, root: Path = PACKAGE) -> bool:
+    rel = Path(*name.split("."))
+    base = root.parent / rel
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imported_modules(source: str, module: str, is_package: bool, root: Path = PACKAGE) -> list[tuple[int, str]]:
+    """``(line, adprof module)`` for every import in ``source``, at any depth (functions included)."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "adprof")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "adprof":
+                continue
+            for a in node.names:  # `from adprof import model` imports the module adprof.model
+                sub = f"{target}.{a.name}"
+                out.append((node.lineno, sub if is_module(sub, root) else target))
+    return out
+
+
+def violations(root: Path = PACKAGE) -> list[str]:
+    """One line per import that goes against the layer table."""
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        layer = layer_of(module)
+        if layer is None:
+            bad.append(f"{module}: not in the layer table")
+            continue
+        is_package = path.name == "__init__.py"
+        for line, target in imported_modules(path.read_text(encoding="utf-8"), module, is_package, root):
+            t_layer = layer_of(target)
+            if t_layer is None:
+                bad.append(f"{module}:{line} imports {target}, which is not in the layer table")
+            elif t_layer == layer:
+                inside_render = layer == "render" and target != "adprof.render" and not is_package
+                if inside_render and (module, target) not in RENDER_PEERS:
+                    bad.append(f"{module}:{line} imports {target}: renderers do not import each other")
+            elif t_layer not in MAY_IMPORT[layer]:
+                bad.append(f"{module}:{line} ({layer}) imports {target} ({t_layer}): a layer above or beside it")
+    return bad
+
+
+def test_every_module_has_a_layer_and_imports_only_downward() -> None:
+    bad = violations()
+    assert not bad, "\n".join(bad)
+
+
+def test_the_table_covers_every_layer() -> None:
+    assert {layer for _, layer in LAYER_OF} == set(MAY_IMPORT)
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in {"__init__.py": "", **files}.items():
+        f = tmp_path / "adprof" / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    return tmp_path / "adprof"
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # measure must not use analysis, not even inside a function
+        (
+            {
+                "measure/__init__.py": "",
+                "analysis/__init__.py": "",
+                "measure/s.py": "def f():\n    import adprof.analysis\n",
+            },
+            "adprof.measure.s:2 (measure) imports adprof.analysis (analysis)",
+        ),
+        # `from adprof import cli` from the model layer
+        ({"model.py": "from adprof import cli\n", "cli/__init__.py": ""}, "adprof.model:1 (model) imports adprof.cli"),
+        # a renderer importing another renderer
+        (
+            {
+                "render/__init__.py": "",
+                "render/html.py": "from adprof.render.console import x\n",
+                "render/console.py": "",
+            },
+            "adprof.render.html:1 imports adprof.render.console: renderers do not import each other",
+        ),
+    ],
+    ids=["function-level", "from-import", "render-peer"],
+)
+def test_an_upward_import_is_reported(tmp_path: Path, files: dict[str, str], expected: str) -> None:
+    found = violations(_tree(tmp_path, files))
+    assert any(line.startswith(expected) for line in found), found
+
+
+def test_a_downward_import_is_not_reported(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"model.py": "", "report.py": "from adprof import model\nimport adprof.model\n"})
+    assert violations(root) == []
