@@ -20,8 +20,6 @@ from adprof.chain import chain, load_chains
 from adprof.constants import EXPONENTIAL_RATIO as RISK_BASE
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS as DEFAULT_DEPTHS
 from adprof.measure.structure_probe import record_structure
-
-
 from probes import chains as std
 
 
