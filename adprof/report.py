@@ -89,6 +89,13 @@ def fmt_growth(result: Result) -> str:
     return result.verdict.interval_text or "-"
 
 
+def chain_label(series: Series) -> str:
+    """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
+    if not series.params or series.chain.endswith("]"):
+        return series.chain
+    return series.chain + "[" + ",".join(f"{k}={x}" for k, x in series.params.items()) + "]"
+
+
 def backend_label(series: Series) -> str:
     return f"{series.backend}/{series.profile}" if series.profile else series.backend
 
@@ -122,6 +129,7 @@ __all__ = [
     "analyze_structures",
     "backend_label",
     "build_report",
+    "chain_label",
     "depth_reached",
     "fmt_growth",
     "series_verdict",

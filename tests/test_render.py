@@ -292,7 +292,7 @@ def test_plot_one_panel_per_chain_with_the_deciding_curve(report, tmp_path):
     from adprof.render.plot import _draw_panel, chain_svg, group_by_chain, plot_report
 
     groups = group_by_chain(report.results)
-    assert [k for k, _ in groups] == ["reuse k=2", "reuse k=3", "sin", "healthy", "short", "broken"]
+    assert [k for k, _ in groups] == ["reuse[k=2]", "reuse[k=3]", "sin", "healthy", "short", "broken"]
     ax = Figure().add_subplot(1, 1, 1)
     title, results = groups[0]
     _draw_panel(ax, title, results)

@@ -19,6 +19,7 @@ import numpy as np
 from adprof import model
 from adprof.analysis import explain
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
+from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.model import COUNTER_KEYS, Fit, Point, Result, Series, Verdict, cost_phases, counter_value, time_value
 
 COUNTER_LABEL = "key comparisons+lookups+visits"
@@ -444,6 +445,8 @@ def classify(
     if predicted_base is not None:
         measured = f", measured {v.base:.2f}" if v.base is not None else ""
         v.evidence.append(f"predicted base {predicted_base:.2f} (use-matrix spectral radius){measured}")
+    if structure_note is None and isinstance(structure, Structure):
+        structure_note = disagreement_reason(structure, v.base, series.profile, series.backend)
     if structure_note:
         v.evidence.append(structure_note)
     exp_kind = v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)

@@ -20,7 +20,7 @@ from adprof.model import (
     counter_totals,
     fmt_seconds,
 )
-from adprof.report import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -68,7 +68,7 @@ def summary_table(report: Report) -> Table:
     t.add_column("stopped", overflow="fold")
     for r in report.results:
         s, v = r.series, r.verdict
-        chain = s.chain + ("" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items()))
+        chain = chain_label(s)
         t.add_row(
             _t(chain),
             _t(backend_label(s)),
@@ -108,7 +108,7 @@ def sweep_rich_table(results: list[dict]) -> Table | None:
 
 def _head(result: Result) -> Text:
     s, v = result.series, result.verdict
-    head = _t(f"{s.chain}" + ("" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items())), "bold")
+    head = _t(chain_label(s), "bold")
     head.append(f" [{backend_label(s)}, {s.mode}]: ", style="bold")
     head.append(v.kind, style=VERDICT_STYLE.get(v.kind, ""))
     growth = fmt_growth(result)

@@ -10,7 +10,7 @@ from html import escape
 from adprof import model
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
-from adprof.report import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -62,10 +62,9 @@ def _summary(report: Report) -> str:
     rows = []
     for i, r in enumerate(report.results):
         s = r.series
-        params = "" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items())
         rows.append(
             "<tr>"
-            f'<td><a href="#{_anchor(i)}">{escape(s.chain + params)}</a></td>'
+            f'<td><a href="#{_anchor(i)}">{escape(chain_label(s))}</a></td>'
             f"<td>{escape(backend_label(s))}</td><td>{escape(s.mode)}</td>"
             f"<td>{_verdict(r.verdict.kind)}</td><td>{escape(fmt_growth(r))}</td>"
             f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"

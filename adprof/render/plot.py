@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof.model import Fit, Report, Result
+from adprof.report import chain_label
 
 MISSING = "plots need matplotlib: pip install 'adprof[plot]'"
 
@@ -34,7 +35,7 @@ def plotted_fit(result: Result) -> Fit | None:
 def chain_key(result: Result) -> str:
     """The panel a result belongs to: its chain, with its sweep values."""
     s = result.series
-    return s.chain + ("" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items()))
+    return chain_label(s)
 
 
 def group_by_chain(results: list[Result]) -> list[tuple[str, list[Result]]]:
