@@ -270,3 +270,12 @@ def test_two_exact_points_that_agree_with_the_structure_are_exponential():
     assert classify(s, predicted_base=3.0, structure=other).kind == "inconclusive"
     s.stopped = None  # not stopped by the cap: it could have measured more
     assert classify(s, predicted_base=24.0).kind == "inconclusive"
+
+
+def test_counters_that_are_zero_at_the_measured_depths_never_crash_the_tree_rule():
+    from adprof.model import Point
+
+    pts = [Point(depth=d, counters={"transform": {"key_comparisons": 0}}, times={"transform": 1e-3}) for d in (1, 2)]
+    s = Series("z", "engine", "fixed", "traced", points=pts)
+    tree = {"depths": [1, 2, 3, 4], "tree_sizes": [2, 6, 18, 54]}
+    assert classify(s, structure=tree).kind in ("inconclusive", "linear")

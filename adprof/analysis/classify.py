@@ -320,6 +320,8 @@ def follows_tree(counter_fit: Fit, structure: Any) -> Fit | None:
     common = [(d, c, tree[d]) for d, c in zip(counter_fit.depths, counter_fit.values, strict=True) if tree.get(d)]
     if len(common) < 2 or len(tree) < 4:
         return None
+    if any(c <= 0 or t <= 0 for _, c, t in common):
+        return None
     props = [c / t for _, c, t in common]
     if max(props) > (1 + TREE_PROPORTION) * min(props):
         return None
