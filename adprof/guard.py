@@ -22,6 +22,7 @@ from typing import Any
 
 from adprof import model
 from adprof.analysis.classify import classify
+from adprof.backends import series_fields
 from adprof.chain import Chain, as_chain, load_chains, parse_target
 from adprof.model import Point, Result, Series
 
@@ -115,7 +116,7 @@ class GuardReport:
 
 
 def _cost_rows(result: Result) -> list[tuple[int, float]]:
-    fit = result.verdict.counter_fit or result.verdict.time_fit
+    fit = result.verdict.fit
     if fit is None:
         return []
     return list(zip(fit.depths, fit.values, strict=False))
@@ -133,9 +134,15 @@ def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) ->
     if v.kind == model.ERROR:
         return GuardCheck(result, limits, False, "error", limit, result.series.error or "the chain failed", metric)
     if v.kind == model.INCONCLUSIVE:
-        return GuardCheck(
-            result, limits, False, "inconclusive", limit, "too few points to decide: give the guard more depths", metric
+        why = (
+            v.fit.reason
+            if v.fit is not None and v.fit.reason
+            else "too few points to decide: give the guard more depths"
         )
+        return GuardCheck(result, limits, False, "inconclusive", limit, why, metric)
+    if v.kind == model.RUNAWAY:
+        why = v.fit.reason if v.fit is not None else "a point ran past its cap"
+        return GuardCheck(result, limits, False, "runaway", limit, why, metric)
     if v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
@@ -193,6 +200,7 @@ def _measure(
         mode=mode,
         declared_reuse=_numeric(chain.reuse),
         params=dict(chain.params),
+        **series_fields(backend, mode),
     )
     for depth in depths:
         try:

@@ -64,7 +64,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     report = make_report(measured, cfg, argv)
     from adprof.render import render_report  # rich tables only when printing
 
-    render_report(report, out)
+    render_report(report, out, verbose=args.verbose)
     report_errors(report, err)
     write_outputs(report, args, err)
     return exit_code(report)

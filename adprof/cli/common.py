@@ -85,7 +85,12 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
     p.add_argument(
         "--json", metavar="PATH|-", help="write the report as JSON (- for stdout; the tables then go to stderr)"
     )
-    p.add_argument("--verbose", "-v", action="store_true", help="tracebacks on errors, more detail on stderr")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="all evidence of every series, tracebacks on errors, more detail on stderr",
+    )
     p.add_argument("--no-color", action="store_true", help="no colors")
 
 
@@ -135,6 +140,9 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     kw.setdefault("jobs", args.jobs)
+    from adprof.analysis.classify import predicted_growth
+
+    kw.setdefault("predictor", predicted_growth)
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 

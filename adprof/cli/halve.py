@@ -48,13 +48,16 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     depths = tuple(sorted({max(1, round(d / 8)), max(1, round(d / 4)), max(1, round(d / 2)), d}))
     cfg = measure_config(args, depths=depths, jobs=1, structure=False)
     report = measure_cmd(args, argv, cfg, err, "eager") if on_cmd else measure_single(args, argv, cfg, meta, err)
+    from adprof.analysis.halving import halving_rows
+    from adprof.model import cost_phases
     from adprof.render import render_halving
 
     r = report.results[0]
     s = r.series
-    render_halving(s, out)
+    phases = cost_phases(s.mode)
+    render_halving(halving_rows(s.points, phases), out, phases)
     if s.mode == "eager" and any("forward" in p.times for p in s.points):
-        render_halving(s, out, phases=("forward",))
+        render_halving(halving_rows(s.points, ("forward",)), out, ("forward",))
         deep = max((p for p in s.points if not p.extra.get("censored")), key=lambda p: p.depth, default=None)
         if deep is not None and "backward0" in deep.times and "backward" in deep.times:
             cache = deep.extra.get("cache", {})

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from adprof.backends import series_fields
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
-from adprof.model import Point, Series, fmt_seconds
+from adprof.model import Point, Series, cost_phases, fmt_seconds
 
 MIN_CALLS = 3
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
@@ -54,8 +55,11 @@ class SeriesSpec:
             mode=self.mode,
             declared_reuse=self.declared_reuse,
             params=dict(self.params),
-            deciding_metrics=list(self.deciding_metrics),
-            **fields,
+            **{
+                **series_fields(self.backend, self.mode),
+                **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
+                **fields,
+            },
         )
 
 
@@ -116,12 +120,23 @@ class _SeriesRun:
         cfg, points = self.cfg, self.series.points
         left = self.allowance - (time.monotonic() - self.start)
         pred = predict_next(points, depth, exponential)
+        by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
+        if by_model is not None:  # the deciding model's growth for the classified phases
+            growth, figure = by_model
+            for ph in cost_phases(self.spec.mode):
+                if points[-1].times.get(ph) is not None:
+                    pred[ph] = points[-1].times[ph] * growth
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
             rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
+            how = (
+                f" by the deciding model ({figure})"
+                if by_model is not None and ph in cost_phases(self.spec.mode)
+                else ""
+            )
             return (
-                f"stopped after depth {last}: next point (depth {depth}) predicted {ph} {fmt_seconds(t, 0)} "
+                f"stopped after depth {last}: next point (depth {depth}) predicted{how} {ph} {fmt_seconds(t, 0)} "
                 f"{rel} {self.cap_s}"
             )
         if self.hard_deadline is not None and time.monotonic() >= self.hard_deadline:
