@@ -16,7 +16,7 @@ from adprof.cli.common import (
     write_outputs,
 )
 from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
-from adprof.guard import TIME_TOLERANCE, GuardLimits, GuardReport, check_result
+from adprof.guard import GuardLimits, GuardReport, check_result, tolerance_for
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +62,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     measured = measure_specs(specs, cfg, err, args.verbose)
     report = make_report(measured, cfg, argv)
     guard = GuardReport(
-        [check_result(r, limits, 0.0 if r.series.backend == "engine" else TIME_TOLERANCE) for r in report.results]
+        [check_result(r, limits, tolerance_for(r)) for r in report.results]
     )
     out.print(guard.text(), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
