@@ -189,7 +189,10 @@ class CmdBackend(ModuleBackend):
     # --metric instructions declares instructions deciding for that series; otherwise a command's own
     # counters decide, else time
     deciding_metrics = {"traced": (), "eager": ()}
-    metric_notes = {"traced": {}, "eager": {}}
+    metric_notes = {
+        mode: {"instructions": "decides when asked for (--metric instructions), else a command's counters or time"}
+        for mode in ("traced", "eager")
+    }
 
 
 BUILTIN_BACKENDS: dict[str, type[Backend]] = {

@@ -18,7 +18,7 @@ from adprof.cli.common import (
     write_outputs,
 )
 from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
-from adprof.guard import DEFAULT_DEPTHS, TIME_TOLERANCE, GuardLimits, GuardReport, check_result
+from adprof.guard import DEFAULT_DEPTHS, GuardLimits, GuardReport, check_result, tolerance_for
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -67,12 +67,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     measured = measure_specs(specs, cfg, err, args.verbose)
     report = make_report(measured, cfg, argv)
     guard = GuardReport(
-        [
-            check_result(
-                r, limits, 0.0 if r.series.backend == "engine" or r.series.deciding_metrics else TIME_TOLERANCE
-            )
-            for r in report.results
-        ]
+        [check_result(r, limits, tolerance_for(r)) for r in report.results]
     )
     out.print(guard.text(), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
