@@ -124,7 +124,6 @@ def mul_instructions(tmp_path_factory) -> tuple[dict, dict]:
 
 @needs_probe
 @needs_valgrind
-@pytest.mark.slow
 def test_instructions_mul_x2_identical_in_two_runs(mul_instructions):
     first, second = mul_instructions
     assert first["verdict"] == second["verdict"] == "exponential-transform"
@@ -140,8 +139,6 @@ def test_instructions_mul_x2_identical_in_two_runs(mul_instructions):
 
 @needs_probe
 @needs_valgrind
-@pytest.mark.slow
-@pytest.mark.xfail(reason="needs the issue-10 classifier", strict=False)
 def test_instructions_decide_the_verdict(mul_instructions):
     """Series.deciding_metrics = ["instructions"]: the classifier decides on Point.metrics, not the counters."""
     r = mul_instructions[0]
