@@ -5,7 +5,8 @@ growth and compares it with two limits: ``max_base`` (per-layer ratio, for expon
 ``max_exponent`` (power-law exponent). Where the backend has deterministic counters (the engine),
 the verdict is decided on them, so a guard gives the same answer on a loaded CI machine; a runaway
 point is stopped by the counter budget (also deterministic) and counts as a censored lower bound.
-Time-only backends (jax, torch) get a tolerance on the limits and median-of-repeats points.
+Peers decide on a deterministic work metric where the backend declares one (e.g. JAX traced: Python call
+counts), exactly as the engine's counters; where time decides, the limits get a tolerance.
 
 Limits come from, in order: explicit arguments, a ``@pytest.mark.adprof_guard(...)`` marker,
 ``[tool.adprof.guard]`` in ``pyproject.toml``, and the defaults below.
@@ -23,6 +24,7 @@ from typing import Any
 
 from adprof import model
 from adprof.analysis.classify import classify
+from adprof.backends import series_fields
 from adprof.chain import Chain, as_chain, load_chains, parse_target
 from adprof.model import Point, Result, Series
 
@@ -151,10 +153,16 @@ class GuardReport:
 
 
 def _cost_rows(result: Result) -> list[tuple[int, float]]:
-    fit = result.verdict.counter_fit or result.verdict.time_fit
+    fit = result.verdict.fit
     if fit is None:
         return []
     return list(zip(fit.depths, fit.values, strict=False))
+
+
+def tolerance_for(result: Result) -> float:
+    """The slack on the limits: none when a deterministic metric or counter decided, else TIME_TOLERANCE."""
+    fit = result.verdict.fit
+    return 0.0 if fit is not None and fit.source in ("counters", "metric") else TIME_TOLERANCE
 
 
 def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) -> GuardCheck:
@@ -169,9 +177,15 @@ def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) ->
     if v.kind == model.ERROR:
         return GuardCheck(result, limits, False, "error", limit, result.series.error or "the chain failed", metric)
     if v.kind == model.INCONCLUSIVE:
-        return GuardCheck(
-            result, limits, False, "inconclusive", limit, "too few points to decide: give the guard more depths", metric
+        why = (
+            v.fit.reason
+            if v.fit is not None and v.fit.reason
+            else "too few points to decide: give the guard more depths"
         )
+        return GuardCheck(result, limits, False, "inconclusive", limit, why, metric)
+    if v.kind == model.RUNAWAY:
+        why = v.fit.reason if v.fit is not None else "a point ran past its cap"
+        return GuardCheck(result, limits, False, "runaway", limit, why, metric)
     if v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
@@ -229,6 +243,7 @@ def _measure(
         mode=mode,
         declared_reuse=_numeric(chain.reuse),
         params=dict(chain.params),
+        **series_fields(backend, mode),
     )
     for depth in depths:
         try:
@@ -266,11 +281,10 @@ def guard_chain(
     """Measure, classify and check one chain (all its sweep variants)."""
     limits = limits or GuardLimits()
     report = GuardReport()
-    tolerance = 0.0 if backend == "engine" else TIME_TOLERANCE
     for variant in chain.variants():
         series = measure_series(variant, mode, profile, depths, backend)
         result = Result(series=series, verdict=classify(series))
-        report.checks.append(check_result(result, limits, tolerance))
+        report.checks.append(check_result(result, limits, tolerance_for(result)))
     return report
 
 

@@ -20,6 +20,12 @@ LINEAR = "linear"
 INCONCLUSIVE = "inconclusive"
 ERROR = "error"
 
+#: Mildly superlinear (exponent between 1.15 and 1.3, n log n-like): an honest reading, not a pathology.
+MILD_TRANSFORM = "mildly-superlinear-transform"
+MILD_BACKWARD = "mildly-superlinear-backward"
+#: A point ran past its hard timeout and was killed while the measured points looked healthy.
+RUNAWAY = "runaway"
+
 VERDICTS = (
     EXPONENTIAL_TRANSFORM,
     SUPERLINEAR_TRANSFORM,
@@ -28,6 +34,9 @@ VERDICTS = (
     LINEAR,
     INCONCLUSIVE,
     ERROR,
+    MILD_TRANSFORM,
+    MILD_BACKWARD,
+    RUNAWAY,
 )
 PATHOLOGIES = VERDICTS[:4]
 
@@ -110,6 +119,22 @@ class Fit:
     censored_depths: list[int] = field(default_factory=list)  # lower bounds, not fitted
     censored_values: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The deciding model (every renderer reads these; nothing downstream re-fits):
+    source: str = ""  # "counters" | "metric" | "time"
+    model: str = ""  # "a + c*b^d" | "a + c*d^p" | "constant"
+    overhead: float | None = None  # a (fixed cost, same unit as values)
+    scale: float | None = None  # c: the growing part's value at the deepest fitted depth
+    interval: list[float] | None = None  # [lo, hi] of the base (exponential) or the exponent (otherwise)
+    interval_method: str = ""  # how the interval was obtained ("bootstrap over repeats, 200 resamples", ...)
+    statistic: str = ""  # how a depth's value was taken from its repeats (time) / "exact" (counters)
+    clock: str = ""
+    tail_exponent: float | None = None  # measured local log-log slope of the deepest pair
+    model_halving_ratio: float | None = None  # the model's value of the halving ratio at the same pair
+    model_tail_exponent: float | None = None
+    halving_tolerance: float | None = None  # |ln(measured/model)| allowed by the noise before it contradicts
+    curve_depths: list[float] = field(default_factory=list)  # the deciding model's curve, for plots
+    curve_values: list[float] = field(default_factory=list)
+    reason: str = ""  # inconclusive: why, and the remedy ("raise --cap", "add depths")
 
 
 @dataclass
@@ -130,6 +155,13 @@ class Verdict:
     metric: str = ""  # the primary metric that decided the verdict
     call0_fit: Fit | None = None  # eager: growth of call 0 (cache miss: transform + first backward)
     warm_to_call1: float | None = None  # eager: median cost of calls 2..5 / cost of call 1 (deepest point)
+    #: THE deciding model (one of counter_fit, time_fit, call0_fit or a work-metric fit): the verdict, every
+    #: evidence line, the summary, the plot's curve, the guard and the JSON read it.
+    fit: Fit | None = None
+    metric_fits: dict[str, Fit] = field(default_factory=dict)  # deterministic work metrics, as evidence
+    interval_text: str = ""  # e.g. "d^1.72 [1.55, 1.90]" or "x2.00/layer [1.99, 2.00]"
+    prediction: dict[str, float] | None = None  # the deciding model at the next depth: {"depth", "value"}
+    key_evidence: list[str] = field(default_factory=list)  # the decisive lines (the concise report prints these)
 
 
 @dataclass
@@ -139,12 +171,26 @@ class Result:
 
 
 @dataclass
+class HalvingRow:
+    """One depth of the halving table; ``ratio`` is this depth's cost over the next row's (None on the last)."""
+
+    depth: int
+    seconds: float | None
+    counters: float | None
+    ratio: float | None = None
+    vs_depth: int | None = None
+    reading: str = ""
+
+
+@dataclass
 class Report:
     results: list[Result] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     budget_seconds: float | None = None
     elapsed_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: Rows of the sweep table (measured vs predicted base per reuse count), built with the report.
+    sweeps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -178,9 +224,16 @@ def counter_totals(
 
 
 def counter_value(point: Point, phases: Sequence[str]) -> float | None:
-    """Counter cost of a point over phases (sum of :data:`COUNTER_KEYS`), or None without counters there."""
+    """Counter cost of a point over phases (sum of :data:`COUNTER_KEYS`; a command that reports none of
+    those keys: the sum of its own counters), or None without counters there."""
     totals = counter_totals(point.counters, phases)
-    return None if totals is None else sum(totals.values())
+    if totals is None:
+        return None
+    dicts = [c for p in phases if isinstance(c := point.counters.get(p), dict)]
+    if not any(k in c for c in dicts for k in COUNTER_KEYS):
+        own = sorted({k for c in dicts for k in c})
+        totals = counter_totals(point.counters, phases, keys=own) or {}
+    return sum(totals.values())
 
 
 def time_value(point: Point, phases: Sequence[str]) -> float | None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adprof import model
-from adprof.analysis.classify import classify
+from adprof.analysis.classify import classify, sweep_table
 from adprof.analysis.structure import Structure, analyze_recording
 from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import Report, Result, Series, Verdict, cost_phases, fmt_seconds, time_value
@@ -30,7 +30,7 @@ def series_verdict(series: Series, structure: Structure | None) -> Verdict:
             remedies=["rerun with a larger --budget or fewer chains"],
         )
     else:
-        v = classify(series, predicted_base=pb)
+        v = classify(series, predicted_base=pb, structure=structure)
     if structure is not None:
         v.evidence.insert(0, structure.summary())
     return v
@@ -73,6 +73,7 @@ def build_report(
         budget_seconds=budget_seconds,
         elapsed_seconds=elapsed_seconds,
         notes=_run_notes(results, structures, notes),
+        sweeps=sweep_table(results),
     )
 
 
@@ -83,16 +84,16 @@ SWEEP_COLUMNS = ("chain", "backend/profile", "mode", "k", "measured base", "pred
 
 
 def fmt_growth(result: Result) -> str:
-    """``x2.01/layer`` for exponential verdicts, ``d^1.94`` for power laws, ``flat`` for a cost that
-    does not grow at all (e.g. no bookkeeping left on a warm eager backward), ``-`` otherwise."""
-    v = result.verdict
-    if v.base is not None and v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
-        return f"x{v.base:.2f}/layer"
-    if v.kind == model.LINEAR and v.exponent is not None and v.exponent < 0.2:
-        return "flat"
-    if v.exponent is not None:
-        return f"d^{v.exponent:.2f}"
-    return "-"
+    """The deciding model's figure: ``x2.01/layer``, ``d^1.72 [1.55, 1.90]`` (time: with its interval),
+    ``flat`` for a cost that does not grow at all, ``-`` without a model."""
+    return result.verdict.interval_text or "-"
+
+
+def chain_label(series: Series) -> str:
+    """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
+    if not series.params or series.chain.endswith("]"):
+        return series.chain
+    return series.chain + "[" + ",".join(f"{k}={x}" for k, x in series.params.items()) + "]"
 
 
 def backend_label(series: Series) -> str:
@@ -128,6 +129,7 @@ __all__ = [
     "analyze_structures",
     "backend_label",
     "build_report",
+    "chain_label",
     "depth_reached",
     "fmt_growth",
     "series_verdict",

@@ -182,7 +182,7 @@ def fig_sin(r: int, depth: int = 400) -> list[Figure]:
             bwd_t.append(bt)
     figs = [
         Figure(
-            "eager forward, sin 400 (n 10)", "torch forward", statistics.median(fwd_e), statistics.median(fwd_t), 1.5
+            "eager forward, sin 400 (n 10)", "torch forward", statistics.median(fwd_e), statistics.median(fwd_t), 1.2
         ),
         Figure("eager backward, sin 400", "torch backward", statistics.median(bwd_e), statistics.median(bwd_t), 0.5),
     ]

@@ -4,7 +4,8 @@
 
 Each chain runs at depth 1, 2, 3, ... until one transform takes longer than the cap. Columns:
 depth, value ops, transform ms, per-layer ratio (this transform time / the previous one),
-derivative ops, drop ms (deleting the derivative graph), key comparisons during the transform.
+derivative ops (reachable from the gradient / rebuilt and registered: v08 keeps every replayed
+forward equation), drop ms (deleting the derivative graph), key comparisons during the transform.
 Then the fixed profile's transform cost per derivative op at depth 200.
 """
 
@@ -42,21 +43,25 @@ def measure(chain, depth):
         drop = time.perf_counter() - t0
     finally:
         gc.enable()
-    return value_ops, transform, derivative_ops, drop, m.key_comparisons
+    return value_ops, transform, (derivative_ops, m.derivative_ops_rebuilt), drop, m.key_comparisons
 
 
 def table(name, profile, cap, max_depth):
     chain = getattr(chains, name)
     prev = None
+    prev_ops = None
     with engine.profile(profile):
         for depth in range(1, max_depth + 1):
-            vops, tr, dops, drop, kc = measure(chain, depth)
+            vops, tr, (dops, rebuilt), drop, kc = measure(chain, depth)
             ratio = f"{tr / prev:5.2f}" if prev else "    -"
+            per_layer = f"(+{dops - prev_ops[0]}/+{rebuilt - prev_ops[1]})" if prev_ops else ""
             print(
                 f"{profile:5s} {name:5s} grad n={depth:<3d} value ops {vops:5d}  grad {tr * 1e3:9.2f} ms  "
-                f"ratio {ratio}  derivative ops {dops:5d}  drop {drop * 1e3:9.2f} ms  key comparisons {kc}"
+                f"ratio {ratio}  derivative ops {dops:5d}/{rebuilt:5d} {per_layer:11s} drop {drop * 1e3:9.2f} ms  "
+                f"key comparisons {kc}"
             )
             prev = tr
+            prev_ops = (dops, rebuilt)
             if tr > cap:
                 print(f"{profile:5s} {name:5s}: stopped after n={depth} (transform > {cap * 1e3:.0f} ms cap)")
                 return
@@ -69,7 +74,7 @@ def per_op_cost(depth=200, repeats=5):
             chain = getattr(chains, name)
             times = []
             for _ in range(repeats):
-                _, tr, dops, _, _ = measure(chain, depth)
+                _, tr, (dops, _), _, _ = measure(chain, depth)
                 times.append(tr)
             best = sorted(times)[len(times) // 2]
             print(

@@ -4,13 +4,20 @@ A transform runs in three steps, as tenferro-ad does:
 
 1. **freeze** the source graph into a flat program (``graph.freeze``);
 2. **transform** the program: replay the forward equations into a new program, then emit the
-   reverse (VJP) or tangent (JVP) equations from the primitives' rules; unused equations go;
-3. **derivative traces**: rebuild a traced graph from the derivative program
+   reverse (VJP) or tangent (JVP) equations from the primitives' rules. Unused derivative
+   equations go; the replayed forward equations all stay in ``v08`` (tenferro's semantic VJP
+   re-imports the whole forward program) and only the needed ones in ``fixed``;
+3. **derivative traces**: rebuild a traced graph from **every** equation of the derivative program
    (:func:`derivative_traces_from_program`) and register its metadata in one scoped batch held by
    the result. The rebuilt keys are made by ``keys.op_key``: fresh objects in ``v08``
    (structurally equal to the live source keys but not identical, so registering them, and
-   deregistering them when the result is dropped, compares them in full), the interned source
-   keys themselves in ``fixed``.
+   deregistering them when the result is dropped, compares them in full, whatever the VJP rules
+   read), the interned source keys themselves in ``fixed``.
+
+Compiling a derivative graph (``engine.compile``) and preparing a program still eliminate dead
+code, so the run cost is the same in both profiles. The counters ``derivative_ops_rebuilt`` (every
+equation rebuilt and registered) and ``derivative_ops_live`` (the ones the outputs need) report the
+derivative program both ways.
 """
 
 from __future__ import annotations
@@ -20,12 +27,28 @@ import time
 import numpy as np
 
 from . import keys as K
+from . import profiles
 from .counters import COUNTERS
 from .errors import TransformError
 from .graph import Node, TracedTensor, chain_aliases, freeze
 from .metadata import MetadataScope
 from .ops import add, full, rule
-from .program import Program, ProgramBuilder, prune_inputs
+from .program import Program, ProgramBuilder, live_eqn_count, prune_inputs
+
+_keep_forward = False
+
+
+def _on_profile(name: str) -> None:
+    global _keep_forward
+    _keep_forward = name == "v08"
+
+
+profiles.on_change(_on_profile)
+
+
+def keeps_forward() -> bool:
+    """Whether derivative programs keep every replayed forward equation (profile ``v08``)."""
+    return _keep_forward
 
 
 def _replay(program: Program, builder: ProgramBuilder):
@@ -46,7 +69,12 @@ def _replay(program: Program, builder: ProgramBuilder):
 
 
 def vjp_program(
-    program: Program, wrt: list[int], out_index: int = 0, seed: np.ndarray | None = None, residuals: bool = False
+    program: Program,
+    wrt: list[int],
+    out_index: int = 0,
+    seed: np.ndarray | None = None,
+    residuals: bool = False,
+    keep_forward: bool | None = None,
 ) -> Program:
     """Reverse-mode transform of ``program`` w.r.t. its inputs at positions ``wrt``.
 
@@ -54,8 +82,10 @@ def vjp_program(
     one cotangent input for output ``out_index``; it returns the cotangents of ``wrt``. With
     ``residuals`` the forward is not replayed: every source variable becomes an input instead (the
     caller has the forward values, as eager mode does), and ``tags`` of the result name, per input,
-    the source variable it stands for; unused inputs are pruned.
+    the source variable it stands for; unused inputs are pruned. ``keep_forward`` (default: the
+    profile's, see :func:`keeps_forward`) keeps every replayed forward equation.
     """
+    keep = _keep_forward if keep_forward is None else keep_forward
     b = ProgramBuilder()
     if residuals:
         env = [b.add_input(aval) for aval in program.avals]
@@ -63,6 +93,7 @@ def vjp_program(
             b.tags[var.idx] = v
     else:
         env = _replay(program, b)
+    n_forward = len(b.eqns) if keep and not residuals else 0
     out_var = program.outputs[out_index]
     out_aval = program.avals[out_var]
     ct_seed = b.add_binding(seed) if seed is not None else b.add_input(out_aval)
@@ -86,17 +117,19 @@ def vjp_program(
         if c is None:  # the output does not depend on this input
             c = full(ct_seed, 0.0, program.avals[v].shape, program.avals[v].dtype)
         results.append(c)
-    derivative = b.build(results)
+    derivative = b.build(results, keep_prefix=n_forward)
     if residuals:
         derivative, _ = prune_inputs(derivative)
     return derivative
 
 
-def jvp_program(program: Program, wrt: list[int]) -> Program:
+def jvp_program(program: Program, wrt: list[int], keep_forward: bool | None = None) -> Program:
     """Forward-mode transform: inputs are the source inputs then one tangent per ``wrt``; outputs
-    are the primal outputs followed by their tangents."""
+    are the primal outputs followed by their tangents (``keep_forward`` as in :func:`vjp_program`)."""
+    keep = _keep_forward if keep_forward is None else keep_forward
     b = ProgramBuilder()
     env = _replay(program, b)
+    n_forward = len(b.eqns) if keep else 0
     tangents: dict[int, object] = {}
     for pos in wrt:
         v = program.inputs[pos]
@@ -116,7 +149,7 @@ def jvp_program(program: Program, wrt: list[int]) -> Program:
         if t is None:
             t = full(primals[0], 0.0, program.avals[o].shape, program.avals[o].dtype)
         tans.append(t)
-    return b.build(primals + tans)
+    return b.build(primals + tans, keep_prefix=n_forward)
 
 
 def derivative_traces_from_program(
@@ -154,6 +187,8 @@ def derivative_traces_from_program(
             env[o] = t
             items.append((t.key, t.aval))
     COUNTERS.nodes_visited += len(program.eqns)
+    COUNTERS.derivative_ops_rebuilt += len(program.eqns)
+    COUNTERS.derivative_ops_live += live_eqn_count(program)
     scope = MetadataScope(items, on_close=_count_drop)
     COUNTERS.derivative_traces_built += 1
     outs = [env[o] for o in program.outputs]

@@ -22,6 +22,8 @@ FIELDS = (
     "trace_rebuilds",  # recorded trace re-derived into a source program
     "derivative_traces_built",
     "derivative_traces_dropped",
+    "derivative_ops_rebuilt",  # equations rebuilt into derivative traces and registered (all of them)
+    "derivative_ops_live",  # of those, the ones the derivative outputs need (what DCE keeps)
     "nodes_visited",  # graph-walk visits (freeze, rebuild, toposort)
     "ops_executed",  # kernel calls by prepared programs and eager ops
     "transform_seconds",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +33,22 @@ from .counters import COUNTERS
 from .errors import DTypeError, EngineError, TransformError
 from .graph import TracedTensor, freeze
 from .keys import InputKey
-from .ops import Aval, Primitive, TensorBase, add_p
+from .ops import IMPL_RULES, Aval, Primitive, add_p
+from .ops.operators import Tensor
 
 ENGINE_TARGET = "cpu-numpy"
+_new_aval = tuple.__new__  # Aval(...) without its keyword wrapper
 
 _SESSION: EagerSession | None = None
+_lazy_traces = False  # fixed profile: traces are recorded on first need, not with every op
+
+
+def _on_profile(name: str) -> None:
+    global _lazy_traces
+    _lazy_traces = name == "fixed"
+
+
+profiles.on_change(_on_profile)
 
 
 def current_session() -> EagerSession | None:
@@ -61,7 +72,7 @@ class _Pending:
         self.traces = None
 
 
-class EagerTensor(TensorBase):
+class EagerTensor(Tensor):
     """A value computed at once, with its recorded trace (a traced tensor) behind it.
 
     In the ``fixed`` profile the trace is recorded lazily: only a derivative request that misses
@@ -71,7 +82,6 @@ class EagerTensor(TensorBase):
 
     __slots__ = (
         "value",
-        "aval",
         "_trace",
         "_pending",
         "_slot",
@@ -96,7 +106,6 @@ class EagerTensor(TensorBase):
         slot: int = 0,
     ) -> None:
         self.value = value
-        self.aval = Aval(value.shape, value.dtype)
         self._trace = trace
         self._pending = pending
         self._slot = slot
@@ -106,6 +115,21 @@ class EagerTensor(TensorBase):
         self.requires_grad = requires_grad
         self.grad = None
         self._freed = False
+
+    # the abstract value is derived from the value on demand: building it for every eager op
+    # would cost a third of the op's bookkeeping
+    @property
+    def aval(self) -> Aval:
+        value = self.value
+        return _new_aval(Aval, (value.shape, value.dtype))
+
+    @property
+    def shape(self) -> tuple:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.dtype
 
     @property
     def trace(self) -> TracedTensor | None:
@@ -148,7 +172,36 @@ class EagerTensor(TensorBase):
 
     # -- recording ---------------------------------------------------------------------------
     def _bind(self, prim: Primitive, args, params):
-        return self.runtime._apply(prim, args, params)
+        runtime = self.runtime
+        session = _SESSION
+        if _lazy_traces and session is not None and prim.nout == 1 and session.runtime is runtime:
+            # the common case, kept lean (fixed profile, inside a session, one output, operands that
+            # are leaves or results of this session): run the kernel, defer the trace; anything
+            # else (including every error) takes the general path below
+            fps = []
+            for a in args:
+                if type(a) is not EagerTensor or a.runtime is not runtime or a._freed:
+                    break
+                if a.session is session:  # leaves never carry a session
+                    fps.append(a.fp)
+                elif a._pending is None and a._trace.node is None:
+                    fps.append(session.leaf_fp(a))
+                else:
+                    break
+            else:
+                impl = IMPL_RULES[prim]
+                if len(args) == 1:
+                    out = impl(args[0].value, **params)
+                else:
+                    out = impl(*[a.value for a in args], **params)
+                COUNTERS.ops_executed += 1
+                v = out if type(out) is np.ndarray else np.asarray(out)
+                values = session.values
+                o = len(values)
+                values.append(v)
+                fp = hash((prim.name, tuple(params.values()) if params else (), tuple(fps), o))
+                return EagerTensor(v, None, runtime, fp, session, False, _Pending(prim, params, args, [o], session))
+        return runtime._apply(prim, args, params)
 
     def _constant(self, array: np.ndarray) -> EagerTensor:
         return self.runtime.constant(array)
@@ -230,7 +283,7 @@ class EagerSession:
 
 
 class EagerRuntime:
-    """Holds the AD rule set (the primitive registry) and the caches; no engine state."""
+    """Holds the prepared-derivative cache and its statistics (the AD rules live in ``engine.ops``)."""
 
     def __init__(self, cache_capacity: int = 256) -> None:
         self.cache_capacity = cache_capacity
@@ -273,17 +326,12 @@ class EagerRuntime:
         finally:
             _SESSION = previous
 
-    def with_session(self, fn: Callable):
-        """Run ``fn(session)`` inside a new session and return its result."""
-        with self.session() as s:
-            return fn(s)
-
     # -- ops ---------------------------------------------------------------------------------
     def _apply(self, prim: Primitive, args, params):
         session = _SESSION
         if session is not None and session.runtime is not self:
             raise EngineError("this eager tensor belongs to another EagerRuntime than the open session")
-        lazy = profiles._active == "fixed"
+        lazy = _lazy_traces
         fps = [] if session is not None else None
         for a in args:
             if type(a) is not EagerTensor:
@@ -301,14 +349,16 @@ class EagerRuntime:
                     fps.append(a.fp)
                 else:
                     fps = None
-        out = prim.impl(*[a.value for a in args], **params)
+        out = IMPL_RULES[prim](*[a.value for a in args], **params)
         COUNTERS.ops_executed += 1
-        node_fp = None if fps is None else hash((prim.name, tuple(params.values()), tuple(fps)))
+        node_id = None if fps is None else (prim.name, tuple(params.values()) if params else (), tuple(fps))
         if lazy and prim.nout == 1:  # the common case, kept lean: one output, trace deferred
             v = out if type(out) is np.ndarray else np.asarray(out)
             o = None if session is None else session.record(None, v)
             pending = _Pending(prim, params, args, [o], session)
-            return EagerTensor(v, None, self, None if node_fp is None else hash((node_fp, o)), session, pending=pending)
+            return EagerTensor(
+                v, None, self, None if node_id is None else hash((*node_id, o)), session, pending=pending
+            )
         if prim.nout == 1:
             out = (out,)
         values = [np.asarray(v) for v in out]
@@ -317,7 +367,7 @@ class EagerRuntime:
             pending = _Pending(prim, params, tuple(args), ordinals, session)
             results = [
                 EagerTensor(
-                    v, None, self, None if node_fp is None else hash((node_fp, o)), session, pending=pending, slot=i
+                    v, None, self, None if node_id is None else hash((*node_id, o)), session, pending=pending, slot=i
                 )
                 for i, (v, o) in enumerate(zip(values, ordinals, strict=True))
             ]
@@ -329,7 +379,7 @@ class EagerRuntime:
                 fp = None
                 if session is not None:
                     ordinal = session.record(t, v)
-                    fp = None if node_fp is None else hash((node_fp, ordinal))
+                    fp = None if node_id is None else hash((*node_id, ordinal))
                 results.append(EagerTensor(v, t, self, fp, session))
         return results[0] if prim.nout == 1 else tuple(results)
 
@@ -345,7 +395,7 @@ class EagerRuntime:
             )
         if loss.dtype.kind != "f":
             raise DTypeError(f"backward() needs a floating-point loss, got {loss.dtype.name}")
-        v08 = profiles.current() == "v08"
+        v08 = not _lazy_traces
         if not v08 and not create_graph and loss.fp is not None and loss.session is not None:
             if self._backward_from_residuals(loss):
                 self._release(loss, retain_graph)
@@ -354,7 +404,8 @@ class EagerRuntime:
         frozen = rebuild_source_program(loss.trace)
         leaves = frozen.input_leaves
         wrt = tuple(i for i, leaf in enumerate(leaves) if _owner(leaf) is not None)
-        key = (ENGINE_TARGET, frozen.program.fingerprint, tuple(leaf.aval for leaf in leaves), wrt)
+        # v08 programs keep the replayed forward (their derivative traces rebuild it): keyed apart
+        key = (ENGINE_TARGET, frozen.program.fingerprint, tuple(leaf.aval for leaf in leaves), wrt, v08)
         entry = self._cache_get(key)
         if entry is None:
             dprog = vjp_program(frozen.program, list(wrt), seed=np.ones((), dtype=loss.dtype))

@@ -14,9 +14,11 @@ import numpy as np
 
 from . import keys as K
 from . import metadata
+from .checkpoint_chain import merge_chains
 from .counters import COUNTERS
 from .errors import DTypeError, TransformError
-from .ops import Aval, Primitive, TensorBase
+from .ops import SHAPE_RULES, Aval, Primitive
+from .ops.operators import Tensor
 from .program import Program, ProgramBuilder
 
 
@@ -32,7 +34,7 @@ class Node:
         self.opkey = opkey
 
 
-class TracedTensor(TensorBase):
+class TracedTensor(Tensor):
     """A value in a recorded graph: a key, an abstract value, and where it comes from.
 
     Leaves (``node is None``) are placeholders (``engine.input``) or carry data (constants and
@@ -89,8 +91,8 @@ class TracedTensor(TensorBase):
             avals.append(a.aval)
             keys.append(a.key)
             if a.chain is not None:
-                chain = a.chain if chain is None else _merge(chain, a.chain)
-        out_avals = prim.shape_rule(*avals, **params)
+                chain = a.chain if chain is None else merge_chains(chain, a.chain)
+        out_avals = SHAPE_RULES[prim](*avals, **params)
         opkey = K.op_key(prim, tuple(params.values()), tuple(keys))
         node = Node(prim, params, args, opkey)
         if prim.nout == 1:
@@ -136,10 +138,6 @@ def chain_aliases(outputs) -> dict | None:
             link = link.prev
     COUNTERS.nodes_visited += len(aliases)
     return aliases or None
-
-
-def _merge(lhs, rhs):  # replaced by remedies once imported (profile-dependent merge)
-    return lhs
 
 
 def input(shape, dtype="float64") -> TracedTensor:  # the public name is engine.input
@@ -194,18 +192,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
                 stack.append((p.node, False))
     COUNTERS.nodes_visited += visits
     return order
-
-
-def leaves(outputs) -> list[TracedTensor]:
-    seen: dict[int, TracedTensor] = {}
-    for t in outputs:
-        if t.node is None:
-            seen.setdefault(id(t), t)
-    for node in toposort(outputs):
-        for p in node.inputs:
-            if p.node is None:
-                seen.setdefault(id(p), p)
-    return list(seen.values())
 
 
 def value_op_count(outputs) -> int:

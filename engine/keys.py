@@ -120,6 +120,10 @@ class ValueKey:
         return f"ValueKey({self.op.prim.name}#{self.slot}, uid={self.uid})"
 
 
+#: Visits between two budget checks inside one structural comparison.
+BUDGET_CHECK_EVERY = 4096
+
+
 def structural_key_eq(a, b) -> bool:
     """Compare two keys structurally, walking input keys with an explicit stack and no memo.
 
@@ -131,9 +135,19 @@ def structural_key_eq(a, b) -> bool:
     pop, extend = stack.pop, stack.extend
     visits = 0
     equal = True
+    # the budget is checked every BUDGET_CHECK_EVERY visits inside the walk (one comparison can
+    # visit b**depth nodes), so a runaway comparison stops within that many visits of the budget
+    budget = COUNTERS.budget
+    check_at = BUDGET_CHECK_EVERY if budget is None else min(BUDGET_CHECK_EVERY, budget - COUNTERS.key_comparisons)
     while stack:
         x, y = pop()
         visits += 1
+        if visits >= check_at:
+            check_at = visits + BUDGET_CHECK_EVERY
+            budget = COUNTERS.budget
+            if budget is not None and COUNTERS.key_comparisons + visits > budget:
+                COUNTERS.key_comparisons += visits
+                raise CounterBudgetExceeded(f"key comparison budget exceeded ({COUNTERS.key_comparisons} visits)")
         if x is y:
             continue
         tx = type(x)

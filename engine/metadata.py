@@ -44,25 +44,9 @@ def deregister_metadata(key) -> None:
         del _TABLE[key]
 
 
-def lookup_metadata(key):
-    """The (dtype, shape) registered for ``key``, or ``None``."""
-    COUNTERS.metadata_lookups += 1
-    entry = _TABLE.get(key)
-    return None if entry is None else entry[0]
-
-
 def table_size() -> int:
     """Number of distinct keys registered now."""
     return len(_TABLE)
-
-
-def register_metadata_batch(items) -> list:
-    """Register ``(key, meta)`` pairs; return the keys to deregister later."""
-    keys = []
-    for key, meta in items:
-        register_metadata(key, meta)
-        keys.append(key)
-    return keys
 
 
 def deregister_metadata_batch(keys) -> None:

@@ -274,5 +274,3 @@ def _norm(x, ord=None, axis=None):  # numpy's name
 
 
 linalg = types.SimpleNamespace(svd=_svd, qr=_qr, norm=_norm)
-
-_ops._set_namespace(__import__(__name__, fromlist=["_"]))

@@ -1,9 +1,10 @@
 """The engine's cost profile: ``v08`` reproduces tenferro 0.8.0's bookkeeping, ``fixed`` removes it.
 
-The profiles differ in four places only, each reading :func:`current` (or the flags below):
-key construction (``keys``: interned or not), derivative-trace rebuild (``ad``: rebuilt keys are
-fresh objects unless interned), eager per-backward bookkeeping (``eager``) and the checkpoint
-chain merge (``remedies``).
+The profiles differ in five places only; each module keeps a flag updated through
+:func:`on_change` (or calls :func:`current`): key construction (``keys``: interned or not), the
+derivative program (``ad``: every replayed forward equation kept in ``v08``), derivative-trace
+rebuild (rebuilt keys are fresh objects unless interned), eager per-backward bookkeeping
+(``eager``) and the checkpoint chain merge (``checkpoint_chain``).
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ import numpy as np
 
 from .counters import COUNTERS
 from .errors import ShapeError
-from .ops import Aval, Primitive, TensorBase
+from .ops import IMPL_RULES, SHAPE_RULES, Aval, Primitive
+from .ops.operators import Tensor
 
 
-class Var(TensorBase):
+class Var(Tensor):
     """A program variable while a program is being built."""
 
     __slots__ = ("idx", "aval", "builder")
@@ -127,7 +128,7 @@ def format_program(program: Program) -> str:
 
 
 def _kernel(eqn: Eqn):
-    impl = eqn.prim.impl
+    impl = IMPL_RULES[eqn.prim]
     if not eqn.params:
         return impl
     params = eqn.params
@@ -137,6 +138,17 @@ def _kernel(eqn: Eqn):
 
     kernel.__name__ = f"kernel_{eqn.prim.name}"
     return kernel
+
+
+def live_eqn_count(program: Program) -> int:
+    """Equations the outputs need (what dead-code elimination would keep)."""
+    live = set(program.outputs)
+    count = 0
+    for e in reversed(program.eqns):
+        if any(o in live for o in e.outs):
+            count += 1
+            live.update(e.ins)
+    return count
 
 
 def prune_inputs(program: Program) -> tuple[Program, list[int]]:
@@ -284,7 +296,7 @@ class ProgramBuilder:
         return v
 
     def bind(self, prim: Primitive, args, params):
-        out_avals = prim.shape_rule(*[a.aval for a in args], **params)
+        out_avals = SHAPE_RULES[prim](*[a.aval for a in args], **params)
         avals = self.avals
         if prim.nout == 1:
             avals.append(out_avals[0])
@@ -295,15 +307,20 @@ class ProgramBuilder:
         self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), tuple(o.idx for o in outs)))
         return outs
 
-    def build(self, outputs: list[Var], dce: bool = True) -> Program:
-        """Freeze into a Program, dropping equations the outputs do not need, and renumbering."""
+    def build(self, outputs: list[Var], dce: bool = True, keep_prefix: int = 0) -> Program:
+        """Freeze into a Program, dropping equations the outputs do not need, and renumbering.
+
+        The first ``keep_prefix`` equations stay whether or not they are needed (the replayed
+        forward of a ``v08`` derivative program, which upstream rebuilds in full).
+        """
         eqns = self.eqns
         out_idx = [o.idx for o in outputs]
         if dce:
             live = set(out_idx)
             kept = []
-            for e in reversed(eqns):
-                if any(o in live for o in e.outs):
+            for n in range(len(eqns) - 1, -1, -1):
+                e = eqns[n]
+                if n < keep_prefix or any(o in live for o in e.outs):
                     kept.append(e)
                     live.update(e.ins)
             eqns = kept[::-1]

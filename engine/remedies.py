@@ -2,10 +2,8 @@
 
 **checkpoint** evaluates an intermediate to a leaf so that downstream keys restart from it; the
 leaf remembers what it stands for in a checkpoint chain, so a transform still differentiates
-through it. Every op merges its inputs' chains. In ``v08`` the merge copies the left chain onto
-the right one without checking whether they are the same chain (tenferro's
-``CheckpointNode::merge_chains``), so checkpointing every layer of a chain that uses its value
-twice doubles the chain per layer; ``fixed`` deduplicates by identity.
+through it. Every op merges its inputs' chains (``checkpoint_chain``: exponential in ``v08``,
+deduplicated in ``fixed``).
 
 **Staged** runs a chain in stages with one transform (traced) or one backward (eager) per stage,
 chaining cotangents backwards with the surrogate ``L_n = <T_{n+1}, ct_{n+1}> + c_n * extra_n``,
@@ -18,61 +16,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import graph, profiles
+from . import graph
 from .ad import grad as _grad
 from .ad import vjp_program
+from .checkpoint_chain import CheckpointNode, chain_length  # noqa: F401 - engine.remedies.chain_length
 from .compile import compile as _compile
-from .counters import COUNTERS
 from .errors import TransformError
 from .graph import TracedTensor, freeze
 from .keys import InputKey
-
-
-class CheckpointNode:
-    """One link of a checkpoint chain: ``leaf`` stands for ``target``."""
-
-    __slots__ = ("leaf", "target", "prev")
-
-    def __init__(self, leaf: TracedTensor, target: TracedTensor, prev: CheckpointNode | None) -> None:
-        self.leaf = leaf
-        self.target = target
-        self.prev = prev
-
-
-def chain_nodes(chain: CheckpointNode | None) -> list[CheckpointNode]:
-    nodes = []
-    while chain is not None:
-        nodes.append(chain)
-        chain = chain.prev
-    return nodes
-
-
-def chain_length(t: TracedTensor) -> int:
-    """Links in ``t``'s checkpoint chain (the record-time cost of merging it)."""
-    return len(chain_nodes(t.chain))
-
-
-def merge_chains(lhs: CheckpointNode, rhs: CheckpointNode) -> CheckpointNode:
-    """The chain of an op whose inputs carry chains ``lhs`` and ``rhs``."""
-    if profiles.current() == "v08":
-        # upstream: rebuild the whole lhs list on top of rhs, never asking whether it is rhs itself
-        merged = rhs
-        copied = chain_nodes(lhs)
-        for node in reversed(copied):
-            merged = CheckpointNode(node.leaf, node.target, merged)
-        COUNTERS.nodes_visited += len(copied)
-        return merged
-    if lhs is rhs:
-        return lhs
-    have = {id(n.leaf) for n in chain_nodes(rhs)}
-    merged = rhs
-    for node in reversed(chain_nodes(lhs)):
-        if id(node.leaf) not in have:
-            merged = CheckpointNode(node.leaf, node.target, merged)
-    return merged
-
-
-graph._merge = merge_chains
 
 
 def checkpoint(t: TracedTensor) -> TracedTensor:

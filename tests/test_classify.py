@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adprof import explain, model
+from adprof import model
+from adprof.analysis import explain
 from adprof.analysis.classify import classify, sweep_table
 from adprof.model import Point, Result, Series
 
@@ -256,12 +257,25 @@ def test_two_exact_points_that_agree_with_the_structure_are_exponential():
         points=[pt(1, 21599), pt(2, 519534)],
         stopped="stopped after depth 2: next point (depth 3) predicted transform 14 s > 1.5 s cap",
     )
-    v = classify(s, predicted_base=24.0)
+    # the structure's tree sizes (the key DAG unfolded, counted at 4 depths without a transform) grow x24
+    tree = {"depths": [1, 2, 3, 4], "tree_sizes": [2 * 21599, 2 * 519534, 2 * 12_468_816, 2 * 299_251_584]}
+    v = classify(s, predicted_base=24.0, structure=tree)
     assert v.kind == "exponential-transform"
     assert v.base == pytest.approx(24.05, abs=0.1)
-    assert any("structure predicts" in e for e in v.evidence)
-    # without a structure that agrees, two points stay inconclusive
-    assert classify(s, predicted_base=None).kind == "inconclusive"
-    assert classify(s, predicted_base=3.0).kind == "inconclusive"
+    assert any("proportional to the structure's tree size" in e for e in v.evidence)
+    # the predicted base alone decides nothing: two points stay inconclusive
+    assert classify(s, predicted_base=24.0).kind == "inconclusive"
+    # nor does a structure whose tree sizes the counters do not follow
+    other = {"depths": [1, 2, 3, 4], "tree_sizes": [10, 30, 90, 270]}
+    assert classify(s, predicted_base=3.0, structure=other).kind == "inconclusive"
     s.stopped = None  # not stopped by the cap: it could have measured more
     assert classify(s, predicted_base=24.0).kind == "inconclusive"
+
+
+def test_counters_that_are_zero_at_the_measured_depths_never_crash_the_tree_rule():
+    from adprof.model import Point
+
+    pts = [Point(depth=d, counters={"transform": {"key_comparisons": 0}}, times={"transform": 1e-3}) for d in (1, 2)]
+    s = Series("z", "engine", "fixed", "traced", points=pts)
+    tree = {"depths": [1, 2, 3, 4], "tree_sizes": [2, 6, 18, 54]}
+    assert classify(s, structure=tree).kind in ("inconclusive", "linear")

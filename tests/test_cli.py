@@ -176,7 +176,7 @@ def test_ratio_table():
 def test_halve_reads_seed_000():
     p = adprof("halve", "probes/chains.py::sin", "--depth", "400", "--calls", "3")
     assert p.returncode == 1, p.stderr
-    assert "below 1/3: superlinear cost of graph size, not arithmetic" in p.stdout
+    assert "below 1/3 when halved: superlinear cost of graph size, not arithmetic" in p.stdout
     assert "superlinear-backward" in p.stdout
     p = adprof("halve", f"{BAD}/mixed.py", "--depth", "8")
     assert p.returncode == 2 and "takes one chain" in p.stderr

@@ -29,7 +29,7 @@ def test_guard_holds_on_fixed_and_fails_on_v08():
         "1.5",
     )
     assert bad.returncode == 1
-    assert "- limit    max base 1.50" in bad.stdout and "+ measured base 1.99 per layer" in bad.stdout
+    assert "- limit    max base 1.50" in bad.stdout and "+ measured base 2.00 per layer" in bad.stdout
     assert "0 of 1 held" in bad.stdout
 
 

@@ -247,3 +247,23 @@ def test_staged_helper_matches_whole_graph_in_both_modes():
                 assert v == pytest.approx(float(value), rel=1e-14)
                 np.testing.assert_allclose(g, grad, rtol=1e-13)
     assert staged.value(a) == pytest.approx(float(value), rel=1e-14)
+
+
+def test_v08_eager_backward_of_linear_reuse_doubles_per_layer():
+    """The per-backward derivative trace keeps the replayed forward: y <- 0.7y + 0.3y costs 2x per layer."""
+    rt = engine.EagerRuntime()
+    counts = []
+    with engine.profile("v08"):
+        for depth in (8, 9, 10):
+            x = rt.variable(np.full((3, 3), 0.5))
+            with rt.session():
+                y = x
+                for _ in range(depth):
+                    y = 0.7 * y + 0.3 * y
+                loss = xnp.sum(y)
+            with engine.counters.measure() as m:
+                loss.backward()
+            np.testing.assert_allclose(x.grad, np.ones((3, 3)), rtol=1e-12)
+            counts.append(m.key_comparisons)
+    assert counts[2] / counts[1] == pytest.approx(2.0, rel=0.02), counts
+    assert counts[1] / counts[0] == pytest.approx(2.0, rel=0.03), counts

@@ -234,3 +234,85 @@ def test_fixed_interned_keys_are_freed_with_their_graph():
         del g, x
         gc.collect()
         assert (len(keys._op_interner), len(keys._value_interner)) == before
+
+
+def average(x, depth):
+    y = x
+    for _ in range(depth):
+        y = 0.7 * y + 0.3 * y  # two uses, both linear: no VJP rule reads y
+    return xnp.sum(y)
+
+
+def two_state_mix(x, depth):
+    """(r, s) <- (r/2 + s/4, r/4 - s/2 + r/10): use matrix [[1, 1], [2, 1]], spectral radius 1 + sqrt 2."""
+    r, s = x, x * 1.0
+    for _ in range(depth):
+        r, s = r * 0.5 + s * 0.25, r * 0.25 - s * 0.5 + r * 0.1
+    return xnp.sum(r + s)
+
+
+@pytest.mark.parametrize(("chain", "base"), [(average, 2.0), (two_state_mix, 1 + 2**0.5)], ids=["average", "mix"])
+def test_v08_linear_reuse_grows_by_the_use_matrix_radius(chain, base):
+    """The rebuilt derivative trace keeps every replayed forward equation (tenferro's semantic VJP
+    re-imports the whole forward), so linear reuse blows up too, although no VJP rule reads y."""
+    with engine.profile("v08"):
+        counts = [transform_counters(chain, d)[0].key_comparisons for d in (8, 9, 10)]
+    assert counts[2] / counts[1] == pytest.approx(base, rel=0.02), counts
+    with engine.profile("fixed"):
+        fixed = [transform_counters(chain, d)[0] for d in (10, 20)]
+    assert fixed[0].key_comparisons == fixed[1].key_comparisons == 0
+
+
+@pytest.mark.parametrize(("name", "per_layer"), [("mul", 6), ("svd3", 36)])
+def test_derivative_ops_per_layer_both_ways(name, per_layer):
+    """v08 rebuilds and registers every derivative equation; fixed only the live ones; both equal
+    here (every replayed forward value of these chains is read by a VJP rule or the next layer)."""
+    chain, _ = SEED_001[name]
+    for profile in ("v08", "fixed"):
+        with engine.profile(profile):
+            a, b = (transform_counters(chain, d)[0] for d in (6, 7))
+        assert b.derivative_ops_rebuilt - a.derivative_ops_rebuilt == per_layer
+        assert b.derivative_ops_live - a.derivative_ops_live == per_layer
+
+
+def test_v08_keeps_dead_forward_equations_but_the_compiled_program_does_not():
+    with engine.profile("v08"):
+        x = engine.input((3, 3))
+        y = average(x, 5)
+        with engine.counters.measure() as m:
+            g = engine.grad(y, x)
+        program_v08 = engine.compile(g, inputs=[x])
+    with engine.profile("fixed"):
+        x = engine.input((3, 3))
+        y = average(x, 5)
+        with engine.counters.measure() as f:
+            g = engine.grad(y, x)
+        program_fixed = engine.compile(g, inputs=[x])
+    # 3 forward ops per layer plus the output sum are replayed, none of them read by a VJP rule
+    assert m.derivative_ops_rebuilt - m.derivative_ops_live == 3 * 5 + 1
+    assert f.derivative_ops_rebuilt == f.derivative_ops_live == m.derivative_ops_live
+    assert program_v08.op_count == program_fixed.op_count
+    a = np.random.default_rng(0).random((3, 3))
+    np.testing.assert_array_equal(program_v08.prepare()(a)[0], program_fixed.prepare()(a)[0])
+
+
+def test_counter_budget_stops_one_huge_comparison_during_the_walk():
+    """Two separately built 40-layer y*y key chains: one == would visit 2**41 nodes; the budget
+    stops it within keys.BUDGET_CHECK_EVERY visits of the limit."""
+    from engine import keys
+    from engine.ops import mul_p
+
+    def chain_key(leaf, depth):
+        k = leaf
+        for _ in range(depth):
+            k = keys.ValueKey(keys.OpKey(mul_p, (), (k, k)), 0)
+        return k
+
+    leaf = keys.InputKey()
+    a, b = chain_key(leaf, 40), chain_key(leaf, 40)
+    start = engine.counters.COUNTERS.key_comparisons
+    with pytest.raises(engine.counters.CounterBudgetExceeded), engine.counters.budget(50_000):
+        _ = a == b
+    spent = engine.counters.COUNTERS.key_comparisons - start
+    assert 50_000 < spent <= 50_000 + keys.BUDGET_CHECK_EVERY + 1
+    assert chain_key(leaf, 6) == chain_key(leaf, 6)  # small comparisons still complete

@@ -100,7 +100,7 @@ def test_phase_table_matches_function_and_file() -> None:
     assert phase_of(parse_frame("__eq__ (other.py:3)")) is None  # the file must match too
     assert phase_of(parse_frame("MetadataScope.close (engine/metadata.py:84)")) == "drop"
     assert phase_of(parse_frame("TracedTensor.__del__ (engine/graph.py:60)")) == "drop"
-    assert phase_of(parse_frame("register_metadata_batch (engine/metadata.py:55)")) == "metadata registration"
+    assert phase_of(parse_frame("register_metadata (engine/metadata.py:23)")) == "metadata registration"
     assert phase_of(parse_frame("deregister_metadata (engine/metadata.py:33)")) == "metadata deregistration"
     assert phase_of(parse_frame("rebuild_source_program (engine/eager.py:334)")) == "trace rebuild"
     assert phase_of(parse_frame("freeze (engine/graph.py:216)")) == "trace rebuild"

@@ -21,8 +21,9 @@ import engine
 from adprof import backends
 from adprof.analysis.classify import classify
 from adprof.backends import jax_backend as jb
+from adprof.backends import series_fields
 from adprof.backends import torch_backend as tb
-from adprof.model import LINEAR, Point, Series
+from adprof.model import INCONCLUSIVE, LINEAR, Point, Series
 from probes import chains
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ def test_jax_traced_point_fields():
     assert set(pt.times) == {"record", "transform", "drop"} and all(t >= 0 for t in pt.times.values())
     assert pt.ops["value_ops"] > 0 and pt.ops["derivative_ops"] > pt.ops["value_ops"]
     assert pt.extra["value"] == pytest.approx(float(chains.mul(np, chains.mul.make_input(), 4)))
-    assert set(pt.extra["wall"]) == set(pt.times)
+    assert set(pt.samples) == set(pt.times)  # every phase keeps its repeats; times = their lower quartile
 
 
 def test_jax_compile_and_eager_point_fields():
@@ -121,7 +122,8 @@ def _series(backend, chain, mode):
         pt = backend.measure_point(chain, mode, d, None, calls=6)
         if d not in best or pt.times[key] < best[d].times[key]:
             best[d] = pt
-    return Series(chain=chain.name, backend=name, profile=None, mode=mode, points=[best[d] for d in DEPTHS])
+    pts = [best[d] for d in DEPTHS]
+    return Series(chain=chain.name, backend=name, profile=None, mode=mode, points=pts, **series_fields(name, mode))
 
 
 _PEER_CASES = [
@@ -140,11 +142,17 @@ _PEER_CASES = [
 @pytest.mark.parametrize(("backend", "mode", "chain"), _PEER_CASES)
 def test_standard_chains_are_linear_on_the_peers(backend, mode, chain):
     """Every standard chain is linear on JAX traced and torch eager (two representative cases run
-    by default, all with ``-m slow``)."""
+    by default, all with ``-m slow``). Where a deterministic metric decides (JAX traced: Python call
+    counts) the verdict is exactly linear; where wall time decides (torch eager: the C++ backward) a
+    loaded machine may widen the interval to inconclusive, but never to a pathology."""
     s = _series(backend, chain, mode)
     v = classify(s)
     key = "transform" if mode == "traced" else "backward"
-    assert v.kind == LINEAR, (v.kind, [(p.depth, p.times[key]) for p in s.points], v.evidence)
+    why = (v.kind, [(p.depth, p.times[key]) for p in s.points], v.evidence)
+    if v.fit is not None and v.fit.source == "time":
+        assert v.kind in (LINEAR, INCONCLUSIVE), why
+    else:
+        assert v.fit is not None and v.fit.source == "metric" and v.kind == LINEAR, why
 
 
 def test_cli_json_fields():

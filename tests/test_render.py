@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from adprof import model
-from adprof.analysis.classify import classify
+from adprof.analysis.classify import classify, sweep_table
 from adprof.model import Point, Report, Result, Series
 from adprof.render import (
     load_report,
@@ -91,6 +91,7 @@ def make_report() -> Report:
     ]
     return Report(
         results=results,
+        sweeps=sweep_table(results),
         environment={"python": "3.11.7", "platform": "linux"},
         budget_seconds=60.0,
         elapsed_seconds=12.5,
@@ -148,15 +149,51 @@ def test_ratio_table_seed_001_columns(report):
 
 
 def test_halving_table_reading(report):
+    from adprof.analysis.halving import halving_rows
+
     console, buf = _console()
-    render_halving(report.results[2].series, console)
+    rows = halving_rows(report.results[2].series.points, ("backward",))
+    assert [r.depth for r in rows] == [400, 200, 100]
+    assert rows[0].ratio == pytest.approx(rows[0].counters / rows[1].counters)  # counters decide the ratio
+    render_halving(rows, console, ("backward",))
     out = buf.getvalue()
     assert "400" in out and "200" in out and "100" in out
-    assert "below 1/3: superlinear cost of graph size, not arithmetic" in out
-    # points alone work too, and linear reads about 1/2
+    assert rows[0].reading == "below 1/3 when halved: superlinear cost of graph size, not arithmetic"
+    assert "below 1/3 when halved" in out
+    # linear reads about 1/2
     console, buf = _console()
-    render_halving(report.results[3].series.points, console)
-    assert "about 1/2: linear" in buf.getvalue()
+    rows = halving_rows(report.results[3].series.points, ("transform", "drop"))
+    render_halving(rows, console)
+    assert rows[0].reading == "about 1/2 when halved: linear" and "about 1/2 when halved" in buf.getvalue()
+
+
+def test_concise_report_paragraphs_for_pathologies_lines_for_the_rest(report):
+    console, buf = _console()
+    render_report(report, console)
+    out = buf.getvalue()
+    # a pathology gets its cause and remedies; linear series appear in the table only
+    assert out.count("remedy 1:") == sum(r.verdict.kind in model.PATHOLOGIES for r in report.results)
+    healthy = report.results[3]
+    assert healthy.verdict.kind == model.LINEAR
+    assert f"{healthy.series.chain} [engine/v08, traced]" not in out  # no paragraph or line for it
+    # an inconclusive series gets one line with its reason
+    short = report.results[4]
+    assert short.verdict.kind == model.INCONCLUSIVE
+    line = next(x for x in out.splitlines() if x.startswith("short [engine/v08, traced]"))
+    assert short.verdict.fit.reason in line
+    # --verbose prints every evidence line of every series
+    console, buf = _console()
+    render_report(report, console, verbose=True)
+    full = buf.getvalue()
+    assert all(e[:60] in full.replace("\n", "") or e[:40] in full for r in report.results for e in r.verdict.evidence)
+
+
+def test_user_strings_are_not_markup(report):
+    report.results[-1].series.error = "FileNotFoundError: could not load weights [/data/weights.npy] [bold]x[/bold]"
+    report.results[-1].verdict.evidence = [report.results[-1].series.error]
+    console, buf = _console()
+    render_report(report, console)
+    assert "[/data/weights.npy] [bold]x[/bold]" in buf.getvalue()
 
 
 def test_render_empty_report():
@@ -221,39 +258,60 @@ def test_html_self_contained_with_verdicts(report):
     verdicts = re.findall(r'<span class="verdict verdict-[a-z-]+">([a-z-]+)</span>', html)
     assert model.EXPONENTIAL_TRANSFORM in verdicts and model.SUPERLINEAR_BACKWARD in verdicts
     assert model.ERROR in verdicts and model.LINEAR in verdicts
-    assert html.count("<svg") >= len(report.results)
-    assert "Remedies" in html and "Evidence" in html
+    chains = {r.series.chain for r in report.results}
+    assert html.count("<svg") >= len(chains)  # one panel per chain
+    assert 'class="remedies"' in html and "All evidence" in html
+    # same order as the console: findings before the one-line series, then the plots and all evidence
+    assert html.index("Findings") < html.index("Inconclusive, runaway, error and mild") < html.index("All evidence")
     assert re.search(r"x(1\.9\d|2\.0\d)/layer", html)
 
 
 def test_html_falls_back_to_hand_made_svg(report, monkeypatch):
     import adprof.render.html as h
 
-    def missing(_):
+    def missing(*_):
         raise RuntimeError("plots need matplotlib: pip install 'adprof[plot]'")
 
-    monkeypatch.setattr(h, "result_svg", missing)
+    monkeypatch.setattr(h, "chain_svg", missing)
     html = h.render_html(report)
     _assert_self_contained(html)
     assert "<polyline" in html
 
 
 def test_simple_svg():
-    svg = simple_svg(_result(_traced(range(1, 8), lambda d: 2**d)))
+    r = _result(_traced(range(1, 8), lambda d: 2**d))
+    svg = simple_svg("mul", [r])
     assert svg.startswith("<svg") and svg.endswith("</svg>") and "<polyline" in svg
-    assert "no points" in simple_svg(_result(Series(chain="e", backend="b", profile=None, mode="traced")))
+    assert "no points" in simple_svg("e", [_result(Series(chain="e", backend="b", profile=None, mode="traced"))])
 
 
 @pytest.mark.skipif(not HAS_MPL, reason="matplotlib not installed")
-def test_plot_report_and_svg(report, tmp_path):
-    from adprof.render.plot import plot_report, result_svg
+def test_plot_one_panel_per_chain_with_the_deciding_curve(report, tmp_path):
+    from matplotlib.figure import Figure
 
+    from adprof.render.plot import _draw_panel, chain_svg, group_by_chain, plot_report
+
+    groups = group_by_chain(report.results)
+    assert [k for k, _ in groups] == ["reuse[k=2]", "reuse[k=3]", "sin", "healthy", "short", "broken"]
+    ax = Figure().add_subplot(1, 1, 1)
+    title, results = groups[0]
+    _draw_panel(ax, title, results)
+    fit = results[0].verdict.fit
+    curve = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+    assert len(curve) == 1  # the deciding model's curve, normalized to the first depth
+    assert list(curve[0].get_xdata()) == fit.curve_depths
+    assert curve[0].get_ydata()[-1] == pytest.approx(fit.curve_values[-1] / fit.values[0])
+    # a constant series is drawn (flat at 1), not skipped
+    zero = _traced([8, 16, 32, 64], lambda d: 0.0, chain="flat")
+    for p in zero.points:
+        p.counters = {"transform": {"key_comparisons": 0}, "drop": {"key_comparisons": 0}}
+    flat = _result(zero)
+    assert flat.verdict.kind == model.LINEAR and flat.verdict.interval_text == "flat"
+    ax2 = Figure().add_subplot(1, 1, 1)
+    _draw_panel(ax2, "flat", [flat])
+    pts = [line for line in ax2.get_lines() if line.get_marker() == "o"]
+    assert list(pts[0].get_ydata()) == [1.0, 1.0, 1.0, 1.0]
     out = plot_report(report, tmp_path / "report.png")
-    assert out.exists() and out.stat().st_size > 10_000
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    svg = result_svg(report.results[0])
-    assert svg.startswith("<svg") and "</svg>" in svg
-    assert "exponential-transform" in svg and "exponential fit" in svg
-    assert "<metadata" not in svg
-    empty = plot_report(Report(), tmp_path / "empty.svg")
-    assert empty.exists()
+    svg = chain_svg(title, results)
+    assert svg.startswith("<svg") and "exponential-transform" in svg and "<metadata" not in svg

@@ -53,6 +53,45 @@ def _uses(base: float | None, declared: float | None) -> str:
     return f"the layer-to-layer use matrix has spectral radius ≈ {k:.2f}"
 
 
+XLA_SCAN = (
+    "write the repeated layers as `jax.lax.scan` (or `lax.fori_loop`) over stacked parameters instead of an "
+    "unrolled Python loop: XLA then compiles one layer body, not depth copies"
+)
+CACHED_COMPILE = (
+    "compile once and reuse: keep the jitted function (and its input shapes) stable so later calls hit the "
+    "compilation cache, or enable JAX's persistent compilation cache"
+)
+PROFILE_PHASE = (
+    "profile the growing phase at two depths (`adprof flame`) to see which function's share grows with depth"
+)
+
+_PHASE_WORDS = {
+    "traced": "the grad transform",
+    "compile": "lowering and compiling the gradient",
+    "eager": "every eager backward call",
+}
+
+
+def _measured_cause(kind: str, *, base, exponent, mode: str, backend: str, label: str) -> str:
+    """A cause that names only what was measured (no engine counters: no mechanism is claimed)."""
+    what = _PHASE_WORDS.get(mode, "the measured phase")
+    who = f" on {backend}" if backend else ""
+    if kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
+        growth = f"x{base:.2f} per layer" if base is not None else "exponentially"
+    elif exponent is not None:
+        growth = f"as depth^{exponent:.2f}"
+    else:
+        growth = "superlinearly"
+    tail = " and is paid again on each call" if kind.endswith("backward") else ""
+    if backend == "jax" and mode == "compile":
+        tail = ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"
+    mild = "mildly (n log n-like) " if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD) else ""
+    return (
+        f"{what}{who} grows {mild}{growth} ({label}){tail}; no engine counters were measured, so no mechanism "
+        "is claimed"
+    )
+
+
 def cause(
     kind: str,
     *,
@@ -62,8 +101,22 @@ def cause(
     dominant: str | None = None,
     declared_reuse: float | None = None,
     error: str | None = None,
+    backend: str = "engine",
+    label: str = "",
+    source: str = "counters",
+    reason: str = "",
 ) -> str:
-    """One sentence explaining the verdict."""
+    """One sentence explaining the verdict, naming a mechanism only where the counters show it."""
+    if kind == model.LINEAR:
+        return "cost grows linearly with depth (or not at all): no pathology found"
+    if kind == model.INCONCLUSIVE:
+        return f"not classified: {reason}" if reason else "too few or too ambiguous points to classify: add depths"
+    if kind == model.RUNAWAY:
+        return f"runaway: {reason}" if reason else "a point ran past its cap and was killed"
+    if kind == model.ERROR:
+        return f"the chain failed: {error}" if error else "no points were measured"
+    if source != "counters" or dominant is None:
+        return _measured_cause(kind, base=base, exponent=exponent, mode=mode, backend=backend, label=label)
     mech = _COUNTER_WORDS.get(dominant or "", "structural key comparison")
     b = f"x{base:.1f}" if base is not None else "exponentially"
     p = f"as depth^{exponent:.1f}" if exponent is not None else "superlinearly"
@@ -77,7 +130,7 @@ def cause(
             f"{what} grows {b} per layer: {_uses(base, declared_reuse)}, and {mech} unfolds "
             "the graph into a tree instead of visiting each node once"
         )
-    if kind == model.SUPERLINEAR_TRANSFORM:
+    if kind in (model.SUPERLINEAR_TRANSFORM, model.MILD_TRANSFORM):
         return (
             f"the grad transform grows {p}: per-node bookkeeping ({mech}) is paid against the whole "
             "graph, a cost of graph size, not arithmetic"
@@ -87,23 +140,24 @@ def cause(
             f"every eager backward call grows {b} per layer and is paid again on each call: "
             f"{_uses(base, declared_reuse)}, and {mech} re-walks the graph as a tree on each backward"
         )
-    if kind == model.SUPERLINEAR_BACKWARD:
-        return (
-            f"every eager backward grows {p} and is not amortized by the prepared-program cache: each "
-            "call re-derives the trace into a source program and builds, then drops, a derivative trace "
-            f"per gradient ({mech})"
-        )
-    if kind == model.LINEAR:
-        return "cost grows linearly with depth (or not at all): no pathology found"
-    if kind == model.INCONCLUSIVE:
-        return "too few or too ambiguous points to classify: extend the depth range"
-    return f"the chain failed: {error}" if error else "no points were measured"
+    return (
+        f"every eager backward grows {p} and is not amortized by the prepared-program cache: each "
+        "call re-derives the trace into a source program and builds, then drops, a derivative trace "
+        f"per gradient ({mech})"
+    )
 
 
-def remedies(kind: str, *, mode: str = "traced", backend: str = "", profile: str | None = None) -> list[str]:
-    """The remedies that apply to a verdict (empty for linear/inconclusive/error)."""
+def remedies(
+    kind: str, *, mode: str = "traced", backend: str = "", profile: str | None = None, source: str = "counters"
+) -> list[str]:
+    """The remedies that follow from a verdict and what was measured (empty for linear/inconclusive/error)."""
     engine = profile is not None
     fixed = [FIXED_PROFILE] if engine and profile != "fixed" else []
+    if backend == "jax" and mode == "compile" and kind in model.PATHOLOGIES + (model.MILD_TRANSFORM,):
+        return [XLA_SCAN, STAGING, CACHED_COMPILE]
+    if source != "counters" and kind in model.PATHOLOGIES:
+        first = [TRACED] if kind.endswith("backward") else []
+        return [*first, STAGING, MEASURE_FIRST, PROFILE_PHASE]
     if kind == model.EXPONENTIAL_TRANSFORM:
         return [STAGING, CHECKPOINT, *fixed, MEASURE_FIRST]
     if kind == model.SUPERLINEAR_TRANSFORM:
@@ -112,4 +166,6 @@ def remedies(kind: str, *, mode: str = "traced", backend: str = "", profile: str
         return [TRACED, STAGING, *fixed, MEASURE_FIRST]
     if kind == model.SUPERLINEAR_BACKWARD:
         return [TRACED, EAGER_STAGES, *fixed]
+    if kind == model.RUNAWAY:
+        return ["rerun the stopped depth alone with `adprof halve --verbose` or `adprof flame` to see where it hangs"]
     return []

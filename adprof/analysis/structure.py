@@ -97,4 +97,55 @@ def analyze_recording(recording: Mapping[str, Any]) -> Structure:
     return st
 
 
-__all__ = ["Structure", "analyze_recording", "predict_base"]
+#: Relative difference between predicted and measured base still counted as agreement.
+AGREEMENT_TOLERANCE = 0.05
+
+
+def disagreement_reason(
+    structure: Structure,
+    measured_base: float | None,
+    profile: str | None,
+    backend: str = "engine",
+) -> str | None:
+    """One evidence line saying why the predicted base and a measured one legitimately differ.
+
+    ``measured_base`` is the measured per-layer ratio (None or below :data:`~adprof.constants.EXPONENTIAL_RATIO`: no
+    exponential growth measured); ``profile`` and ``backend`` name what was measured. Returns
+    ``None`` when they agree (both exponential within :data:`AGREEMENT_TOLERANCE`, or neither).
+    """
+    predicted = structure.predicted_base
+    if predicted is None:
+        return None
+    measured_risk = measured_base is not None and measured_base > EXPONENTIAL_RATIO
+    if structure.at_risk and measured_risk:
+        if abs(measured_base / predicted - 1) <= AGREEMENT_TOLERANCE:
+            return None
+        return (
+            f"measured x{measured_base:.2f} per layer vs predicted x{predicted:.2f}: lower-order work "
+            "(or a depth-dependent layer) still shows at the measured depths"
+        )
+    if not structure.at_risk and not measured_risk:
+        return None
+    if structure.at_risk:  # predicted exponential, measured not
+        if backend != "engine":
+            return (
+                f"{backend} does not compare structural keys (it prunes and deduplicates by identity): the "
+                f"predicted x{predicted:.2f} per layer applies to engines that walk keys without a memo (engine v08)"
+            )
+        if profile == "fixed":
+            return (
+                f"engine fixed interns its keys (equal keys are one object): the predicted x{predicted:.2f} "
+                "per layer of a memo-less key walk does not apply"
+            )
+        return (
+            f"not explained: engine {profile} should grow x{predicted:.2f} per layer; the measurement may "
+            "have stopped (budget or time cap) before the exponential term dominated"
+        )
+    return (
+        f"the growth (x{measured_base:.2f} per layer) is not in the forward key DAG (tree size "
+        f"x{predicted:.2f} per layer): look at checkpoint chains (merged without deduplication) or "
+        "per-call bookkeeping"
+    )
+
+
+__all__ = ["AGREEMENT_TOLERANCE", "Structure", "analyze_recording", "disagreement_reason", "predict_base"]

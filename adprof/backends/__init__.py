@@ -1,36 +1,28 @@
-"""Backend adapters: run one point of one chain in one mode on one autodiff engine.
+"""Backends: run one point of one chain in one mode on one autodiff engine.
 
-Backends: the instrumented reference engine (``engine``) and two peers without counters, ``jax`` and
-``torch`` (the ``peers`` extra: ``pip install 'adprof[peers]'``). A backend module exposes
-``PROFILES`` (its cost profiles, or ``(None,)``), ``MODES`` and ``measure_point(chain, mode, depth,
-profile, ...) -> Point``. Backends are imported lazily (and in the worker process only), so the
-parent never imports an engine or user code.
+A backend is a :class:`adprof.backends.base.Backend` (the documented interface: declarations plus
+``prepare_process()`` and ``measure_point(...) -> Point``). Built-ins (:mod:`adprof.backends.builtin`):
+the instrumented reference engine ``engine`` and the peers ``jax``, ``torch``, ``autograd`` and
+``tinygrad`` (the ``peers`` extra: ``pip install 'adprof[peers]'``). Third-party backends register
+under the entry-point group :data:`ENTRY_POINT_GROUP` (``adprof.backends``)::
+
+    [project.entry-points."adprof.backends"]
+    myengine = "myengine_adprof:MyEngineBackend"
+
+Discovery lists entry-point names without importing anything; a plugin's module is imported only when
+its backend is asked for, and an engine only in the worker (declarations are light), so the parent never
+imports an engine or user code.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from types import ModuleType
+import functools
+from importlib.metadata import EntryPoint, entry_points
 
-#: Backend name -> module path.
-BACKENDS: dict[str, str] = {
-    "engine": "adprof.backends.engine",
-    "jax": "adprof.backends.jax_backend",
-    "torch": "adprof.backends.torch_backend",
-}
-KNOWN_BACKENDS: tuple[str, ...] = tuple(BACKENDS)
-#: Cost profiles per backend (``None``: the backend has a single behaviour).
-BACKEND_PROFILES: dict[str, tuple[str | None, ...]] = {
-    "engine": ("v08", "fixed"),
-    "jax": (None,),
-    "torch": (None,),
-}
-#: Top-level packages a backend needs beyond adprof's own dependencies.
-BACKEND_REQUIRES: dict[str, tuple[str, ...]] = {
-    "jax": ("jax", "jaxlib"),
-    "torch": ("torch", "array_api_compat"),
-}
+from adprof.backends.base import Backend
+from adprof.backends.builtin import BUILTIN_BACKENDS
+
+ENTRY_POINT_GROUP = "adprof.backends"
 INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
@@ -42,48 +34,144 @@ class BackendNotInstalledError(UnknownBackendError):
     """A known backend whose packages are not installed; the message says how to install them."""
 
 
-def _installed(module: str) -> bool:
+class BrokenBackendError(UnknownBackendError):
+    """A plugin backend whose entry point cannot be loaded or is not a Backend; the message is one line."""
+
+
+@functools.cache
+def plugin_entry_points() -> dict[str, EntryPoint]:
+    """Entry points of group ``adprof.backends`` (name -> entry point), not loaded; built-in names win."""
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in BUILTIN_BACKENDS and ep.name not in found:
+            found[ep.name] = ep
+    return found
+
+
+def known_backends() -> tuple[str, ...]:
+    """Built-in backend names, then installed plugins' names (sorted)."""
+    return tuple(BUILTIN_BACKENDS) + tuple(sorted(plugin_entry_points()))
+
+
+#: Backend names (built-ins and the plugins installed when adprof was imported).
+KNOWN_BACKENDS: tuple[str, ...] = known_backends()
+
+
+def _load_plugin(name: str) -> Backend:
+    ep = plugin_entry_points()[name]
+    dist = getattr(getattr(ep, "dist", None), "name", None)
+    where = f"plugin backend {name!r} ({ep.value}" + (f", from {dist}" if dist else "") + ")"
     try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError, AttributeError):  # e.g. sys.modules[module] is None
-        return False
+        obj = ep.load()
+    except Exception as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise BrokenBackendError(f"{where} failed to load: {type(exc).__name__}{': ' + msg if msg else ''}") from None
+    try:
+        backend = obj() if isinstance(obj, type) else obj
+    except Exception as exc:
+        raise BrokenBackendError(f"{where} could not be created: {type(exc).__name__}: {exc}") from None
+    if not isinstance(backend, Backend):
+        raise BrokenBackendError(f"{where} is not an adprof.backends.base.Backend (got {type(backend).__name__})")
+    if backend.name != name:
+        raise BrokenBackendError(f"{where} declares name {backend.name!r}, registered as {name!r}")
+    return backend
+
+
+@functools.cache
+def backend_declaration(name: str) -> Backend:
+    """The :class:`Backend` object of ``name`` (declarations; imports a plugin's module, never an engine).
+
+    Raises :class:`UnknownBackendError` / :class:`BrokenBackendError` (one line)."""
+    if name in BUILTIN_BACKENDS:
+        return BUILTIN_BACKENDS[name]()
+    if name in plugin_entry_points():
+        return _load_plugin(name)
+    raise UnknownBackendError(f"unknown backend {name!r}; known backends: {', '.join(known_backends())}")
 
 
 def check_backend(name: str) -> str:
-    """Return ``name`` if it is a known, installed backend (checked without importing it), else raise
-    :class:`UnknownBackendError` (:class:`BackendNotInstalledError` when its packages are missing)."""
-    if name not in BACKENDS:
-        raise UnknownBackendError(f"unknown backend {name!r}; known backends: {', '.join(KNOWN_BACKENDS)}")
-    missing = [m for m in BACKEND_REQUIRES.get(name, ()) if not _installed(m)]
+    """Return ``name`` if it is a known, loadable backend whose packages are installed (checked without
+    importing the engine), else raise :class:`UnknownBackendError` (:class:`BackendNotInstalledError`
+    when its packages are missing, :class:`BrokenBackendError` for a plugin that does not load)."""
+    backend = backend_declaration(name)
+    missing = backend.missing_packages()
     if missing:
-        raise BackendNotInstalledError(
-            f"backend {name!r} is not installed (missing {', '.join(missing)}): {INSTALL_HINT}"
-        )
+        hint = backend.install_hint or f"install {', '.join(missing)}"
+        raise BackendNotInstalledError(f"backend {name!r} is not installed (missing {', '.join(missing)}): {hint}")
     return name
 
 
-def get_backend(name: str) -> ModuleType:
-    """The adapter module of backend ``name`` (imports the engine)."""
-    path = BACKENDS[check_backend(name)]
+def get_backend(name: str) -> Backend:
+    """The backend ``name``, ready to measure (built-ins: their implementation imported, so a missing
+    package is reported here in one line)."""
+    backend = backend_declaration(check_backend(name))
+    module = getattr(backend, "module", None)
+    if module is not None:
+        try:
+            module()
+        except ImportError as exc:
+            msg = str(exc)
+            hint = backend.install_hint or INSTALL_HINT
+            if hint not in msg:
+                msg = f"backend {name!r} is not installed ({exc}): {hint}"
+            raise BackendNotInstalledError(msg) from None
+    return backend
+
+
+def _table(attr: str) -> dict[str, tuple]:
+    return {name: tuple(getattr(cls, attr)) for name, cls in BUILTIN_BACKENDS.items()}
+
+
+#: Built-in declarations as tables (plugins: use :func:`backend_declaration`).
+BACKEND_PROFILES: dict[str, tuple[str | None, ...]] = _table("profiles")
+BACKEND_MODES: dict[str, tuple[str, ...]] = _table("modes")
+BACKEND_REQUIRES: dict[str, tuple[str, ...]] = _table("requires")
+#: Backend name -> implementation module of the built-ins.
+BACKENDS: dict[str, str] = {name: cls.implementation for name, cls in BUILTIN_BACKENDS.items()}
+
+
+def _plugin_tables() -> None:
+    """Add the plugins' declarations to the tables, for callers that read them (the CLI); a plugin that
+    does not load is left out here and reported in one line when it is asked for."""
+    for name in plugin_entry_points():
+        try:
+            backend = backend_declaration(name)
+        except UnknownBackendError:
+            continue
+        BACKEND_PROFILES[name] = tuple(backend.profiles)
+        BACKEND_MODES[name] = tuple(backend.modes)
+        BACKEND_REQUIRES[name] = tuple(backend.requires)
+
+
+_plugin_tables()
+
+
+def series_fields(name: str, mode: str) -> dict[str, object]:
+    """The series-level fields (``deciding_metrics``, ``metric_notes``, ``statistic``, ``clock``) backend
+    ``name`` declares for ``mode`` (empty when the backend is unknown or broken: the error is reported
+    where the backend is used)."""
     try:
-        return importlib.import_module(path)
-    except ImportError as exc:
-        if name not in BACKEND_REQUIRES:
-            raise
-        msg = str(exc)
-        if INSTALL_HINT not in msg:
-            msg = f"backend {name!r} is not installed ({exc}): {INSTALL_HINT}"
-        raise BackendNotInstalledError(msg) from None
+        return backend_declaration(name).series_fields(mode)
+    except UnknownBackendError:
+        return {}
 
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_MODES",
     "BACKEND_PROFILES",
     "BACKEND_REQUIRES",
-    "BackendNotInstalledError",
+    "ENTRY_POINT_GROUP",
     "INSTALL_HINT",
     "KNOWN_BACKENDS",
+    "Backend",
+    "BackendNotInstalledError",
+    "BrokenBackendError",
     "UnknownBackendError",
+    "backend_declaration",
     "check_backend",
     "get_backend",
+    "known_backends",
+    "plugin_entry_points",
+    "series_fields",
 ]

@@ -7,6 +7,9 @@ the garbage collector collected before and disabled during it, and gets its own 
 Eager mode (``measure_eager``): ``calls`` forward+backward calls on fresh variables of one
 ``EagerRuntime`` (call 0 misses the prepared-derivative cache, the others hit it).
 
+Times are wall seconds (``perf_counter``); ``Point.samples`` holds every timed run; steady phases
+(``run``, warm eager calls) keep the lower quartile. The counters decide, not the times.
+
 Failures raise :class:`PointFailure` with a ``kind``: ``"chain"`` (the chain or the engine raised
 on it), ``"output"`` (not a scalar tensor, or not finite), ``"budget"`` (the key-comparison budget
 ran out: a censored point) or ``"resource"`` (RecursionError, MemoryError). The partial point
@@ -19,7 +22,6 @@ import contextlib
 import dataclasses
 import gc
 import math
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,7 +29,8 @@ from typing import Any
 import numpy as np
 
 import engine
-from adprof.backends.peer_common import PointFailure, describe_exception
+from adprof.backends.base import PointFailure
+from adprof.backends.peer_common import describe_exception
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS, DEFAULT_COUNTER_BUDGET, RUN_REPEATS
 from adprof.model import Point
@@ -75,6 +78,7 @@ def _phase(
         out["counters"] = m.as_dict()
         if store:
             pt.times[name] = out["seconds"]
+            pt.samples[name] = [out["seconds"]]
             pt.counters[name] = out["counters"]
 
 
@@ -151,8 +155,9 @@ def measure_traced(
                 with _phase(pt, "run", on_phase, store=False) as r:
                     run(a)
                 samples.append(r)
-            best = sorted(samples, key=lambda s: s["seconds"])[len(samples) // 2]
+            best = sorted(samples, key=lambda s: s["seconds"])[(len(samples) - 1) // 4]  # lower quartile
             pt.times["run"], pt.counters["run"] = best["seconds"], best["counters"]
+            pt.samples["run"] = [s["seconds"] for s in samples]
             phase = "drop"
             with _phase(pt, "drop", on_phase):
                 before = counters.COUNTERS.derivative_traces_dropped
@@ -197,6 +202,7 @@ def measure_eager(
                 fwd.append(f)
                 if i == 0:
                     pt.times["forward0"], pt.counters["forward0"] = f["seconds"], f["counters"]
+                    pt.samples["forward0"] = [f["seconds"]]
                     if not isinstance(loss, engine.EagerTensor):
                         raise PointFailure(
                             "output",
@@ -218,6 +224,7 @@ def measure_eager(
                 bwd.append(b)
                 if i == 0:
                     pt.times["backward0"], pt.counters["backward0"] = b["seconds"], b["counters"]
+                    pt.samples["backward0"] = [b["seconds"]]
                     gx = x.grad
                     pt.extra["finite_gradient"] = bool(gx is not None and np.all(np.isfinite(np.asarray(gx))))
                 del loss, x
@@ -230,19 +237,14 @@ def measure_eager(
 
 
 def _eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]], rt: engine.EagerRuntime) -> Point:
-    """Fill steady (median of calls 1..K-1) times and counters, per-call lists and cache stats."""
-    warm_b = bwd[1:]
-    warm_f = fwd[1:]
-    if warm_b:
-        med = statistics.median(b["seconds"] for b in warm_b)
-        i = min(range(len(warm_b)), key=lambda j: abs(warm_b[j]["seconds"] - med))
-        pt.times["backward"] = med
-        pt.counters["backward"] = warm_b[i]["counters"]
-    if warm_f:
-        med = statistics.median(f["seconds"] for f in warm_f)
-        i = min(range(len(warm_f)), key=lambda j: abs(warm_f[j]["seconds"] - med))
-        pt.times["forward"] = med
-        pt.counters["forward"] = warm_f[i]["counters"]
+    """Fill steady times (lower quartile of calls 1..K-1, all in ``samples``) with the counters of that
+    call, per-call lists and cache stats."""
+    for name, warm in (("backward", bwd[1:]), ("forward", fwd[1:])):
+        if warm:
+            chosen = sorted(warm, key=lambda c: c["seconds"])[(len(warm) - 1) // 4]
+            pt.times[name] = chosen["seconds"]
+            pt.counters[name] = chosen["counters"]
+            pt.samples[name] = [c["seconds"] for c in warm]
     pt.extra["calls"] = len(bwd)
     pt.extra["backward_calls"] = [b["seconds"] for b in bwd]
     pt.extra["backward_call_counters"] = [b["counters"] for b in bwd]
@@ -260,8 +262,12 @@ def measure_point(
     calls: int = DEFAULT_CALLS,
     on_phase: PhaseCallback = _no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
+    repeats: int | None = None,
 ) -> Point:
-    """Measure one point; ``mode`` is ``traced`` or ``eager``, ``profile`` ``v08`` or ``fixed``."""
+    """Measure one point; ``mode`` is ``traced`` or ``eager``, ``profile`` ``v08`` or ``fixed``.
+
+    ``repeats`` is accepted for interface parity: the engine's counters decide, phases run once
+    (``run`` three times, eager ``calls`` times)."""
     profile = profile or "fixed"
     if profile not in PROFILES:
         raise ValueError(f"unknown engine profile {profile!r}; known: {', '.join(PROFILES)}")

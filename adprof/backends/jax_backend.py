@@ -1,18 +1,18 @@
 """The JAX peer backend: the same chain file on ``jax.numpy`` (float64: ``jax_enable_x64``).
 
-Modes (no counters: points carry wall times, phases repeated and their median kept, see
-:mod:`adprof.backends.peer_common`):
+Modes (no engine counters: points carry wall times, the lower quartile of repeats, and deterministic
+work metrics, see :mod:`adprof.backends.base` and the declarations in :mod:`adprof.backends.builtin`):
 
 * ``traced``: ``record`` = ``jax.make_jaxpr(f)(x)`` (the forward trace; ``value_ops``), ``transform``
   = ``jax.make_jaxpr(jax.grad(f))(x)`` (trace + grad transform; ``derivative_ops``), ``drop`` =
   freeing that jaxpr. Op counts are jaxpr equations counted *recursively* (equations inside
   sub-jaxprs, e.g. of the jitted ``jnp.linalg.svd``, count; the top-level counts are in ``extra``).
-* ``compile``: ``jax.jit(jax.grad(f))`` step by step: ``transform`` = ``.trace(x)``, ``lower`` =
-  ``.lower()``, ``compile`` = ``.compile()`` (XLA), ``run`` = the compiled call (steady median).
+* ``compile``: ``jax.jit(jax.grad(f))`` of a fresh function per repeat, step by step: ``transform`` =
+  ``.trace(x)``, ``lower`` = ``.lower()``, ``compile`` = ``.compile()`` (XLA), ``run`` = the compiled call.
   This is jit's first-call cost, paid once per shape, reported as its own result.
 * ``eager``: ``jax.grad(f)`` without jit, per call, split in its two halves: ``forward`` =
   ``jax.vjp(f, x)`` (primal ops dispatched one by one, plus linearization), ``backward`` = the VJP
-  function applied to 1.0. ``calls`` calls on fresh arrays: call 0 and the median of calls 1..K-1.
+  function applied to 1.0. ``calls`` calls on fresh arrays: call 0 and the lower quartile of the warm calls.
 
 On import: ``JAX_PLATFORMS=cpu`` and single-threaded XLA
 (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``) unless already set,
@@ -24,24 +24,29 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
+import re
 import sys
 from typing import Any
 
-from adprof.backends.peer_common import (
+from adprof.backends.base import (
     DEFAULT_CALLS,
+    REPEATS,
     PhaseCallback,
     PointFailure,
+    count_python_calls,
+    measure_phase,
+    no_phase,
+    record_metric,
+    record_samples,
+    timed,
+)
+from adprof.backends.peer_common import (
     check_finite,
     check_output,
     failure,
     first_time,
-    measure_phase,
     namespace,
-    no_phase,
     not_installed,
-    prepare_process,
-    timed,
 )
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
@@ -111,8 +116,10 @@ def _ready(y: Any) -> Any:
     return jax.block_until_ready(y)
 
 
-def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
-    """``make_jaxpr(f)`` (record) and ``make_jaxpr(grad(f))`` (transform), medians of repeats."""
+def measure_traced(
+    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+) -> Point:
+    """``make_jaxpr(f)`` (record) and ``make_jaxpr(grad(f))`` (transform): repeats, python_calls, jaxpr_eqns."""
     pt = Point(depth=depth)
     x = _input(chain)
     f = _fn(chain, depth)
@@ -120,71 +127,122 @@ def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_pha
     try:
         if first_time(chain, "traced"):  # first use of each primitive, untimed
             jax.make_jaxpr(jax.grad(_fn(chain, 1)))(x)
-        # a fresh function per repeat: jax caches traces by function identity
-        jaxpr = measure_phase(pt, "record", lambda: jax.make_jaxpr(_fn(chain, depth))(x), on_phase)
+        # a fresh function per repeat: jax caches traces by function identity; python_calls are counted
+        # after the timed repeats (the first call at a new depth differs)
+        jaxpr = measure_phase(
+            pt, "record", lambda: jax.make_jaxpr(_fn(chain, depth))(x), on_phase, repeats=repeats, python_calls=True
+        )
         _check_avals(list(jaxpr.out_avals), depth)
         pt.ops["value_ops"] = count_eqns(jaxpr)
         pt.extra["value_ops_top_level"] = count_eqns(jaxpr, recursive=False)
+        record_metric(pt, "record", "jaxpr_eqns", count_eqns(jaxpr))
         del jaxpr
         phase = "check"
         value = float(f(x))
         check_finite(value, depth)
         pt.extra["value"] = value
         phase = "transform"
-        gj = measure_phase(pt, "transform", lambda: jax.make_jaxpr(jax.grad(_fn(chain, depth)))(x), on_phase)
+        gj = measure_phase(
+            pt,
+            "transform",
+            lambda: jax.make_jaxpr(jax.grad(_fn(chain, depth)))(x),
+            on_phase,
+            repeats=repeats,
+            python_calls=True,
+        )
         pt.extra["transform_includes"] = "trace + grad (make_jaxpr(grad(f)))"
         pt.ops["derivative_ops"] = count_eqns(gj)
         pt.extra["derivative_ops_top_level"] = count_eqns(gj, recursive=False)
+        record_metric(pt, "transform", "jaxpr_eqns", count_eqns(gj))
         phase = "drop"
         holder = [gj]
         del gj
-        measure_phase(pt, "drop", holder.clear, on_phase, repeat=False)
-    except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
+        measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
 
-def _compile_once(f: Any, x: Any, on_phase: PhaseCallback) -> tuple[dict[str, tuple[float, float]], Any, Any]:
-    """One ``jit(grad(f))`` trace / lower / compile: ``({phase: (cpu s, wall s)}, traced, compiled)``."""
-    g = jax.jit(jax.grad(f))
-    times: dict[str, tuple[float, float]] = {}
-    on_phase("transform", None)
-    *times["transform"], traced = timed(lambda: g.trace(x))
-    on_phase("lower", None)
-    *times["lower"], lowered = timed(traced.lower)
-    on_phase("compile", None)
-    *times["compile"], compiled = timed(lowered.compile)
-    return times, traced, compiled
+#: An HLO instruction line of ``Compiled.as_text()``: ``%name = type op(...)`` (``ROOT`` optional).
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+ = ")
 
 
-def measure_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
-    """``jit(grad(f))``: trace, lower, XLA compile (repeated when fast) and the steady run."""
+def hlo_instructions(compiled: Any) -> int:
+    """Instructions of the optimized HLO module (all computations, fusions included) of a compiled executable."""
+    return sum(1 for line in compiled.as_text().splitlines() if _HLO_INSTRUCTION.match(line))
+
+
+_cache_events: list[str] = []
+
+
+def _listen_for_cache_hits() -> None:
+    if not _cache_events:
+        _cache_events.append("listening")
+        jax.monitoring.register_event_listener(
+            lambda event, **kw: _cache_events.append(event) if "cache_hits" in event else None
+        )
+
+
+def measure_compile(
+    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+) -> Point:
+    """``jit(grad(f))``: trace, lower and XLA compile of a fresh function per repeat (no cache can hit:
+    jit caches by function identity, the persistent compilation cache is off unless configured, and
+    ``extra["compile_cache_hits"]`` counts jax's cache-hit events to prove it), then the steady run.
+
+    A repeat is the whole ``jit(grad(f)).trace(x).lower().compile()``; the repeat policy sees the sum
+    of the three phases. Metrics: ``python_calls`` of ``transform`` and ``lower`` (one more untimed
+    run), ``jaxpr_eqns`` of the traced grad jaxpr, ``hlo_instructions`` of the optimized program.
+    """
     pt = Point(depth=depth)
     x = _input(chain)
     phase = "transform"
     try:
+        _listen_for_cache_hits()
         if first_time(chain, "compile"):  # first use of each primitive, untimed
             jax.jit(jax.grad(_fn(chain, 1))).lower(x).compile()
-        runs: list[dict[str, tuple[float, float]]] = []
-        while True:  # a fresh function per run: jit caches by function identity
-            times, traced, compiled = _compile_once(_fn(chain, depth), x, on_phase)
-            runs.append(times)
-            total = sum(w for _, w in times.values())
-            if len(runs) >= (5 if total < 0.1 else 3 if total < 0.5 else 1):
-                break
-            del traced, compiled
-        wall = pt.extra.setdefault("wall", {})
-        for name in ("transform", "lower", "compile"):
-            pt.times[name] = statistics.median(r[name][0] for r in runs)
-            wall[name] = statistics.median(r[name][1] for r in runs)
-            pt.extra[f"{name}_samples"] = [r[name][0] for r in runs]
+        hits_before = len(_cache_events)
+        samples: dict[str, list[float]] = {"transform": [], "lower": [], "compile": []}
+        totals: list[float] = []
+        traced = compiled = None
+        while (len(totals) < repeats) if repeats else REPEATS.more(totals):
+            traced = compiled = None
+            g = jax.jit(jax.grad(_fn(chain, depth)))  # a fresh function per repeat
+            phase = "transform"
+            on_phase(phase, None)
+            t_trace, traced = timed(lambda g=g: g.trace(x))
+            phase = "lower"
+            on_phase(phase, None)
+            t_lower, lowered = timed(traced.lower)
+            phase = "compile"
+            on_phase(phase, None)
+            t_compile, compiled = timed(lowered.compile)
+            del lowered
+            for name, t in (("transform", t_trace), ("lower", t_lower), ("compile", t_compile)):
+                samples[name].append(t)
+            totals.append(t_trace + t_lower + t_compile)
+        for name, values in samples.items():
+            record_samples(pt, name, values)
+        pt.extra["compile_cache_hits"] = len(_cache_events) - hits_before
         pt.extra["transform_includes"] = "trace + grad (jit(grad(f)).trace(x))"
         pt.ops["derivative_ops"] = count_eqns(traced.jaxpr)
         pt.extra["derivative_ops_top_level"] = count_eqns(traced.jaxpr, recursive=False)
+        record_metric(pt, "transform", "jaxpr_eqns", count_eqns(traced.jaxpr))
+        record_metric(pt, "compile", "hlo_instructions", hlo_instructions(compiled))
+        phase = "transform"
+        on_phase(phase, None)
+        fresh = jax.jit(jax.grad(_fn(chain, depth)))
+        n, traced2 = count_python_calls(functools.partial(fresh.trace, x))
+        record_metric(pt, "transform", "python_calls", n)
+        phase = "lower"
+        on_phase(phase, None)
+        n, _ = count_python_calls(traced2.lower)
+        record_metric(pt, "lower", "python_calls", n)
+        del traced2, fresh
         phase = "run"
         first = _ready(compiled(x))  # warm-up
         pt.extra["finite_gradient"] = bool(jnp.all(jnp.isfinite(first)))
-        measure_phase(pt, "run", lambda: _ready(compiled(x)), on_phase)
+        measure_phase(pt, "run", lambda: _ready(compiled(x)), on_phase, repeats=repeats)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
@@ -235,6 +293,7 @@ def measure_point(
     calls: int = DEFAULT_CALLS,
     on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = None,
+    repeats: int | None = None,
 ) -> Point:
     """Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
 
@@ -242,11 +301,10 @@ def measure_point(
     """
     if profile is not None:
         raise ValueError(f"the jax backend has no cost profiles (got {profile!r})")
-    prepare_process()
     if mode == "traced":
-        return measure_traced(chain, depth, on_phase=on_phase)
+        return measure_traced(chain, depth, on_phase=on_phase, repeats=repeats)
     if mode == "compile":
-        return measure_compile(chain, depth, on_phase=on_phase)
+        return measure_compile(chain, depth, on_phase=on_phase, repeats=repeats)
     if mode == "eager":
         return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
     raise ValueError(f"unknown mode {mode!r} for the jax backend; known: {', '.join(MODES)}")

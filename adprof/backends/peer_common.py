@@ -1,88 +1,46 @@
-"""Helpers shared by the backends: failures and their one-line descriptions (all backends), and the
-peers' (``jax``, ``torch``) timing, namespaces and eager loop.
+"""Helpers shared by the backends: failures and their one-line descriptions (all backends), namespaces,
+and the eager loop shared by the peers (``jax``, ``torch``, ``autograd``, ``tinygrad``).
 
-Peers have no counters: their points carry times only (``Point.counters`` stays empty, so the
-classifier fits time). To make a time-only point robust:
+Timing, repeats and metrics are in :mod:`adprof.backends.base`: ``Point.times`` are wall seconds
+(``time.perf_counter``), the lower quartile of ``Point.samples``. Every timed block starts on a fresh
+scheduler slice, the garbage collector collected before and disabled inside; one-time costs (first
+use of each op) are paid in an untimed warm-up.
 
-* ``Point.times`` are *process CPU seconds* (``time.process_time``). The peers run single-threaded,
-  so CPU time equals wall time on an idle machine, but it does not count the slices the process
-  is preempted on a loaded one (single samples such as call 0 otherwise jump by +4..6 ms, enough
-  to fake a superlinear fit). Wall seconds of the same blocks are in ``extra["wall"]`` (phase ->
-  seconds) and, for eager points, ``extra["backward_calls_wall"]`` / ``extra["forward_calls_wall"]``.
-* a traced phase is repeated and its fastest run kept (:func:`repeat_median`): 5 runs when one run
-  is fast, 3 when it is moderate, 1 when it is slow; eager points get extra calls while fast and keep
-  the lower quartile of the warm calls. Load only ever adds time, so the lower envelope is the
-  robust estimate of a point's own cost (medians still flipped about 1 series in 20 to
-  "superlinear" on a busy 2-core machine).
-* every timed block starts on a fresh scheduler slice, the garbage collector collected before and
-  disabled inside; one-time costs (first use of each op) are paid in an untimed warm-up.
-
-This module imports neither jax nor torch.
+This module imports no engine.
 """
 
 from __future__ import annotations
 
-import gc
 import math
-import statistics
-import time
 import traceback
 import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from adprof.backends.base import (
+    CLOCK,
+    DEFAULT_CALLS,
+    REPEATS,
+    PhaseCallback,
+    PointFailure,
+    RepeatPolicy,
+    count_python_calls,
+    lower_quartile,
+    no_phase,
+    record_metric,
+    timed,
+)
 from adprof.chain import Chain
-from adprof.constants import DEFAULT_CALLS
 from adprof.model import Point
 
 INSTALL_HINT = "pip install 'adprof[peers]'"
-#: Repeat policy of :func:`repeat_median`: one run below FAST s -> 5 runs, below SLOW s -> 3, else 1.
-FAST, SLOW = 0.1, 1.0
-#: Eager: keep calling (beyond ``calls``) up to this many calls while the point is this young (s).
-EXTRA_CALLS_UP_TO, EXTRA_CALLS_WITHIN = 61, 0.25
-YIELD_BEFORE = 0.001
-#: What ``Point.times`` holds for the peers (recorded as ``extra["clock"]``).
-CLOCK = "process_cpu"
-
-PhaseCallback = Callable[[str, int | None], None]
-
-
-class PointFailure(Exception):
-    """A point could not be measured; ``kind`` says why, ``point`` holds what was measured.
-
-    Shared by every backend (the engine's too): kinds ``chain``, ``output``, ``budget``, ``resource``.
-    """
-
-    def __init__(self, kind: str, message: str, phase: str | None = None, point: Point | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.phase = phase
-        self.point = point
 
 
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:
     """The ImportError a peer backend raises when its packages are missing (one line, with the fix)."""
     missing = getattr(exc, "name", None) or str(exc)
     return ImportError(f"backend {backend!r} is not installed (needs {packages}; missing {missing}): {INSTALL_HINT}")
-
-
-_frozen = False
-
-
-def prepare_process() -> None:
-    """Once per process, at the first point: ``gc.collect(); gc.freeze()``.
-
-    With jax/torch imported (~200k objects) a full collection costs ~0.15 s; frozen objects are
-    skipped by later collections, so the collection at each point start stays cheap.
-    """
-    global _frozen
-    if not _frozen:
-        gc.collect()
-        gc.freeze()
-        _frozen = True
-    gc.collect()
 
 
 _seen: set[tuple[Any, ...]] = set()
@@ -95,11 +53,6 @@ def first_time(chain: Chain, mode: str) -> bool:
         return False
     _seen.add(key)
     return True
-
-
-def no_phase(name: str, call: int | None) -> None:
-    """The default phase callback (does nothing)."""
-    return None
 
 
 def _where(exc: BaseException, chain: Chain) -> str:
@@ -157,68 +110,6 @@ def check_finite(value: float, depth: int) -> None:
         raise PointFailure("output", f"depth {depth}: the chain's output is {value} (not finite)")
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """``(cpu seconds, wall seconds, fn())``: young gc generations collected before, gc disabled during.
-
-    A :data:`YIELD_BEFORE` s sleep first starts the block on a fresh scheduler slice: on a loaded
-    machine it cuts the share of calls hit by a preemption (+4..6 ms) about fivefold.
-    """
-    gc.collect(1)
-    time.sleep(YIELD_BEFORE)
-    gc.disable()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    try:
-        out = fn()
-    finally:
-        t1 = time.perf_counter()
-        c1 = time.process_time()
-        gc.enable()
-    return c1 - c0, t1 - t0, out
-
-
-def repeat_median(
-    fn: Callable[[], Any], name: str, on_phase: PhaseCallback = no_phase, fast: float = FAST, slow: float = SLOW
-) -> tuple[float, float, list[float], Any]:
-    """Run ``fn`` 1, 3 or 5 times (by the first run's time).
-
-    Returns ``(fastest cpu s, median wall s, all cpu s, last result)``; ``on_phase(name, None)`` is
-    called before every run (it resets the parent's phase timeout).
-    """
-    on_phase(name, None)
-    c, w, out = timed(fn)
-    cpu, wall = [c], [w]
-    n = 5 if w < fast else 3 if w < slow else 1
-    while len(cpu) < n:
-        on_phase(name, None)
-        del out  # the previous result is freed outside the timed block
-        c, w, out = timed(fn)
-        cpu.append(c)
-        wall.append(w)
-    return min(cpu), statistics.median(wall), cpu, out
-
-
-def measure_phase(
-    pt: Point, name: str, fn: Callable[[], Any], on_phase: PhaseCallback = no_phase, repeat: bool = True
-) -> Any:
-    """Time ``fn`` as phase ``name`` of ``pt`` (median of repeats unless ``repeat`` is False).
-
-    Stores CPU seconds in ``pt.times[name]``, wall seconds in ``pt.extra["wall"][name]`` and the
-    CPU samples in ``pt.extra[name + "_samples"]``; returns ``fn``'s (last) result.
-    """
-    if repeat:
-        cpu, wall, samples, out = repeat_median(fn, name, on_phase)
-    else:
-        on_phase(name, None)
-        cpu, wall, out = timed(fn)
-        samples = [cpu]
-    pt.times[name] = cpu
-    pt.extra.setdefault("wall", {})[name] = wall
-    pt.extra[f"{name}_samples"] = samples
-    pt.extra["clock"] = CLOCK
-    return out
-
-
 def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -> types.ModuleType:
     """A module copying ``base``'s attributes with ``overrides`` applied (lookups stay plain dict hits).
 
@@ -228,7 +119,7 @@ def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -
     ns.__dict__.update({k: v for k, v in vars(base).items() if not k.startswith("__")})
     ns.__dict__.update(overrides)
 
-    def __getattr__(attr: str) -> Any:  # PEP 562 module __getattr__
+    def __getattr__(attr: str) -> Any:
         return getattr(base, attr)
 
     ns.__getattr__ = __getattr__  # type: ignore[attr-defined]
@@ -250,57 +141,83 @@ def measure_eager(
     scalar: Callable[[Any], float],
     check: Callable[[Any, int], None],
     warm_up: Callable[[], None] | None = None,
+    graph_metrics: Callable[[Any, Any], Mapping[str, float]] | None = None,
+    python_calls: bool = True,
+    policy: RepeatPolicy = REPEATS,
 ) -> Point:
-    """``calls`` forward+backward calls, each on a fresh leaf from ``leaf()``; fast points get more
-    calls (up to :data:`EXTRA_CALLS_UP_TO` while the point has taken less than
-    :data:`EXTRA_CALLS_WITHIN` s), so that a median of wall times resists a burst of load.
+    """Forward+backward calls on fresh leaves from ``leaf()``: call 0, then warm calls until ``calls`` calls
+    are made and the warm calls satisfy ``policy`` (as many as 7 while they stay cheap; no more than
+    ``calls`` once a call takes over ``policy.single_over`` s).
 
     ``forward(x) -> (loss, state)`` runs the chain (and whatever a backward needs), ``backward(x,
     state) -> gradient`` runs the backward pass, both synchronous (results ready when they return).
     ``check(loss, depth)`` validates the output of call 0, ``scalar(loss)`` reads its value.
     ``warm_up()`` (untimed, e.g. one call at depth 1 the first time a chain is seen in the process)
     keeps one-time costs of the process (first use of each op) out of call 0.
-    Times: ``forward0``, ``backward0`` (call 0), ``forward``, ``backward`` (median of calls 1..K-1);
-    ``extra``: ``calls``, ``forward_calls``, ``backward_calls``, ``value``, ``finite_gradient``.
+
+    Times: ``forward0``, ``backward0`` (call 0, one sample each), ``forward``, ``backward`` (lower
+    quartile of the warm calls, all in ``samples``). Metrics of one more, untimed, warm call:
+    ``python_calls`` of ``forward`` and ``backward`` (with ``python_calls``) and
+    ``graph_metrics(loss, state)`` (e.g. ``autograd_nodes``, read between forward and backward) for
+    ``backward``. ``extra``: ``calls``, ``value``, ``finite_gradient``.
     """
     calls = max(2, int(calls))
-    start = time.perf_counter()
     pt = Point(depth=depth)
     fwd: list[float] = []
     bwd: list[float] = []
-    fwd_wall: list[float] = []
-    bwd_wall: list[float] = []
     phase = "forward0"
+
+    def more() -> bool:
+        if len(bwd) < 2:
+            return True
+        warm = [f + b for f, b in zip(fwd[1:], bwd[1:], strict=True)]
+        if max(fwd[0] + bwd[0], warm[0]) > policy.single_over:
+            return len(bwd) < calls
+        return len(bwd) < calls or policy.more(warm)
+
     try:
         if warm_up is not None:
             warm_up()
         i = 0
-        while i < calls or (i < EXTRA_CALLS_UP_TO and time.perf_counter() - start < EXTRA_CALLS_WITHIN):
+        while more():
             x = leaf()
             phase = "forward0" if i == 0 else "forward"
             on_phase(phase, i)
-            t, w, (loss, state) = timed(lambda x=x: forward(x))
+            t, (loss, state) = timed(lambda x=x: forward(x))
             fwd.append(t)
-            fwd_wall.append(w)
             if i == 0:
-                pt.times["forward0"] = t
+                phase = "check"
+                on_phase(phase, i)  # reading the value may be slow (tinygrad realizes a forward graph)
                 check(loss, depth)
                 value = scalar(loss)
                 check_finite(value, depth)
                 pt.extra["value"] = value
             phase = "backward0" if i == 0 else "backward"
             on_phase(phase, i)
-            t, w, g = timed(lambda x=x, state=state: backward(x, state))
+            t, g = timed(lambda x=x, state=state: backward(x, state))
             bwd.append(t)
-            bwd_wall.append(w)
             if i == 0:
-                pt.times["backward0"] = t
                 pt.extra["finite_gradient"] = _all_finite(g)
             del loss, state, g, x
             i += 1
-    except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
-        raise failure(exc, chain, depth, phase, _eager_summary(pt, fwd, bwd, fwd_wall, bwd_wall)) from None
-    return _eager_summary(pt, fwd, bwd, fwd_wall, bwd_wall)
+        if python_calls or graph_metrics is not None:
+            x = leaf()
+            phase = "forward"
+            on_phase(phase, i)
+            n_fwd, (loss, state) = count_python_calls(lambda: forward(x))
+            if graph_metrics is not None:
+                for metric, value in graph_metrics(loss, state).items():
+                    record_metric(pt, "backward", metric, value)
+            phase = "backward"
+            on_phase(phase, i)
+            n_bwd, _ = count_python_calls(lambda: backward(x, state))
+            if python_calls:
+                record_metric(pt, "forward", "python_calls", n_fwd)
+                record_metric(pt, "backward", "python_calls", n_bwd)
+            del loss, state, x
+    except (Exception, RecursionError, MemoryError) as exc:
+        raise failure(exc, chain, depth, phase, eager_summary(pt, fwd, bwd)) from None
+    return eager_summary(pt, fwd, bwd)
 
 
 def _all_finite(g: Any) -> bool:
@@ -308,30 +225,22 @@ def _all_finite(g: Any) -> bool:
 
     try:
         return bool(np.all(np.isfinite(np.asarray(g))))
-    except Exception:  # a gradient we cannot read is not "finite"
+    except Exception:
         return False
 
 
-def _lower_quartile(xs: list[float]) -> float:
-    ordered = sorted(xs)
-    return ordered[(len(ordered) - 1) // 4]
-
-
-def _eager_summary(
-    pt: Point, fwd: list[float], bwd: list[float], fwd_wall: list[float], bwd_wall: list[float]
-) -> Point:
-    wall = pt.extra.setdefault("wall", {})
-    for name, cpu, walls in (("forward", fwd, fwd_wall), ("backward", bwd, bwd_wall)):
-        if cpu:
-            wall[f"{name}0"] = walls[0]
-        if len(cpu) > 1:
-            pt.times[name] = _lower_quartile(cpu[1:])
-            wall[name] = statistics.median(walls[1:])
+def eager_summary(pt: Point, fwd: list[float], bwd: list[float]) -> Point:
+    """Fill ``times``/``samples`` of an eager point from the per-call wall times (call 0 first)."""
+    for name, walls in (("forward", fwd), ("backward", bwd)):
+        if walls:
+            pt.samples[f"{name}0"] = walls[:1]
+            pt.times[f"{name}0"] = walls[0]
+        if len(walls) > 1:
+            pt.samples[name] = list(walls[1:])
+            pt.times[name] = lower_quartile(walls[1:])
     pt.extra["calls"] = len(bwd)
     pt.extra["forward_calls"] = list(fwd)
     pt.extra["backward_calls"] = list(bwd)
-    pt.extra["forward_calls_wall"] = list(fwd_wall)
-    pt.extra["backward_calls_wall"] = list(bwd_wall)
     pt.extra["clock"] = CLOCK
     return pt
 
@@ -344,14 +253,11 @@ __all__ = [
     "check_finite",
     "check_output",
     "describe_exception",
+    "eager_summary",
     "failure",
     "first_time",
-    "prepare_process",
     "measure_eager",
-    "measure_phase",
     "namespace",
     "no_phase",
     "not_installed",
-    "repeat_median",
-    "timed",
 ]

@@ -1,10 +1,11 @@
 """The PyTorch peer backend: the same chain file on ``array_api_compat.torch`` (float64, 1 thread).
 
-Modes (no counters: points carry wall times, phases repeated and their median kept, see
-:mod:`adprof.backends.peer_common`):
+Modes (no engine counters: points carry wall times, the lower quartile of repeats, and deterministic
+work metrics, see :mod:`adprof.backends.base` and the declarations in :mod:`adprof.backends.builtin`):
 
 * ``eager``: per call a fresh ``requires_grad`` leaf, ``forward`` = the chain, ``backward`` =
-  ``loss.backward()``; ``calls`` calls: call 0 and the median of calls 1..K-1.
+  ``loss.backward()``; ``calls`` calls: call 0 and the lower quartile of the warm calls;
+  ``autograd_nodes`` (the ``grad_fn`` graph) in ``metrics["backward"]``.
 * ``traced``: a real transform, traced to a graph: ``record`` = ``make_fx(f)(x)`` (``value_ops``),
   ``transform`` = ``make_fx(torch.func.grad(f))(x)`` (functorch's grad transform traced into an FX
   graph; ``derivative_ops``), ``drop`` = freeing that graph. Op counts are the graphs'
@@ -26,19 +27,14 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, measure_phase, no_phase
 from adprof.backends.peer_common import (
-    DEFAULT_CALLS,
-    PhaseCallback,
-    PointFailure,
     check_finite,
     check_output,
     failure,
     first_time,
-    measure_phase,
     namespace,
-    no_phase,
     not_installed,
-    prepare_process,
 )
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
@@ -117,8 +113,10 @@ def op_count(gm: Any) -> int:
     return sum(1 for node in gm.graph.nodes if node.op == "call_function")
 
 
-def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
-    """``make_fx(f)`` (record) and ``make_fx(torch.func.grad(f))`` (transform), medians of repeats."""
+def measure_traced(
+    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+) -> Point:
+    """``make_fx(f)`` (record) and ``make_fx(torch.func.grad(f))`` (transform): repeats and python_calls."""
     pt = Point(depth=depth)
     x = _input(chain)
     f = _fn(chain, depth)
@@ -133,24 +131,50 @@ def measure_traced(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_pha
         value = float(y)
         check_finite(value, depth)
         pt.extra["value"] = value
-        gm = measure_phase(pt, "record", lambda: make_fx(_fn(chain, depth))(x), on_phase)
+        gm = measure_phase(
+            pt, "record", lambda: make_fx(_fn(chain, depth))(x), on_phase, repeats=repeats, python_calls=True
+        )
         pt.ops["value_ops"] = op_count(gm)
         del gm
         phase = "transform"
-        gg = measure_phase(pt, "transform", lambda: make_fx(torch.func.grad(_fn(chain, depth)))(x), on_phase)
+        gg = measure_phase(
+            pt,
+            "transform",
+            lambda: make_fx(torch.func.grad(_fn(chain, depth)))(x),
+            on_phase,
+            repeats=repeats,
+            python_calls=True,
+        )
         pt.extra["transform_includes"] = "trace + grad (make_fx(torch.func.grad(f)))"
         pt.ops["derivative_ops"] = op_count(gg)
         phase = "drop"
         holder = [gg]
         del gg
-        measure_phase(pt, "drop", holder.clear, on_phase, repeat=False)
-    except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
+        measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
+    except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
 
+def autograd_nodes(loss: Any) -> int:
+    """Nodes of the autograd graph behind ``loss`` (``grad_fn`` and everything reachable through
+    ``next_functions``, leaf accumulators included), walked iteratively."""
+    root = getattr(loss, "grad_fn", None)
+    if root is None:
+        return 0
+    seen = {root}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return len(seen)
+
+
 def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """``calls`` forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
+    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
     a = chain.make_input()
     f = _fn(chain, depth)
 
@@ -178,6 +202,7 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
         scalar=lambda y: float(y.detach()),
         check=_check,
         warm_up=warm_up,
+        graph_metrics=lambda loss, state: {"autograd_nodes": autograd_nodes(loss)},
     )
 
 
@@ -190,6 +215,7 @@ def measure_point(
     calls: int = DEFAULT_CALLS,
     on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = None,
+    repeats: int | None = None,
 ) -> Point:
     """Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
 
@@ -197,11 +223,10 @@ def measure_point(
     """
     if profile is not None:
         raise ValueError(f"the torch backend has no cost profiles (got {profile!r})")
-    prepare_process()
     if mode == "eager":
         return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
     if mode == "traced":
-        return measure_traced(chain, depth, on_phase=on_phase)
+        return measure_traced(chain, depth, on_phase=on_phase, repeats=repeats)
     raise ValueError(f"unknown mode {mode!r} for the torch backend; known: {', '.join(MODES)}")
 
 
@@ -213,6 +238,7 @@ __all__ = [
     "measure_eager",
     "measure_point",
     "measure_traced",
+    "autograd_nodes",
     "op_count",
     "xp",
 ]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     UsageError,
+    add_cmd_options,
     add_common_options,
     backends_arg,
     consoles,
@@ -31,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Exit 0: all linear; 1: a pathology or a failing chain (the others are still "
         "reported); 2: bad target or option.",
     )
-    check.add_argument("targets", nargs="+", metavar="FILE[::CHAIN]", help="chain file, optionally ::CHAIN")
+    check.add_argument("targets", nargs="*", metavar="FILE[::CHAIN]", help="chain file, optionally ::CHAIN")
     check.add_argument("--profile", default=None, help="comma-separated engine profiles (default: all, v08,fixed)")
     check.add_argument("--mode", default=None, help="comma-separated modes (default: the chain's, traced,eager)")
     check.add_argument(
@@ -41,18 +43,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     check.add_argument("--no-structure", action="store_true", help="skip the structure (predicted base) probe")
     add_common_options(check)
+    add_cmd_options(check)
     check.set_defaults(run=cmd_check)
 
 
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof check``: measure, classify, render; returns the exit status."""
     out, err = consoles(args)
-    backends = backends_arg(args.backend)
-    cfg = measure_config(args, depths=args.depths, structure=not args.no_structure)
-    plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
-    metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
+    on_cmd = uses_cmd(args, args.targets)
+    cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd))
     notes: list[str] = []
-    specs = plan_series(metas, backends, args.profile, args.mode, notes)
+    if on_cmd:  # a program instead of a chain file
+        specs = cmd_specs(args)
+    else:
+        backends = backends_arg(args.backend)
+        plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
+        metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
+        specs = plan_series(metas, backends, args.profile, args.mode, notes)
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
@@ -61,6 +68,6 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
-    render_report(report, out)
+    render_report(report, out, verbose=args.verbose)
     report_errors(report, err)
     return finish(report, args, err, measured.interrupted, exit_code(report) if written else EXIT_BAD_INPUT)

@@ -141,8 +141,43 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
     p.add_argument(
         "--json", metavar="PATH|-", help="write the report as JSON (- for stdout; the tables then go to stderr)"
     )
-    p.add_argument("--verbose", "-v", action="store_true", help="tracebacks on errors, more detail on stderr")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="all evidence of every series, tracebacks on errors, more detail on stderr",
+    )
     p.add_argument("--no-color", action="store_true", help="no colors")
+
+
+def add_cmd_options(p: argparse.ArgumentParser) -> None:
+    """The ``--cmd`` options (probe any program; see adprof/cli/cmd.py): one place for every command."""
+    g = p.add_argument_group("probing a program (--cmd)")
+    g.add_argument(
+        "--cmd",
+        metavar="'PROG ARGS {depth}'",
+        default=None,
+        help="measure a program instead of a chain file: one process per point, {depth} replaced "
+        "(and {calls}); it reports by printing JSON lines (README: Probing a native engine)",
+    )
+    g.add_argument("--name", default=None, help="the chain name of a --cmd series (default: the program's file name)")
+    g.add_argument(
+        "--metric",
+        choices=("time", "instructions"),
+        default="time",
+        help="--cmd: seconds as reported (default), or instruction counts under valgrind --tool=callgrind",
+    )
+    g.add_argument(
+        "--phase",
+        action="append",
+        default=[],
+        metavar="PHASE=PATTERN",
+        help="--metric instructions: count only inside functions matching PATTERN as PHASE (callgrind "
+        "--toggle-collect), e.g. transform='*phase_transform*'; repeatable (default: the whole process "
+        "minus a run at depth 0)",
+    )
+    if not any(a.dest == "max_depth" for a in p._actions):
+        g.add_argument("--max-depth", type=int, default=None, help="--cmd: deepest depth of the schedule (256)")
 
 
 def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
@@ -172,6 +207,9 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     kw.setdefault("jobs", args.jobs)
+    from adprof.analysis.classify import predicted_growth
+
+    kw.setdefault("predictor", predicted_growth)
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 

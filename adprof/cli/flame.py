@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from adprof.cli.cmd import cmd_flame
+from adprof.cli.common import add_cmd_options
 from adprof.flame.command import add_arguments, run_flame
 
 
@@ -16,4 +19,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "registration/deregistration, derivative traces, trace rebuild, kernels).",
     )
     add_arguments(p)
-    p.set_defaults(flame=run_flame)
+    add_cmd_options(p)
+    p.set_defaults(flame=_flame)
+
+
+def _flame(args: argparse.Namespace) -> int:
+    """``--cmd``: callgrind instructions per function (adprof/cli/cmd.py); else py-spy on a chain."""
+    if args.cmd:
+        return cmd_flame(args) if args.target is None else _fail("--cmd replaces FILE::CHAIN: give one or the other")
+    return run_flame(args) if args.target else _fail("give FILE::CHAIN, or a program with --cmd 'PROG ARGS {depth}'")
+
+
+def _fail(message: str) -> int:
+    print(f"adprof flame: {message}", file=sys.stderr)
+    return 2

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FINDING,
     UsageError,
+    add_cmd_options,
     add_common_options,
     backends_arg,
     consoles,
@@ -22,7 +24,7 @@ from adprof.cli.common import (
     write_outputs,
 )
 from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
-from adprof.guard import TIME_TOLERANCE, GuardLimits, GuardReport, check_result
+from adprof.guard import DEFAULT_DEPTHS, GuardLimits, GuardReport, check_result, tolerance_for
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,13 +37,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "diff of limit vs measured is printed); 2: bad target or option. Limits default to "
         "[tool.adprof.guard] in pyproject.toml, else max base 1.1, max exponent 1.3.",
     )
-    guard.add_argument("targets", nargs="+", metavar="FILE[::CHAIN]")
+    guard.add_argument("targets", nargs="*", metavar="FILE[::CHAIN]")
     guard.add_argument("--max-base", type=positive_arg, default=None, help="largest per-layer growth ratio")
     guard.add_argument("--max-exponent", type=positive_arg, default=None, help="largest power-law exponent")
     guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
     guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
     guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")
     add_common_options(guard, cap=60.0)
+    add_cmd_options(guard)
     guard.set_defaults(budget=600.0)
     guard.set_defaults(run=cmd_guard)
 
@@ -54,23 +57,24 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
         limits.max_base = args.max_base
     if args.max_exponent is not None:
         limits.max_exponent = args.max_exponent
-    backends = backends_arg(args.backend)
     cfg = measure_config(args, structure=False)
-    profiles = args.profile if args.profile is not None else ("fixed" if "engine" in backends else None)
-    metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
     notes: list[str] = []
-    specs = plan_series(metas, backends, profiles, args.mode, notes)
-    by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
-    for spec in specs:
-        spec.depths = args.depths or tuple(by_key[spec.file, spec.chain].get("depths") or ()) or None
+    if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
+        specs = cmd_specs(args, depths=args.depths or DEFAULT_DEPTHS)
+    else:
+        backends = backends_arg(args.backend)
+        profiles = args.profile if args.profile is not None else ("fixed" if "engine" in backends else None)
+        metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
+        specs = plan_series(metas, backends, profiles, args.mode, notes)
+        by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
+        for spec in specs:
+            spec.depths = args.depths or tuple(by_key[spec.file, spec.chain].get("depths") or ()) or None
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
     report = make_report(measured, cfg, argv)
     written = write_outputs(report, args, err) if args.json else True
-    guard = GuardReport(
-        [check_result(r, limits, 0.0 if r.series.backend == "engine" else TIME_TOLERANCE) for r in report.results]
-    )
+    guard = GuardReport([check_result(r, limits, tolerance_for(r)) for r in report.results])
     # a point killed at its timeout (a hang) fails the guard whatever the fit of the depths before it
     hung = [r for r in report.results if killed_message(r.series)]
     out.print(guard.text(), markup=False, highlight=False)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from adprof.cli.cmd import measure_cmd, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     UsageError,
+    add_cmd_options,
     add_common_options,
     consoles,
     deadline_of,
@@ -30,35 +32,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Time one chain at depth d, d/2 and d/4. A halving ratio above 3 (time cut below 1/3 "
         "by halving the depth) means a superlinear cost of graph size, not arithmetic.",
     )
-    halve.add_argument("target", metavar="FILE::CHAIN")
+    halve.add_argument("target", nargs="?", metavar="FILE::CHAIN")
     halve.add_argument("--mode", default="eager", help="eager (default), traced, or compile where the backend has it")
     halve.add_argument("--profile", default="v08")
     halve.add_argument(
         "--depth", type=positive_int_arg, default=None, help="deepest depth d (default: the chain's largest)"
     )
     add_common_options(halve, cap=10.0)
+    add_cmd_options(halve)
     halve.set_defaults(run=cmd_halve)
 
 
 def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof halve``: depth d, d/2, d/4 and the halving reading (seed 000)."""
     out, err = consoles(args)
-    meta = one_chain(args.target, min(LOAD_TIMEOUT, max(10.0, args.cap * 8), args.budget), deadline_of(args))
+    on_cmd = uses_cmd(args, [args.target] if args.target else [])
+    load_s = min(LOAD_TIMEOUT, max(10.0, args.cap * 8), args.budget)
+    meta = {} if on_cmd else one_chain(args.target, load_s, deadline_of(args))
     d = args.depth if args.depth is not None else max(meta.get("depths") or [8])
     if d < 4:
         raise UsageError(f"--depth must be at least 4 (got {d})")
     # d/8 too: four depths give the growth fit its minimum; the table shows d, d/2, d/4
     depths = tuple(sorted({max(1, round(d / 8)), max(1, round(d / 4)), max(1, round(d / 2)), d}))
     cfg = measure_config(args, depths=depths, jobs=1, structure=False)
-    report = measure_single(args, argv, cfg, meta, err)
+    report = measure_cmd(args, argv, cfg, err, "eager") if on_cmd else measure_single(args, argv, cfg, meta, err)
+    from adprof.analysis.halving import halving_rows
+    from adprof.model import cost_phases
     from adprof.render import render_halving
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     r = report.results[0]
     s = r.series
-    render_halving(s, out)
+    phases = cost_phases(s.mode)
+    render_halving(halving_rows(s.points, phases), out, phases)
     if s.mode == "eager" and any("forward" in p.times for p in s.points):
-        render_halving(s, out, phases=("forward",))
+        render_halving(halving_rows(s.points, ("forward",)), out, ("forward",))
         deep = max((p for p in s.points if not p.extra.get("censored")), key=lambda p: p.depth, default=None)
         if deep is not None and "backward0" in deep.times and "backward" in deep.times:
             cache = deep.extra.get("cache", {})

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from adprof.cli.cmd import measure_cmd, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
+    add_cmd_options,
     add_common_options,
     consoles,
     depths_arg,
@@ -29,12 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Unit depth steps 1, 2, 3, ... until a phase passes the cap: value ops, transform "
         "time, per-layer ratio, derivative ops, drop time and counters (seed 001's table).",
     )
-    ratio.add_argument("target", metavar="FILE::CHAIN")
+    ratio.add_argument("target", nargs="?", metavar="FILE::CHAIN")
     ratio.add_argument("--mode", default="traced", help="traced (default), eager, or compile where the backend has it")
     ratio.add_argument("--profile", default="v08")
     ratio.add_argument("--depths", type=depths_arg, default=None, help="explicit depths instead of 1, 2, 3, ...")
     ratio.add_argument("--max-depth", type=positive_int_arg, default=40, help="deepest unit step (default 40)")
     add_common_options(ratio)
+    add_cmd_options(ratio)
     ratio.set_defaults(run=cmd_ratio)
 
 
@@ -48,8 +51,10 @@ def cmd_ratio(args: argparse.Namespace, argv: Sequence[str]) -> int:
         max_depth=None if args.depths else args.max_depth,
         jobs=1,
     )
-    meta = one_chain(args.target, load_timeout(cfg), cfg.deadline)
-    report = measure_single(args, argv, cfg, meta, err)
+    if uses_cmd(args, [args.target] if args.target else []):
+        report = measure_cmd(args, argv, cfg, err, default_mode="traced")
+    else:
+        report = measure_single(args, argv, cfg, one_chain(args.target, load_timeout(cfg), cfg.deadline), err)
     from adprof.render import render_ratio_table
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files

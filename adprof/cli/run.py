@@ -109,16 +109,28 @@ def plan_series(
     return specs
 
 
-#: Depths for backends measured on time only (no counters): doublings spanning 16x, since unit steps at
-#: small depths are mostly noise there.
-TIME_ONLY_DEPTHS = (8, 16, 32, 64, 128)
+#: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,
+#: since unit steps at small depths are mostly noise there.
+TIME_ONLY_SPAN = (8, 128)
+
+
+def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
+    """``lo, lo*step, ...`` (rounded, distinct) up to ``hi``."""
+    out, d = [], float(lo)
+    while round(d) <= hi:
+        out.append(int(round(d)))
+        d *= step
+    return tuple(sorted(set(out)))
 
 
 def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
-    """The chain's own depths when they span >= 8x (deep chains), else :data:`TIME_ONLY_DEPTHS`."""
+    """Denser depths for time-only series (sqrt(2) steps: more points for the fit and its interval) over the
+    chain's own range when it spans >= 8x (deep chains), else :data:`TIME_ONLY_SPAN`; then one doubling
+    beyond, which the cap prediction stops when it would be too slow."""
+    lo, hi = TIME_ONLY_SPAN
     if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
-        return tuple(sorted(set(declared)))
-    return TIME_ONLY_DEPTHS
+        lo, hi = min(declared), max(declared)
+    return geometric_depths(lo, 2 * hi)
 
 
 class _Progress:

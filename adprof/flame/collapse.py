@@ -35,7 +35,6 @@ PHASE_TABLE: tuple[tuple[str, str, str], ...] = (
     ("key equality", "__eq__", "keys.py"),
     # the global metadata table
     ("metadata registration", "register_metadata", "metadata.py"),
-    ("metadata registration", "register_metadata_batch", "metadata.py"),
     ("metadata registration", "MetadataScope.__init__", "metadata.py"),
     ("metadata deregistration", "deregister_metadata", "metadata.py"),
     ("metadata deregistration", "deregister_metadata_batch", "metadata.py"),

@@ -35,7 +35,7 @@ _SUFFIX = {"svg": ".svg", "speedscope": ".json", "raw": ".txt"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``adprof flame`` (shared by the ``adprof`` parser and :func:`main`)."""
-    p.add_argument("target", metavar="FILE::CHAIN", help="chain file and chain name")
+    p.add_argument("target", nargs="?", metavar="FILE::CHAIN", help="chain file and chain name")
     p.add_argument("--mode", choices=("traced", "eager"), default="traced", help="probe mode (traced)")
     p.add_argument("--depth", type=int, required=True, help="chain depth to probe")
     p.add_argument("--profile", choices=("v08", "fixed"), default="fixed", help="engine profile (fixed)")

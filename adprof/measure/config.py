@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP, DEFAULT_COUNTER_BUDGET
+from adprof.model import Series
 
 DEFAULT_BUDGET = 60.0
 DEFAULT_TIMEOUT_FACTOR = 4.0
@@ -28,6 +30,9 @@ class MeasureConfig:
     structure: bool = True
     started: float | None = None  # time.monotonic() when the run began (the budget counts from it)
     reserve: float | None = None  # seconds kept for classifying and rendering (None: 0.5 + 30 ms/series)
+    #: The deciding model's growth to a depth (the caller injects the analysis; measure does not import it):
+    #: ``predictor(series, depth) -> (cost ratio depth/deepest, model figure) | None``.
+    predictor: Callable[[Series, int], tuple[float, str] | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def deadline(self) -> float | None:

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from adprof.backends import series_fields
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
+from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
-from adprof.model import Point, Series, fmt_seconds
+from adprof.model import Point, Series, cost_phases, fmt_seconds
 
 MIN_CALLS = 3
 RUNAWAY_FACTOR = 20.0  # a point killed by the budget after 20x its predicted time is a runaway
@@ -42,6 +44,8 @@ class SeriesSpec:
     declared_reuse: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
+    cmd: CommandSettings | None = None  # a --cmd series: points run the program (measure/cmd_points.py)
+    deciding_metrics: tuple[str, ...] = ()  # Series.deciding_metrics of the measured series
 
     @property
     def label(self) -> str:
@@ -58,7 +62,11 @@ class SeriesSpec:
             mode=self.mode,
             declared_reuse=self.declared_reuse,
             params=dict(self.params),
-            **fields,
+            **{
+                **series_fields(self.backend, self.mode),
+                **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
+                **fields,
+            },
         )
 
 
@@ -122,12 +130,25 @@ class _SeriesRun:
             pred = predict_next(points, depth, exponential)
         except OverflowError:  # a growth extrapolated over a huge depth step: far past any cap
             pred = {"cost": math.inf}
+        by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
+        if by_model is not None:  # the deciding model's growth for the classified phases
+            growth, figure = by_model
+            for ph in cost_phases(self.spec.mode):
+                if points[-1].times.get(ph) is not None:
+                    pred[ph] = points[-1].times[ph] * growth
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
             rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
             said = fmt_seconds(t, 0) if math.isfinite(t) else "far"
-            return f"stopped after depth {last}: next point (depth {depth}) predicted {ph} {said} {rel} {self.cap_s}"
+            how = (
+                f" by the deciding model ({figure})"
+                if by_model is not None and ph in cost_phases(self.spec.mode)
+                else ""
+            )
+            return (
+                f"stopped after depth {last}: next point (depth {depth}) predicted{how} {ph} {said} {rel} {self.cap_s}"
+            )
         if self.hard_deadline is not None and time.monotonic() >= self.hard_deadline:
             return f"stopped after depth {last}: the budget ran out"
         if left <= 0:
@@ -294,6 +315,8 @@ def run_series(
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
+    if spec.cmd is not None:
+        worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
     while (depth := sched.next_depth(series.points)) is not None:
         last = series.points[-1].depth if series.points else None

@@ -10,8 +10,8 @@ protocol. A request may be answered by ``{"event": ...}`` progress lines before 
 * ``{"op": "structure", "file": F, "chain": NAME, "depths": [..]}`` -> ``{"ok": true, "structure": {..}}``,
   the recording of :func:`~adprof.measure.structure_probe.record_structure` (events ``{"event": "depth", "depth": d}``);
 * ``{"op": "point", "file": F, "chain": NAME, "backend": B, "profile": P, "mode": M, "depth": d,
-  "calls": K, "counter_budget": N}`` -> ``{"ok": true, "point": {..}}`` (events ``{"event": "phase",
-  "phase": name, "call": i}`` when each phase starts);
+  "calls": K, "counter_budget": N, "repeats": R (optional)}`` -> ``{"ok": true, "point": {..}}``
+  (events ``{"event": "phase", "phase": name, "call": i}`` when each phase starts);
 * ``{"op": "exit"}``.
 
 Failures answer ``{"ok": false, "kind": ..., "error": one line, ...}`` with kind ``load`` (a
@@ -142,6 +142,7 @@ class _Worker:
                     calls=int(req.get("calls", DEFAULT_CALLS)),
                     on_phase=lambda name, call: self.send({"event": "phase", "phase": name, "call": call}),
                     counter_budget=req.get("counter_budget"),
+                    **({"repeats": int(req["repeats"])} if req.get("repeats") else {}),
                 )
             except backend.PointFailure as f:
                 self.send(

@@ -11,19 +11,16 @@ from rich.table import Table
 from rich.text import Text
 
 from adprof import model
-from adprof.analysis.classify import sweep_table
 from adprof.model import (
+    HalvingRow,
     Point,
     Report,
     Result,
     Series,
-    cost_phases,
     counter_totals,
-    counter_value,
     fmt_seconds,
-    time_value,
 )
-from adprof.report import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -33,33 +30,61 @@ VERDICT_STYLE = {
     model.LINEAR: "green",
     model.INCONCLUSIVE: "dim",
     model.ERROR: "magenta",
+    model.MILD_TRANSFORM: "yellow",
+    model.MILD_BACKWARD: "yellow",
+    model.RUNAWAY: "bold magenta",
 }
+
+
+#: Verdicts that get a paragraph in the concise report (the others get one line, or only a table row).
+PARAGRAPH = set(model.PATHOLOGIES)
+ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
+
+
+def _t(text: str, style: str = "") -> Text:
+    """User-supplied text as a rich Text: never parsed as markup (a ``[x]`` in a message stays as written)."""
+    return Text(text, style=style)
+
+
+def _decided(result: Result) -> str:
+    fit = result.verdict.fit
+    if fit is None:
+        return "-"
+    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+
+
+def _time_caption(report: Report) -> str:
+    timed = [r.series for r in report.results if r.verdict.fit is not None and r.verdict.fit.source == "time"]
+    stats = sorted({f"{s.statistic or 'lower quartile of repeats'}, {s.clock or 'wall (perf_counter)'}" for s in timed})
+    base = "growth: the deciding model's per-layer base or exponent (time: with its 95% interval)"
+    return base + (f"; time: {'; '.join(stats)}" if stats else "")
 
 
 def summary_table(report: Report) -> Table:
     """One row per result."""
-    t = Table(title="adprof summary", show_lines=False)
-    for col in ("chain", "backend/profile", "mode", "verdict", "base / exponent", "depth", "worst time"):
-        t.add_column(col, no_wrap=col in ("verdict", "base / exponent", "depth", "worst time"))
+    t = Table(title="adprof summary", show_lines=False, caption=_time_caption(report))
+    for col in ("chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "worst time"):
+        t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
     t.add_column("stopped", overflow="fold")
     for r in report.results:
         s, v = r.series, r.verdict
-        chain = s.chain + ("" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items()))
+        chain = chain_label(s)
         t.add_row(
-            chain,
-            backend_label(s),
-            s.mode,
-            Text(v.kind, style=VERDICT_STYLE.get(v.kind, "")),
-            fmt_growth(r),
-            depth_reached(s),
-            worst_time_text(s),
-            s.error or s.stopped or "",
+            _t(chain),
+            _t(backend_label(s)),
+            _t(s.mode),
+            _t(v.kind, VERDICT_STYLE.get(v.kind, "")),
+            _t(fmt_growth(r)),
+            _t(_decided(r)),
+            _t(depth_reached(s)),
+            _t(worst_time_text(s)),
+            _t(s.error or s.stopped or ""),
         )
     return t
 
 
-def sweep_rich_table(results: list[Result]) -> Table | None:
-    rows = sweep_table(results)
+def sweep_rich_table(results: list[dict]) -> Table | None:
+    rows = results
     if not rows:
         return None
     t = Table(title="sweeps: measured vs predicted base")
@@ -67,7 +92,7 @@ def sweep_rich_table(results: list[Result]) -> Table | None:
         t.add_column(col)
     for row in rows:
         bp = f"{row['backend']}/{row['profile']}" if row["profile"] else row["backend"]
-        t.add_row(
+        cells = (
             row["chain"],
             bp,
             row["mode"],
@@ -77,39 +102,87 @@ def sweep_rich_table(results: list[Result]) -> Table | None:
             row["verdict"],
             {True: "yes", False: "NO", None: "-"}[row["agrees"]],
         )
+        t.add_row(*(_t(c) for c in cells))
     return t
 
 
-def render_result_details(result: Result, console: Console) -> None:
-    """Evidence, cause and remedies of one result."""
+def _head(result: Result) -> Text:
     s, v = result.series, result.verdict
-    head = Text(f"{s.chain} [{backend_label(s)}, {s.mode}]: ", style="bold")
+    head = _t(chain_label(s), "bold")
+    head.append(f" [{backend_label(s)}, {s.mode}]: ", style="bold")
     head.append(v.kind, style=VERDICT_STYLE.get(v.kind, ""))
-    console.print(head)
+    growth = fmt_growth(result)
+    if growth != "-":
+        head.append(f" {growth}")
+    return head
+
+
+def render_result_details(result: Result, console: Console) -> None:
+    """All evidence, cause and remedies of one result (``--verbose``)."""
+    s, v = result.series, result.verdict
+    console.print(_head(result))
     if s.error:
-        console.print(f"  error: {s.error}")
+        console.print(_t(f"  error: {s.error}"))
     for e in v.evidence:
-        console.print(Text(f"  - {e}"))
+        console.print(_t(f"  - {e}"))
     if v.cause:
-        console.print(Text(f"  cause: {v.cause}"))
+        console.print(_t(f"  cause: {v.cause}"))
     for i, rem in enumerate(v.remedies, 1):
-        console.print(Text(f"  remedy {i}: {rem}"))
+        console.print(_t(f"  remedy {i}: {rem}"))
 
 
-def render_report(report: Report, console: Console) -> None:
-    """Print the summary table, the sweep table (if any), then each result's evidence."""
+def render_paragraph(result: Result, console: Console) -> None:
+    """A pathology: the cause, the decisive evidence and the remedies."""
+    v = result.verdict
+    console.print(_head(result))
+    if v.cause:
+        console.print(_t(f"  cause: {v.cause}"))
+    for e in v.key_evidence or v.evidence[:3]:
+        console.print(_t(f"  - {e}"))
+    for i, rem in enumerate(v.remedies, 1):
+        console.print(_t(f"  remedy {i}: {rem}"))
+
+
+def one_line(result: Result) -> Text:
+    """Inconclusive, runaway, error and mildly superlinear series: what and why, in one line."""
+    s, v = result.series, result.verdict
+    why = s.error if v.kind == model.ERROR and s.error else None
+    if why is None and v.fit is not None and v.fit.reason:
+        why = v.fit.reason
+    if why is None:
+        why = v.cause or (v.evidence[0] if v.evidence else "")
+    line = _head(result)
+    line.append(f": {why}")
+    return line
+
+
+def render_report(report: Report, console: Console, verbose: bool = False) -> None:
+    """The summary table and sweeps, then one paragraph per pathology and one line per inconclusive,
+    runaway, error or mildly superlinear series (linear series appear in the table only). ``verbose``:
+    every result's full evidence instead."""
     console.print(summary_table(report))
-    sw = sweep_rich_table(report.results)
+    sw = sweep_rich_table(report.sweeps)
     if sw is not None:
         console.print(sw)
-    for r in report.results:
-        console.print()
-        render_result_details(r, console)
+    if verbose:
+        for r in report.results:
+            console.print()
+            render_result_details(r, console)
+    else:
+        for r in report.results:
+            if r.verdict.kind in PARAGRAPH:
+                console.print()
+                render_paragraph(r, console)
+        lines = [r for r in report.results if r.verdict.kind in ONE_LINE]
+        if lines:
+            console.print()
+        for r in lines:
+            console.print(one_line(r))
     if report.elapsed_seconds is not None:
         budget = f" of {report.budget_seconds:g} s budget" if report.budget_seconds else ""
         console.print(f"\nelapsed {report.elapsed_seconds:.1f} s{budget}")
     for n in report.notes:
-        console.print(Text(f"note: {n}"))
+        console.print(_t(f"note: {n}"))
 
 
 def _ms(x: float | None) -> str:
@@ -162,75 +235,28 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
     return t
 
 
-def _nearest(points: list[Point], depth: float) -> Point | None:
-    cands = [p for p in points if depth / 1.5 <= p.depth <= depth * 1.5]
-    return min(cands, key=lambda p: abs(p.depth - depth)) if cands else None
-
-
-def halving_reading(ratio: float) -> str:
-    if ratio > 3:
-        return "below 1/3: superlinear cost of graph size, not arithmetic"
-    if ratio <= 2.3:
-        return "about 1/2: linear"
-    return "between 1/3 and 1/2: mildly superlinear"
-
-
-def render_halving(
-    series_or_points: Series | Sequence[Point],
-    console: Console | None = None,
-    phases: Sequence[str] | None = None,
-) -> Table:
-    """Cost at the deepest depth d, at d/2 and at d/4 (nearest measured), with the halving ratios and
-    the reading "below 1/3: superlinear cost of graph size, not arithmetic".
-
-    phases: the timed phases to sum; default from the series mode (points alone: ``backward`` when
-    timed, else transform+drop). Printed on ``console`` when given; returned either way.
-    """
-    if isinstance(series_or_points, Series):
-        pts = list(series_or_points.points)
-        phases = tuple(phases or cost_phases(series_or_points.mode))
-    else:
-        pts = list(series_or_points)
-        if phases is None:
-            phases = ("backward",) if any("backward" in p.times for p in pts) else ("transform", "drop")
-        phases = tuple(phases)
-    pts = sorted((p for p in pts if not p.extra.get("censored")), key=lambda q: q.depth)
-    t = Table(title=f"depth halving ({'+'.join(phases)})")
+def render_halving(rows: Sequence[HalvingRow], console: Console | None = None, phases: Sequence[str] = ()) -> Table:
+    """The depth-halving table (rows from :func:`adprof.analysis.halving.halving_rows`): cost at the deepest
+    depth d, at d/2 and d/4, the ratios and their reading. Printed on ``console`` when given."""
+    t = Table(title=f"depth halving ({'+'.join(phases)})" if phases else "depth halving")
     for col in ("depth", "time", "counters", "halving ratio", "reading"):
         t.add_column(col, justify="right" if col != "reading" else "left")
-    if not pts:
+    if not rows:
         t.caption = "no points"
-    else:
-        rows: list[Point] = [pts[-1]]
-        for _ in range(2):
-            nxt = _nearest([p for p in pts if p.depth < rows[-1].depth], rows[-1].depth / 2)
-            if nxt is None:
-                break
-            rows.append(nxt)
-        for i, p in enumerate(rows):
-            tv = time_value(p, phases)
-            cv = counter_value(p, phases)
-            ratio, reading = "-", ""
-            if i + 1 < len(rows):
-                tn = time_value(rows[i + 1], phases)
-                cn = counter_value(rows[i + 1], phases)
-                num, den = (cv, cn) if cv and cn else (tv, tn)
-                if num and den:
-                    r = num / den
-                    ratio = f"x{r:.2f} vs depth {rows[i + 1].depth}"
-                    reading = halving_reading(r)
-            t.add_row(str(p.depth), fmt_seconds(tv), _count(cv), ratio, reading)
+    for row in rows:
+        ratio = f"x{row.ratio:.2f} vs depth {row.vs_depth}" if row.ratio is not None else "-"
+        t.add_row(str(row.depth), fmt_seconds(row.seconds), _count(row.counters), ratio, row.reading)
     if console is not None:
         console.print(t)
     return t
 
 
-def render_to_text(report: Report, width: int = 120) -> str:
+def render_to_text(report: Report, width: int = 120, verbose: bool = False) -> str:
     """The console rendering as plain text (no color)."""
     import io
 
     buf = io.StringIO()
-    render_report(report, Console(file=buf, width=width, color_system=None))
+    render_report(report, Console(file=buf, width=width, color_system=None), verbose=verbose)
     return buf.getvalue()
 
 

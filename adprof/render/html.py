@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from html import escape
 
-from adprof.analysis.classify import sweep_table
+from adprof import model
 from adprof.model import Report, Result
-from adprof.render.plot import result_svg, simple_svg  # the page embeds the plot's SVG figures
-from adprof.report import SWEEP_COLUMNS, backend_label, depth_reached, fmt_growth, worst_time_text
+from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
+from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -22,7 +22,8 @@ th { background: #f3f3f3; }
 .verdict-superlinear-transform, .verdict-superlinear-backward { color: #a66300; }
 .verdict-linear { color: #1b7a2a; }
 .verdict-inconclusive { color: #666; }
-.verdict-error { color: #7a1b7a; }
+.verdict-error, .verdict-runaway { color: #7a1b7a; }
+.verdict-mildly-superlinear-transform, .verdict-mildly-superlinear-backward { color: #8a7300; }
 .result { border-top: 2px solid #ddd; margin-top: 2em; padding-top: 1em; }
 .plot svg { max-width: 100%; height: auto; }
 .cause { font-style: italic; }
@@ -33,11 +34,11 @@ def _verdict(kind: str) -> str:
     return f'<span class="verdict verdict-{escape(kind)}">{escape(kind)}</span>'
 
 
-def _svg(result: Result) -> str:
+def _svg(title: str, results: list[Result]) -> str:
     try:
-        return result_svg(result)
+        return chain_svg(title, results)
     except RuntimeError:
-        return simple_svg(result)
+        return simple_svg(title, results)
 
 
 def _anchor(i: int) -> str:
@@ -61,10 +62,9 @@ def _summary(report: Report) -> str:
     rows = []
     for i, r in enumerate(report.results):
         s = r.series
-        params = "" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items())
         rows.append(
             "<tr>"
-            f'<td><a href="#{_anchor(i)}">{escape(s.chain + params)}</a></td>'
+            f'<td><a href="#{_anchor(i)}">{escape(chain_label(s))}</a></td>'
             f"<td>{escape(backend_label(s))}</td><td>{escape(s.mode)}</td>"
             f"<td>{_verdict(r.verdict.kind)}</td><td>{escape(fmt_growth(r))}</td>"
             f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
@@ -75,7 +75,7 @@ def _summary(report: Report) -> str:
 
 
 def _sweeps(report: Report) -> str:
-    rows = sweep_table(report.results)
+    rows = report.sweeps
     if not rows:
         return ""
     out = []
@@ -96,28 +96,73 @@ def _sweeps(report: Report) -> str:
     )
 
 
-def _result(i: int, r: Result) -> str:
-    s, v = r.series, r.verdict
-    params = "" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items())
-    parts = [
-        f'<section class="result" id="{_anchor(i)}">',
-        f"<h2>{escape(s.chain + params)} [{escape(backend_label(s))}, {escape(s.mode)}]: {_verdict(v.kind)}</h2>",
-        f'<div class="plot">{_svg(r)}</div>',
-    ]
-    if s.error:
-        parts.append(f'<p class="error">error: {escape(s.error)}</p>')
-    if v.evidence:
-        parts.append('<h3>Evidence</h3><ul class="evidence">')
-        parts.extend(f"<li>{escape(e)}</li>" for e in v.evidence)
-        parts.append("</ul>")
+PARAGRAPH = set(model.PATHOLOGIES)
+ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
+
+
+def _title(r: Result) -> str:
+    s = r.series
+    return f"{escape(chain_key(r))} [{escape(backend_label(s))}, {escape(s.mode)}]: {_verdict(r.verdict.kind)}"
+
+
+def _paragraph(i: int, r: Result, plot: str) -> str:
+    v = r.verdict
+    parts = [f'<section class="result" id="{_anchor(i)}">', f"<h3>{_title(r)} {escape(fmt_growth(r))}</h3>"]
+    if plot:
+        parts.append(f'<div class="plot">{plot}</div>')
     if v.cause:
-        parts.append(f'<p class="cause">Cause: {escape(v.cause)}</p>')
+        parts.append(f'<p class="cause">{escape(v.cause)}</p>')
+    parts.append(
+        '<ul class="evidence">' + "".join(f"<li>{escape(e)}</li>" for e in v.key_evidence or v.evidence[:3]) + "</ul>"
+    )
     if v.remedies:
-        parts.append('<h3>Remedies</h3><ol class="remedies">')
-        parts.extend(f"<li>{escape(x)}</li>" for x in v.remedies)
-        parts.append("</ol>")
+        parts.append('<ol class="remedies">' + "".join(f"<li>{escape(x)}</li>" for x in v.remedies) + "</ol>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _one_line(i: int, r: Result) -> str:
+    v, s = r.verdict, r.series
+    why = (s.error if v.kind == model.ERROR else None) or (v.fit.reason if v.fit is not None else "") or v.cause
+    return f'<li id="{_anchor(i)}">{_title(r)}: {escape(why or "")}</li>'
+
+
+def _details(i: int, r: Result) -> str:
+    v = r.verdict
+    items = "".join(f"<li>{escape(e)}</li>" for e in v.evidence)
+    rem = "".join(f"<li>{escape(x)}</li>" for x in v.remedies)
+    return (
+        f'<details class="detail" id="detail-{i}"><summary>{_title(r)}</summary><ul class="evidence">{items}</ul>'
+        + (f'<p class="cause">Cause: {escape(v.cause)}</p>' if v.cause else "")
+        + (f'<ol class="remedies">{rem}</ol>' if rem else "")
+        + "</details>"
+    )
+
+
+def _body(report: Report) -> list[str]:
+    """Summary, sweeps, one paragraph per pathology (its chain's plot inline), one line per inconclusive,
+    runaway, error or mild series, the remaining chains' plots, then every series' full evidence."""
+    panels = dict(group_by_chain(report.results))
+    shown: set[str] = set()
+    findings = []
+    for i, r in enumerate(report.results):
+        if r.verdict.kind in PARAGRAPH:
+            key = chain_key(r)
+            plot = "" if key in shown else _svg(key, panels[key])
+            shown.add(key)
+            findings.append(_paragraph(i, r, plot))
+    lines = [_one_line(i, r) for i, r in enumerate(report.results) if r.verdict.kind in ONE_LINE]
+    rest = [f'<div class="plot"><h3>{escape(k)}</h3>{_svg(k, rs)}</div>' for k, rs in panels.items() if k not in shown]
+    return [
+        _summary(report) if report.results else "<p>No results.</p>",
+        _sweeps(report),
+        "<h2>Findings</h2>" + "".join(findings) if findings else "",
+        f'<h2>Inconclusive, runaway, error and mild</h2><ul class="lines">{"".join(lines)}</ul>' if lines else "",
+        "<h2>Plots</h2>" + "".join(rest) if rest else "",
+        "<h2>All evidence</h2>" + "".join(_details(i, r) for i, r in enumerate(report.results))
+        if report.results
+        else "",
+    ]
 
 
 def render_html(report: Report) -> str:
@@ -132,9 +177,7 @@ def render_html(report: Report) -> str:
     body = [
         "<h1>adprof report</h1>",
         f"<p>{escape(', '.join(meta))}</p>" if meta else "",
-        _summary(report) if report.results else "<p>No results.</p>",
-        _sweeps(report),
-        *(_result(i, r) for i, r in enumerate(report.results)),
+        *_body(report),
         f'<h2>Environment</h2><table class="environment">{env}</table>' if env else "",
         f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "",
     ]

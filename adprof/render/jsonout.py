@@ -17,7 +17,8 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "declared_reuse": 2.0,                                    # or null
           "verdict": "exponential-transform",  # exponential-transform | superlinear-transform |
                                                # exponential-backward | superlinear-backward |
-                                               # linear | inconclusive | error
+                                               # mildly-superlinear-transform | -backward |
+                                               # linear | inconclusive | runaway | error
           "base": 2.01,              # per-layer ratio (exponential verdicts), else null
           "exponent": null,          # power-law exponent (superlinear/linear verdicts), else null
           "halving_ratio": 457.5,    # cost(d)/cost(d/2) at the deepest pair, or null
@@ -29,6 +30,17 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "stopped": "stopped after depth 18: ...",                 # or null
           "error": null,             # one-line error if the chain failed
           "cause": "...", "remedies": ["..."], "evidence": ["..."],
+          "file": "probes/chains.py",  # the chain's source file (null for --cmd)
+          "interval_text": "d^1.72 [1.55, 1.90]",  # the deciding model's figure with its interval
+          "interval": [1.55, 1.90],  # of the base (exponential) or the exponent, or null
+          "statistic": "lower quartile of 5 repeats", "clock": "wall (perf_counter)",  # how times were taken
+          "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
+          "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
+          "prediction": {"depth": 400, "value": 8.1},  # the deciding model at the next depth, or null
+          "fit": {...},              # THE deciding model (a Fit: source, model, kind, base/exponent,
+                                     # interval, depths, values, curve_depths/curve_values, halving,
+                                     # tail exponent, reason); every line above is read from it
+          "metric_fits": {"python_calls": {...}},  # deterministic work metrics, as evidence
           "counter_fit": {...} | null, "time_fit": {...} | null, "call0_fit": {...} | null,
                                      # the adprof.model.Fit fields: metric, kind, base, exponent,
                                      # halving_ratio, tail_ratios, r2_exponential, r2_power, depths,
@@ -67,10 +79,14 @@ _VERDICT_FIELDS = (
     "reuse_agrees",
     "warm_to_call1",
     "metric",
+    "interval_text",
+    "prediction",
+    "key_evidence",
     "cause",
     "remedies",
     "evidence",
 )
+_SERIES_FIELDS = ("file", "statistic", "clock", "deciding_metrics", "metric_notes")
 
 
 def _fit_to(f: Fit | None) -> dict[str, Any] | None:
@@ -101,6 +117,12 @@ def result_to_json(result: Result) -> dict[str, Any]:
         out[name] = list(val) if isinstance(val, list) else val
     out["stopped"] = s.stopped
     out["error"] = s.error
+    for name in _SERIES_FIELDS:
+        val = getattr(s, name)
+        out[name] = type(val)(val) if isinstance(val, list | dict) else val
+    out["interval"] = list(v.fit.interval) if v.fit is not None and v.fit.interval else None
+    out["fit"] = _fit_to(v.fit)  # THE deciding model; the fits below are evidence beside it
+    out["metric_fits"] = {k: _fit_to(f) for k, f in v.metric_fits.items()}
     out["counter_fit"] = _fit_to(v.counter_fit)
     out["time_fit"] = _fit_to(v.time_fit)
     out["call0_fit"] = _fit_to(v.call0_fit)
@@ -118,6 +140,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "elapsed_seconds": report.elapsed_seconds,
         "notes": list(report.notes),
         "results": [result_to_json(r) for r in report.results],
+        "sweeps": [dict(row) for row in report.sweeps],
     }
 
 
@@ -136,6 +159,9 @@ def result_from_json(d: dict[str, Any]) -> Result:
         declared_reuse=d.get("declared_reuse"),
         params=dict(d.get("params") or {}),
     )
+    for name in _SERIES_FIELDS:
+        if d.get(name) is not None:
+            setattr(series, name, d[name])
     verdict = Verdict(kind=d["verdict"])
     for name in _VERDICT_FIELDS:
         if name in d:
@@ -143,6 +169,8 @@ def result_from_json(d: dict[str, Any]) -> Result:
     verdict.counter_fit = _fit_from(d.get("counter_fit"))
     verdict.time_fit = _fit_from(d.get("time_fit"))
     verdict.call0_fit = _fit_from(d.get("call0_fit"))
+    verdict.fit = _fit_from(d.get("fit"))
+    verdict.metric_fits = {k: f for k, x in (d.get("metric_fits") or {}).items() if (f := _fit_from(x))}
     return Result(series=series, verdict=verdict)
 
 
@@ -154,4 +182,5 @@ def load_report(data: dict[str, Any]) -> Report:
         budget_seconds=data.get("budget_seconds"),
         elapsed_seconds=data.get("elapsed_seconds"),
         notes=list(data.get("notes") or []),
+        sweeps=[dict(row) for row in data.get("sweeps") or []],
     )

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from adprof.analysis.fit import predict
 from adprof.model import Fit, Report, Result
+from adprof.report import chain_label
 
 MISSING = "plots need matplotlib: pip install 'adprof[plot]'"
 
@@ -28,70 +28,82 @@ def _figure_cls() -> Any:
 
 
 def plotted_fit(result: Result) -> Fit | None:
-    """The fit a plot shows: the counters when present, else wall time."""
-    v = result.verdict
-    return v.counter_fit or v.time_fit
+    """The fit a plot shows: the deciding model (never a re-fit)."""
+    return result.verdict.fit
 
 
-def _title(result: Result) -> str:
+def chain_key(result: Result) -> str:
+    """The panel a result belongs to: its chain, with its sweep values."""
     s = result.series
+    return chain_label(s)
+
+
+def group_by_chain(results: list[Result]) -> list[tuple[str, list[Result]]]:
+    """Results grouped into one panel per chain (in report order)."""
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(chain_key(r), []).append(r)
+    return list(groups.items())
+
+
+def _label(result: Result) -> str:
+    s, v = result.series, result.verdict
     bp = f"{s.backend}/{s.profile}" if s.profile else s.backend
-    params = "" if not s.params else " " + ",".join(f"{k}={x}" for k, x in s.params.items())
-    return f"{s.chain}{params} [{bp}, {s.mode}]"
+    src = v.fit.source if v.fit is not None else "-"
+    return f"{bp} {s.mode} ({src}): {v.kind} {v.interval_text}".rstrip()
 
 
-def _curve(fit: Fit) -> tuple[list[float], list[float]]:
-    if not fit.depths:
-        return [], []
-    lo, hi = min(fit.depths), max(fit.depths + fit.censored_depths)
-    xs = [lo + (hi - lo) * i / 60 for i in range(61)]
-    pairs = [(x, predict(fit, x)) for x in xs]
-    pairs = [(x, y) for x, y in pairs if y is not None and y > 0 and math.isfinite(y)]
-    return [x for x, _ in pairs], [y for _, y in pairs]
+def _normalized(fit: Fit) -> tuple[float, list[float], list[float], list[float]]:
+    """The fit's values, censored bounds and curve divided by its first positive value (1 for a flat zero)."""
+    ref = next((v for v in fit.values if v > 0), 0.0)
+    if ref <= 0:  # a cost that is zero at every depth (e.g. no bookkeeping left): drawn flat at 1
+        return 0.0, [1.0] * len(fit.values), [], []
+    return (
+        ref,
+        [v / ref for v in fit.values],
+        [v / ref for v in fit.censored_values],
+        [v / ref for v in fit.curve_values],
+    )
 
 
-def _draw(ax: Any, result: Result) -> None:
-    fit = plotted_fit(result)
-    ax.set_title(f"{_title(result)}\n{result.verdict.kind}", fontsize=9)
+def _draw_panel(ax: Any, title: str, results: list[Result]) -> None:
+    ax.set_title(title, fontsize=9)
     ax.set_xlabel("depth")
-    if fit is None or not fit.depths:
-        ax.text(0.5, 0.5, result.series.error or "no points", ha="center", va="center", transform=ax.transAxes)
-        return
-    pos = [(d, v) for d, v in zip(fit.depths, fit.values, strict=True) if v > 0]
-    label = fit.metric.split(":")[0] if fit.metric else ("counters" if fit.method == "marginal" else "seconds")
-    if label == "time":
-        label = "seconds (" + fit.metric.split(":", 1)[1].strip() + ")"
-    ax.set_ylabel(label)
-    if pos:
-        ax.plot([d for d, _ in pos], [v for _, v in pos], "o", color="C0", label="measured")
-    cens = [(d, v) for d, v in zip(fit.censored_depths, fit.censored_values, strict=True) if v > 0]
-    if cens:
-        ax.plot([d for d, _ in cens], [v for _, v in cens], "^", color="C3", label="censored (lower bound)")
-    xs, ys = _curve(fit)
-    if xs and fit.kind != "inconclusive":
-        model = "exponential" if fit.kind == "exponential" else "power law"
-        ax.plot(xs, ys, "-", color="C1", label=f"{model} fit")
-    if pos or cens:
+    ax.set_ylabel("cost / cost at the first depth (deciding metric)", fontsize=7)
+    drawn = False
+    for k, r in enumerate(results):
+        fit, color = plotted_fit(r), f"C{k % 10}"
+        if fit is None or not fit.depths:
+            ax.plot([], [], "x", color=color, label=f"{_label(r)}: {r.series.error or 'no points'}"[:90])
+            continue
+        _, vals, cens, curve = _normalized(fit)
+        ax.plot(fit.depths, vals, "o", color=color, ms=4, label=_label(r)[:90])
+        if cens:
+            ax.plot(fit.censored_depths, cens, "^", color=color, ms=5)
+        if curve and fit.kind not in ("inconclusive", "runaway"):
+            ax.plot(fit.curve_depths, curve, "-", color=color, lw=1.2)
+        drawn = True
+    if drawn:
         ax.set_yscale("log")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, loc="upper left")
 
 
 def plot_report(report: Report, path: str | Path) -> Path:
-    """Save a grid of cost-vs-depth plots (one per result, log y, fitted curve) to ``path``.
-
-    The format follows the extension (png, svg, pdf). Raises RuntimeError if matplotlib is missing.
-    """
+    """Save one panel per chain (its backends/profiles/modes on their deciding metric, normalized to the
+    first depth, log y, each with the deciding model's curve) to ``path``. The format follows the
+    extension (png, svg, pdf). Raises RuntimeError if matplotlib is missing."""
     Figure = _figure_cls()
-    n = max(len(report.results), 1)
-    ncols = min(3, n)
+    groups = group_by_chain(report.results)
+    n = max(len(groups), 1)
+    ncols = min(2, n)
     nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows))
+    fig = Figure(figsize=(6.4 * ncols, 4.4 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    fig.subplots_adjust(left=0.1 / ncols + 0.04, right=0.98, wspace=0.35, hspace=0.6, bottom=0.12 / nrows + 0.03)
+    fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45, bottom=0.08, top=0.95)
     for i, ax in enumerate(axes.flat):
-        if i < len(report.results):
-            _draw(ax, report.results[i])
-        elif report.results:
+        if i < len(groups):
+            _draw_panel(ax, *groups[i])
+        elif groups:
             ax.set_visible(False)
         else:
             ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
@@ -107,55 +119,64 @@ def _clean_svg(svg: str) -> str:
     return re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
 
 
-def result_svg(result: Result) -> str:
-    """One result's plot as an inline SVG string (no external references)."""
+def chain_svg(title: str, results: list[Result]) -> str:
+    """One chain's panel as an inline SVG string (no external references)."""
     Figure = _figure_cls()
     import matplotlib
 
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "adprof"}):
-        fig = Figure(figsize=(5.0, 3.4))  # fixed margins: constrained layout is slow per figure
-        fig.subplots_adjust(left=0.16, right=0.97, bottom=0.14, top=0.84)
-        _draw(fig.add_subplot(1, 1, 1), result)
+        fig = Figure(figsize=(6.4, 4.2))  # fixed margins: constrained layout is slow per figure
+        fig.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.9)
+        _draw_panel(fig.add_subplot(1, 1, 1), title, results)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return _clean_svg(buf.getvalue())
 
 
-def simple_svg(result: Result, width: int = 420, height: int = 260) -> str:
-    """A hand-made SVG (points and polyline, log y) for when matplotlib is not installed."""
-    fit = plotted_fit(result)
-    title = html.escape(f"{_title(result)}: {result.verdict.kind}")
+def simple_svg(title: str, results: list[Result], width: int = 480, height: int = 280) -> str:
+    """A hand-made SVG of one chain's panel (normalized points and model curves, log y) without matplotlib."""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img"><title>{title}</title>'
-        f'<text x="8" y="16" font-size="12" font-family="sans-serif">{title}</text>'
+        f'viewBox="0 0 {width} {height}" role="img"><title>{html.escape(title)}</title>'
+        f'<text x="8" y="16" font-size="12" font-family="sans-serif">{html.escape(title)}</text>'
     )
-    pts = [] if fit is None else [(d, v) for d, v in zip(fit.depths, fit.values, strict=True) if v > 0]
-    if len(pts) < 1:
+    series = []
+    for r in results:
+        fit = plotted_fit(r)
+        if fit is not None and fit.depths:
+            _, vals, _, curve = _normalized(fit)
+            series.append(
+                (fit, list(zip(fit.depths, vals, strict=True)), list(zip(fit.curve_depths, curve, strict=True)))
+            )
+    pts = [(d, v) for _, p, c in series for d, v in p + c if v > 0]
+    if not pts:
         return head + '<text x="8" y="40" font-size="12">no points</text></svg>'
     x0, x1 = min(d for d, _ in pts), max(d for d, _ in pts)
     l0, l1 = min(math.log10(v) for _, v in pts), max(math.log10(v) for _, v in pts)
-    if x1 == x0:
-        x1 = x0 + 1
-    if l1 == l0:
-        l1 = l0 + 1
+    x1, l1 = (x1 if x1 > x0 else x0 + 1), (l1 if l1 > l0 else l0 + 1)
     m, top = 40, 28
 
-    def sx(d: float) -> float:
-        return m + (d - x0) / (x1 - x0) * (width - 2 * m)
+    def xy(d: float, v: float) -> str:
+        x = m + (d - x0) / (x1 - x0) * (width - 2 * m)
+        y = height - m + (top - (height - m)) * (math.log10(v) - l0) / (l1 - l0)
+        return f"{x:.1f},{y:.1f}"
 
-    def sy(v: float) -> float:
-        return height - m + (top - (height - m)) * (math.log10(v) - l0) / (l1 - l0)
-
-    poly = " ".join(f"{sx(d):.1f},{sy(v):.1f}" for d, v in pts)
-    dots = "".join(f'<circle cx="{sx(d):.1f}" cy="{sy(v):.1f}" r="3" fill="#1f77b4"/>' for d, v in pts)
+    colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+    body = []
+    for k, (fit, p, c) in enumerate(series):
+        col = colors[k % len(colors)]
+        body += [
+            f'<circle cx="{xy(d, v).split(",")[0]}" cy="{xy(d, v).split(",")[1]}" r="3" fill="{col}"/>'
+            for d, v in p
+            if v > 0
+        ]
+        if c and fit.kind not in ("inconclusive", "runaway"):
+            poly = " ".join(xy(d, v) for d, v in c if v > 0)
+            body.append(f'<polyline points="{poly}" fill="none" stroke="{col}" stroke-width="1.2"/>')
     axes = (
         f'<line x1="{m}" y1="{height - m}" x2="{width - m}" y2="{height - m}" stroke="#444"/>'
         f'<line x1="{m}" y1="{top}" x2="{m}" y2="{height - m}" stroke="#444"/>'
         f'<text x="{m}" y="{height - m + 14}" font-size="10">{x0:g}</text>'
         f'<text x="{width - m}" y="{height - m + 14}" font-size="10" text-anchor="end">depth {x1:g}</text>'
-        f'<text x="2" y="{height - m}" font-size="10">{10**l0:.3g}</text>'
-        f'<text x="2" y="{top + 8}" font-size="10">{10**l1:.3g}</text>'
     )
-    line = f'<polyline points="{poly}" fill="none" stroke="#ff7f0e" stroke-width="1.5"/>'
-    return head + axes + line + dots + "</svg>"
+    return head + axes + "".join(body) + "</svg>"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from adprof.analysis.fit import fit_growth, halving_ratios, marginal_costs, per_layer_ratios, predict
+from adprof.analysis.growth import fit_growth, halving_pair, predict
 
 UNIT = list(range(1, 19))
 DOUBLING = [8, 16, 32, 64, 128, 256, 512]
@@ -35,7 +35,7 @@ def test_exponential_counters_base(name, depths, formula, base):
     assert f.exponent is None
     assert f.tail_depths[-1] == depths[-1]
     assert all(abs(r - base) < 0.2 for r in f.tail_ratios)
-    assert f.r2_exponential > f.r2_power
+    assert f.interval[0] <= f.base <= f.interval[1]
 
 
 def test_exponential_on_doubling_grid_reports_per_layer_base():
@@ -83,8 +83,8 @@ def test_linear_counters_unit_steps_with_big_offset():
 
 def test_n_log_n_is_not_superlinear():
     f = fit_growth(DOUBLING, [d * math.log(d) for d in DOUBLING], exact=True)
-    assert f.kind == "linear"
-    assert any("mild" in n for n in f.notes)
+    assert f.kind == "mild"  # its own honest reading: neither linear nor superlinear
+    assert 1.15 <= f.exponent < 1.3
 
 
 @pytest.mark.parametrize("values", [[0] * 7, [5] * 7])
@@ -110,7 +110,7 @@ def test_emerging_exponential_is_inconclusive():
     d = list(range(0, 11))
     f = fit_growth(d, [1.5**x + 50 * x for x in d], exact=True)
     assert f.kind == "inconclusive"
-    assert any("emerging" in n for n in f.notes)
+    assert "emerging" in f.reason and "add depths" in f.reason
 
 
 def test_noisy_exponential_times():
@@ -135,7 +135,10 @@ def test_noisy_linear_unit_steps_not_exponential():
     rng = np.random.default_rng(3)
     d = np.arange(1, 19)
     f = fit_growth(d, (2e-3 + 1e-4 * d) * _noise(rng, len(d), 0.2), exact=False)
-    assert f.kind == "linear"
+    # one sample per depth at 20% noise under a large overhead: never exponential or superlinear; the
+    # interval may be too wide to call it linear, and then it says so
+    assert f.kind in ("linear", "inconclusive")
+    assert f.kind == "linear" or "interval" in f.reason
 
 
 def test_censored_points_never_fitted_but_support_exponential():
@@ -148,28 +151,23 @@ def test_censored_points_never_fitted_but_support_exponential():
     assert f.base == pytest.approx(2.0, abs=0.05)
 
 
-def test_censored_upgrade_after_inconclusive():
-    # growth starts late: only two growing marginals -> inconclusive on its own; two censored
-    # bounds after per-layer ratios > 1.5 read as exponential
+def test_censored_bounds_never_decide_the_form():
+    # growth starts late: only two growing marginals -> inconclusive; lower bounds after it are shown as
+    # evidence but do not turn the reading into an exponential (they bound, they do not measure)
     d = [1, 2, 3, 4, 5, 6]
     v = [0.0, 0.0, 4.0, 16.0, 60.0, 200.0]
-    alone = fit_growth(d[:4], v[:4], exact=True)
-    assert alone.kind == "inconclusive"
     f = fit_growth(d, v, exact=True, censored=[False] * 4 + [True, True])
-    assert f.kind == "exponential"
-    assert f.base == pytest.approx(3.0, abs=0.15)
-    assert any("censored" in n for n in f.notes)
+    assert f.kind == "inconclusive" and f.reason
+    assert any("lower bounds" in n for n in f.notes)
 
 
-def test_helpers():
-    assert per_layer_ratios([1, 2, 3, 5, 6], [1, 2, 4, 8, 24]) == [(2, 2.0), (3, 2.0), (6, 3.0)]
-    hr = halving_ratios([8, 16, 32], [8, 32, 128])
-    assert hr == [(16, 8, 4.0), (32, 16, 4.0)]
-    x, m = marginal_costs([0, 1, 3], [0, 2, 6])
-    assert x == [0.5, 2.0] and m == [2.0, 2.0]
-    # nearest-depth halving is rescaled to a doubling as a power law would
-    (d, h, r), *_ = halving_ratios([30, 100], [900, 10_000])
-    assert (d, h) == (100, 30) and r == pytest.approx(4.0, rel=1e-9)
+def test_halving_pair():
+    assert halving_pair([8, 16, 32]) == (32, 16)
+    assert halving_pair([30, 100]) == (100, 30)  # nearest measured depth in [d/4, 3d/4]
+    assert halving_pair([1, 2]) == (2, 1)
+    assert halving_pair([5]) is None
+    f = fit_growth([8, 16, 32, 64], [8.0, 32.0, 128.0, 512.0], exact=True)
+    assert (f.halving_depth, f.halving_from) == (64, 32) and f.halving_ratio == pytest.approx(4.0)
 
 
 def test_predict_follows_fit():
@@ -182,5 +180,5 @@ def test_predict_follows_fit():
 
 def test_fit_values_json_safe():
     f = fit_growth([1, 2, 3, 4], [0.0, 0.0, 1.0, 0.0], exact=True)
-    for x in [f.base, f.exponent, f.halving_ratio, f.r2_exponential, f.r2_power, *f.tail_ratios]:
+    for x in [f.base, f.exponent, f.halving_ratio, *f.tail_ratios]:
         assert x is None or math.isfinite(x)

@@ -1,0 +1,113 @@
+"""The HIPS autograd peer backend: the same chain file on ``autograd.numpy`` (numpy, float64).
+
+autograd has one transform, ``grad`` of a Python function, which traces the function on boxed values
+(a tape) and walks the tape backwards (an iterative toposort): there is nothing to stage or compile,
+so the only mode is ``eager``: per call on a fresh array, ``forward`` = ``make_vjp(f, x)`` (the chain
+run on boxes, recording the tape), ``backward`` = the VJP applied to 1.0 (the backward pass); the
+two halves of ``grad(f)(x)``. Call 0 and the lower quartile of the warm calls; ``python_calls`` of
+a further warm call (numpy's C functions count as one call each).
+
+``xp`` is :data:`xp`: ``autograd.numpy`` whose ``linalg.svd`` defaults to the reduced SVD
+(``full_matrices=False``), as the engine's does. autograd has no gradient of ``linalg.qr``: a chain
+using it fails at its first layer with autograd's own one-line message.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, no_phase
+from adprof.backends.peer_common import check_output, first_time, namespace, not_installed
+from adprof.backends.peer_common import measure_eager as _eager_loop
+from adprof.chain import Chain
+from adprof.model import Point
+
+try:
+    import autograd.numpy as anp
+    import numpy as np
+    from autograd.core import make_vjp
+except ImportError as _exc:
+    raise not_installed("autograd", _exc, "autograd") from None
+
+PROFILES: tuple[None, ...] = (None,)
+MODES: tuple[str, ...] = ("eager",)
+
+
+@functools.wraps(anp.linalg.svd)
+def _svd(a: Any, full_matrices: bool = False, compute_uv: bool = True, **kwargs: Any) -> Any:
+    """``autograd.numpy.linalg.svd`` defaulting to the reduced SVD (the engine's and the chains' convention)."""
+    return anp.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, **kwargs)
+
+
+_linalg = namespace("adprof_autograd_linalg", anp.linalg, {"svd": _svd})
+#: The ``xp`` chains get: autograd.numpy with a reduced-SVD default.
+xp = namespace("adprof_autograd_numpy", anp, {"linalg": _linalg})
+
+
+def _fn(chain: Chain, depth: int) -> Any:
+    def f(x: Any) -> Any:
+        return chain(xp, x, depth)
+
+    return f
+
+
+def _check(y: Any, depth: int) -> None:
+    value = getattr(y, "_value", y)  # make_vjp returns the plain value
+    arr = np.asarray(value) if isinstance(value, np.ndarray | np.generic | float) else None
+    if arr is None:
+        check_output((), False, depth, type(value).__name__)
+    check_output(tuple(arr.shape), np.issubdtype(arr.dtype, np.floating), depth)
+
+
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
+    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays."""
+    a = chain.make_input()
+    f = _fn(chain, depth)
+
+    def forward(x: Any) -> tuple[Any, Any]:
+        vjp, y = make_vjp(f, x)
+        return y, vjp
+
+    def backward(x: Any, vjp: Any) -> Any:
+        return vjp(1.0)
+
+    def warm_up() -> None:
+        if first_time(chain, "eager"):
+            vjp, _ = make_vjp(_fn(chain, 1), a.copy())
+            vjp(1.0)
+
+    return _eager_loop(
+        chain,
+        depth,
+        calls=calls,
+        on_phase=on_phase,
+        leaf=a.copy,
+        forward=forward,
+        backward=backward,
+        scalar=float,
+        check=_check,
+        warm_up=warm_up,
+    )
+
+
+def measure_point(
+    chain: Chain,
+    mode: str,
+    depth: int,
+    profile: str | None = None,
+    *,
+    calls: int = DEFAULT_CALLS,
+    on_phase: PhaseCallback = no_phase,
+    counter_budget: int | None = None,
+    repeats: int | None = None,
+) -> Point:
+    """Measure one point; ``mode`` must be ``eager`` and ``profile`` None (``counter_budget`` is ignored)."""
+    if profile is not None:
+        raise ValueError(f"the autograd backend has no cost profiles (got {profile!r})")
+    if mode != "eager":
+        raise ValueError(f"unknown mode {mode!r} for the autograd backend; known: {', '.join(MODES)}")
+    return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
+
+
+__all__ = ["MODES", "PROFILES", "PointFailure", "measure_eager", "measure_point", "xp"]

@@ -1,0 +1,340 @@
+"""The public backend interface: what an autodiff engine implements to be measured by adprof.
+
+A backend is a subclass of :class:`Backend` with class-level *declarations* (its name, cost profiles,
+modes, the phases of each mode, the deterministic work metrics it reports per mode, which of those may
+decide a verdict and why the others may not, the packages it needs) and one hook that measures a point,
+:meth:`Backend.measure_point`. Built-in backends live in :mod:`adprof.backends.builtin`; a third party
+registers its own under the entry-point group ``adprof.backends``::
+
+    # pyproject.toml of the plugin
+    [project.entry-points."adprof.backends"]
+    myengine = "myengine_adprof:MyEngineBackend"
+
+Keep the module that defines the class light (declarations only): adprof loads it in the parent to
+check names, modes and packages, and imports the engine itself only in the worker, from
+:meth:`Backend.prepare_process` or :meth:`Backend.measure_point`.
+
+What a point carries (:class:`adprof.model.Point`):
+
+* ``times[phase]``: the :data:`STATISTIC` (lower quartile) of ``samples[phase]``, the wall-clock
+  (:data:`CLOCK`) repeats of that phase, taken by :func:`measure_phase` / :func:`repeat_timed`
+  under :data:`REPEATS`; load only ever slows a run, and a quartile is less fragile than the minimum;
+* ``metrics[phase][metric]``: deterministic work metrics (``python_calls`` from
+  :func:`count_python_calls`, program sizes such as ``jaxpr_eqns``);
+* ``counters``, ``ops``, ``extra`` as before (engine counters, op counts, anything else).
+
+A point that cannot be measured raises :class:`PointFailure` with a ``kind``: ``chain`` (the chain or
+the engine raised), ``output`` (not a finite floating-point scalar), ``budget`` (a counter budget ran
+out), ``resource`` (RecursionError, MemoryError).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import importlib.util
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from adprof.chain import Chain
+from adprof.constants import DEFAULT_CALLS
+from adprof.model import Point
+
+PhaseCallback = Callable[[str, int | None], None]
+
+#: How ``Point.times`` is taken from ``Point.samples`` (the team's statistic) and with which clock.
+STATISTIC = "lower quartile"
+CLOCK = "wall (perf_counter)"
+#: A timed block starts with this sleep, on a fresh scheduler slice (cuts preemptions ~5x on a loaded machine).
+YIELD_BEFORE = 0.001
+
+
+@dataclass(frozen=True)
+class RepeatPolicy:
+    """How often a phase is repeated at one depth: until ``budget`` seconds are spent or ``most`` runs,
+    at least ``least`` runs when the point is cheap, a single run when one run exceeds ``single_over``
+    seconds (so that caps on a point's cost still hold)."""
+
+    budget: float = 0.25
+    most: int = 7
+    least: int = 3
+    single_over: float = 0.5
+
+    def more(self, samples: list[float]) -> bool:
+        """Whether to run once more after ``samples``."""
+        n, spent = len(samples), sum(samples)
+        if n == 0:
+            return True
+        if n >= self.most or samples[0] > self.single_over:
+            return False
+        return n < self.least or spent < self.budget
+
+    def describe(self) -> str:
+        until = f"until {self.budget:g} s; 1 when a run exceeds {self.single_over:g} s"
+        return f"{STATISTIC} of 1-{self.most} repeats ({until})"
+
+
+REPEATS = RepeatPolicy()
+
+
+class PointFailure(Exception):
+    """A point could not be measured; ``kind`` says why, ``point`` holds what was measured.
+
+    Kinds: ``chain``, ``output``, ``budget``, ``resource`` (see the module docstring).
+    """
+
+    def __init__(self, kind: str, message: str, phase: str | None = None, point: Point | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.phase = phase
+        self.point = point
+
+
+class UnsupportedOpError(Exception):
+    """The chain uses an operation this backend lacks (the message is one line, naming it)."""
+
+
+def no_phase(name: str, call: int | None) -> None:
+    """The default phase callback (does nothing)."""
+    return None
+
+
+# --------------------------------------------------------------------------- statistics and timing
+
+
+def lower_quartile(xs: list[float]) -> float:
+    """The lower quartile of ``xs`` (an order statistic, index ``(n - 1) // 4`` of the sorted values)."""
+    ordered = sorted(xs)
+    return ordered[(len(ordered) - 1) // 4]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """``(wall seconds, fn())`` with :func:`time.perf_counter`: young gc generations collected before,
+    gc disabled during, started on a fresh scheduler slice (:data:`YIELD_BEFORE`)."""
+    gc.collect(1)
+    time.sleep(YIELD_BEFORE)
+    gc.disable()
+    t0 = time.perf_counter()
+    try:
+        out = fn()
+    finally:
+        t1 = time.perf_counter()
+        gc.enable()
+    return t1 - t0, out
+
+
+def repeat_timed(
+    fn: Callable[[], Any],
+    name: str,
+    on_phase: PhaseCallback = no_phase,
+    policy: RepeatPolicy = REPEATS,
+    repeats: int | None = None,
+) -> tuple[list[float], Any]:
+    """Run ``fn`` under ``policy`` (or exactly ``repeats`` times): ``(wall seconds of each run, last result)``.
+
+    ``on_phase(name, None)`` is called before every run (it resets the parent's phase timeout). Each run
+    must do the whole work again: ``fn`` builds fresh objects where the engine caches by identity.
+    """
+    samples: list[float] = []
+    out: Any = None
+    while (len(samples) < repeats) if repeats else policy.more(samples):
+        on_phase(name, None)
+        out = None  # the previous result is freed outside the timed block
+        t, out = timed(fn)
+        samples.append(t)
+    return samples, out
+
+
+def count_python_calls(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """``(calls, fn())``: Python and C function calls made by ``fn``, from cProfile's C profiler
+    (``sum(callcount)``), the garbage collector disabled. Deterministic for deterministic code, but blind
+    to work done inside a call (C++ compilers, a ``sorted`` whose comparisons get dearer): declare where it
+    may decide."""
+    gc.collect()  # with gc disabled inside: finalizers run by a collection would add calls at random
+    gc.disable()
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        out = fn()
+    finally:
+        prof.disable()
+        gc.enable()
+    return sum(s.callcount for s in prof.getstats()), out
+
+
+def record_samples(pt: Point, name: str, samples: list[float]) -> None:
+    """Store ``samples`` as phase ``name`` of ``pt``: ``samples[name]`` and ``times[name]`` (lower quartile)."""
+    pt.samples[name] = list(samples)
+    pt.times[name] = lower_quartile(samples)
+
+
+def record_metric(pt: Point, phase: str, metric: str, value: float) -> None:
+    """Store a deterministic work metric of ``phase``."""
+    pt.metrics.setdefault(phase, {})[metric] = value
+
+
+def measure_phase(
+    pt: Point,
+    name: str,
+    fn: Callable[[], Any],
+    on_phase: PhaseCallback = no_phase,
+    *,
+    repeats: int | None = None,
+    python_calls: bool = False,
+    policy: RepeatPolicy = REPEATS,
+) -> Any:
+    """Time ``fn`` as phase ``name`` of ``pt`` (repeats, lower quartile) and return its last result.
+
+    With ``python_calls``, one more untimed run under cProfile records ``metrics[name]["python_calls"]``
+    (after the timed runs, so the count is of a warm run: the first call at a new depth differs).
+    """
+    samples, out = repeat_timed(fn, name, on_phase, policy, repeats)
+    record_samples(pt, name, samples)
+    if python_calls:
+        on_phase(name, None)
+        out = None
+        calls, out = count_python_calls(fn)
+        record_metric(pt, name, "python_calls", calls)
+    return out
+
+
+def installed(module: str) -> bool:
+    """Whether top-level ``module`` can be imported (checked without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError, AttributeError):  # e.g. sys.modules[module] is None
+        return False
+
+
+# --------------------------------------------------------------------------- the interface
+
+
+class Backend:
+    """An autodiff engine adprof can measure. Subclass it, fill the declarations, implement
+    :meth:`measure_point`; register it under the entry-point group ``adprof.backends``.
+
+    Declarations (class attributes, plain data):
+
+    * ``name``: the ``--backend`` name; ``profiles``: cost profiles (``(None,)``: one behaviour);
+    * ``modes``: measurable modes (``traced``, ``compile``, ``eager``, ...); ``phases[mode]``: the
+      phase names its points carry in ``times``/``samples``;
+    * ``metrics[mode]``: deterministic work metrics the points carry in ``metrics[phase]``;
+      ``deciding_metrics[mode]``: those that see the mode's work and may decide, in order of preference
+      (empty: time decides); ``metric_notes[mode][metric]``: why a reported metric may not decide;
+    * ``requires``: importable top-level packages; ``install_hint``: how to install them;
+    * ``statistic``/``clock``: how ``times`` are taken (copied into every Series);
+    * ``depths``: suggested depths for time-only series (or None).
+    """
+
+    name: ClassVar[str] = ""
+    profiles: ClassVar[tuple[str | None, ...]] = (None,)
+    modes: ClassVar[tuple[str, ...]] = ()
+    phases: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    metrics: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    deciding_metrics: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    metric_notes: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+    requires: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = ""
+    statistic: ClassVar[str] = REPEATS.describe()
+    clock: ClassVar[str] = CLOCK
+    depths: ClassVar[tuple[int, ...] | None] = (8, 16, 32, 64, 128)
+    #: The failure class the worker catches (the shared one; a plugin may raise a subclass).
+    PointFailure: ClassVar[type[PointFailure]] = PointFailure
+
+    _prepared: bool = False
+
+    # -- declarations ----------------------------------------------------------------------------
+    def missing_packages(self) -> list[str]:
+        """Packages of :attr:`requires` that cannot be imported here."""
+        return [m for m in self.requires if not installed(m)]
+
+    def check_arguments(self, mode: str, profile: str | None) -> None:
+        """Raise ``ValueError`` (one line) for a mode or profile this backend does not have."""
+        if mode not in self.modes:
+            raise ValueError(f"unknown mode {mode!r} for the {self.name} backend; known: {', '.join(self.modes)}")
+        if profile not in self.profiles:
+            if self.profiles == (None,):
+                raise ValueError(f"the {self.name} backend has no cost profiles (got {profile!r})")
+            known = ", ".join(p for p in self.profiles if p)
+            raise ValueError(f"unknown {self.name} profile {profile!r}; known: {known}")
+
+    def series_fields(self, mode: str) -> dict[str, Any]:
+        """The series-level fields of a series measured in ``mode`` (see :class:`adprof.model.Series`)."""
+        return {
+            "deciding_metrics": list(self.deciding_metrics.get(mode, ())),
+            "metric_notes": dict(self.metric_notes.get(mode, {})),
+            "statistic": self.statistic,
+            "clock": self.clock,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """All declarations as plain data."""
+        return {
+            "name": self.name,
+            "profiles": list(self.profiles),
+            "modes": list(self.modes),
+            "phases": {m: list(self.phases.get(m, ())) for m in self.modes},
+            "metrics": {m: list(self.metrics.get(m, ())) for m in self.modes},
+            "deciding_metrics": {m: list(self.deciding_metrics.get(m, ())) for m in self.modes},
+            "metric_notes": {m: dict(self.metric_notes.get(m, {})) for m in self.modes},
+            "requires": list(self.requires),
+            "install_hint": self.install_hint,
+            "statistic": self.statistic,
+            "clock": self.clock,
+        }
+
+    # -- hooks -----------------------------------------------------------------------------------
+    def prepare_process(self) -> None:
+        """Called before every point in the worker. The default, once per process: ``gc.collect();
+        gc.freeze()`` (with a big engine imported a full collection costs ~0.15 s; frozen objects are
+        skipped later), then a collection of what the previous point left."""
+        if not Backend._prepared:
+            gc.collect()
+            gc.freeze()
+            Backend._prepared = True
+        gc.collect()
+
+    def measure_point(
+        self,
+        chain: Chain,
+        mode: str,
+        depth: int,
+        profile: str | None = None,
+        *,
+        calls: int = DEFAULT_CALLS,
+        on_phase: PhaseCallback = no_phase,
+        counter_budget: int | None = None,
+        repeats: int | None = None,
+    ) -> Point:
+        """Measure ``chain`` at ``depth`` in ``mode`` (and ``profile``); raise :class:`PointFailure`.
+
+        ``calls``: eager calls per point (call 0 and warm calls); ``on_phase(phase, call)`` must be
+        called when each phase (each repeat) starts; ``counter_budget``: for engines with counters;
+        ``repeats``: an exact repeat count instead of :data:`REPEATS`.
+        """
+        raise NotImplementedError(f"backend {self.name!r} does not implement measure_point")
+
+
+__all__ = [
+    "CLOCK",
+    "DEFAULT_CALLS",
+    "REPEATS",
+    "STATISTIC",
+    "Backend",
+    "PhaseCallback",
+    "PointFailure",
+    "RepeatPolicy",
+    "UnsupportedOpError",
+    "count_python_calls",
+    "installed",
+    "lower_quartile",
+    "measure_phase",
+    "no_phase",
+    "record_metric",
+    "record_samples",
+    "repeat_timed",
+    "timed",
+]

@@ -1,0 +1,211 @@
+"""The built-in backends' declarations (see :class:`adprof.backends.base.Backend`).
+
+This module is light: it imports no engine. Each class's :meth:`measure_point` imports its
+implementation module (``adprof.backends.<name>_backend``) in the worker, at the first point.
+The notes say why a reported metric may not decide; the figures are measured on the sin chain
+(``probes/chains.py::sin``) on this project's 2-core machines.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any, ClassVar
+
+from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, no_phase
+from adprof.chain import Chain
+from adprof.model import Point
+
+PEERS_HINT = "pip install 'adprof[peers]'"
+
+_EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
+_PROGRAM_SIZE = (
+    "program size, not the work of producing it: a transform can take exponential time for a linear program "
+    "(jax#8184); shown beside the deciding metric"
+)
+
+
+class ModuleBackend(Backend):
+    """A built-in backend whose measuring code is the module :attr:`implementation` (imported lazily)."""
+
+    implementation: ClassVar[str] = ""
+
+    def module(self) -> ModuleType:
+        """The implementation module (imports the engine; later calls are a ``sys.modules`` lookup)."""
+        return importlib.import_module(self.implementation)
+
+    def measure_point(
+        self,
+        chain: Chain,
+        mode: str,
+        depth: int,
+        profile: str | None = None,
+        *,
+        calls: int = DEFAULT_CALLS,
+        on_phase: PhaseCallback = no_phase,
+        counter_budget: int | None = None,
+        repeats: int | None = None,
+    ) -> Point:
+        impl = self.module()
+        self.check_arguments(mode, profile)
+        self.prepare_process()
+        kwargs: dict[str, Any] = {"calls": calls, "on_phase": on_phase, "counter_budget": counter_budget}
+        if repeats is not None:
+            kwargs["repeats"] = repeats
+        return impl.measure_point(chain, mode, depth, profile, **kwargs)
+
+
+class EngineBackend(ModuleBackend):
+    """adprof's instrumented reference engine: exact counters per phase decide."""
+
+    name = "engine"
+    implementation = "adprof.backends.engine"
+    profiles = ("v08", "fixed")
+    modes = ("traced", "eager")
+    phases = {"traced": ("record", "transform", "compile", "run", "drop"), "eager": _EAGER_PHASES}
+    metrics = {"traced": (), "eager": ()}
+    deciding_metrics = {"traced": (), "eager": ()}  # its engine counters (Point.counters) decide
+    metric_notes = {}
+    statistic = "single run per phase (run and warm eager calls: lower quartile); the engine's counters decide"
+    depths = None
+
+    def check_arguments(self, mode: str, profile: str | None) -> None:
+        super().check_arguments(mode, profile or "fixed")
+
+    def prepare_process(self) -> None:
+        return None  # the engine collects before every phase itself
+
+
+class JaxBackend(ModuleBackend):
+    """JAX (``jax.numpy``, float64, CPU, one thread)."""
+
+    name = "jax"
+    implementation = "adprof.backends.jax_backend"
+    modes = ("traced", "compile", "eager")
+    phases = {
+        "traced": ("record", "transform", "drop"),
+        "compile": ("transform", "lower", "compile", "run"),
+        "eager": _EAGER_PHASES,
+    }
+    metrics = {
+        "traced": ("python_calls", "jaxpr_eqns"),
+        "compile": ("python_calls", "jaxpr_eqns", "hlo_instructions"),
+        "eager": ("python_calls",),
+    }
+    deciding_metrics = {"traced": ("python_calls",), "compile": (), "eager": ("python_calls",)}
+    metric_notes = {
+        "traced": {"jaxpr_eqns": _PROGRAM_SIZE},
+        "compile": {
+            "python_calls": "blind to XLA's C++ compile: counted for transform and lower only; time decides",
+            "jaxpr_eqns": _PROGRAM_SIZE,
+            "hlo_instructions": (
+                "size of the optimized program, not the compiler's work: XLA compile of the sin chain grows "
+                "about d^1.7 while its HLO grows linearly (3 instructions per layer)"
+            ),
+        },
+        "eager": {},
+    }
+    requires = ("jax", "jaxlib")
+    install_hint = PEERS_HINT
+
+
+class TorchBackend(ModuleBackend):
+    """PyTorch (``array_api_compat.torch``, float64, CPU, one thread)."""
+
+    name = "torch"
+    implementation = "adprof.backends.torch_backend"
+    modes = ("traced", "eager")
+    phases = {"traced": ("record", "transform", "drop"), "eager": _EAGER_PHASES}
+    metrics = {"traced": ("python_calls",), "eager": ("python_calls", "autograd_nodes")}
+    deciding_metrics = {"traced": ("python_calls",), "eager": ()}
+    metric_notes = {
+        "traced": {},
+        "eager": {
+            "python_calls": (
+                "sees the forward's op calls, but backward() runs in the C++ autograd engine (a constant handful "
+                "of Python calls at any depth): time decides"
+            ),
+            "autograd_nodes": "size of the autograd graph, not the C++ engine's work walking it: time decides",
+        },
+    }
+    requires = ("torch", "array_api_compat")
+    install_hint = PEERS_HINT
+
+
+class AutogradBackend(ModuleBackend):
+    """HIPS autograd (``autograd.numpy``: numpy with a tape, pure Python, iterative toposort)."""
+
+    name = "autograd"
+    implementation = "adprof.backends.autograd_backend"
+    modes = ("eager",)
+    phases = {"eager": _EAGER_PHASES}
+    metrics = {"eager": ("python_calls",)}
+    deciding_metrics = {"eager": ("python_calls",)}
+    metric_notes = {"eager": {}}
+    requires = ("autograd",)
+    install_hint = PEERS_HINT
+
+
+class TinygradBackend(ModuleBackend):
+    """tinygrad (lazy tensors scheduled into kernels; ``DEV=PYTHON``: no C compiler needed)."""
+
+    name = "tinygrad"
+    implementation = "adprof.backends.tinygrad_backend"
+    modes = ("compile", "eager")
+    phases = {"compile": ("transform", "lower", "compile", "run"), "eager": _EAGER_PHASES}
+    metrics = {"compile": ("python_calls",), "eager": ("python_calls",)}
+    deciding_metrics = {"compile": (), "eager": ()}
+    metric_notes = {
+        "compile": {
+            "python_calls": (
+                "linear in depth while the codegen time grows superlinearly: the extra work is inside calls "
+                "(the linearizer's sorted() comparing nested UOp tuples), and the count varies by ~2% between "
+                "runs of codegen: time decides"
+            )
+        },
+        "eager": {
+            "python_calls": (
+                "call 0 does the codegen (superlinear in time, linear in calls; see compile mode), warm calls "
+                "hit tinygrad's caches: time decides"
+            )
+        },
+    }
+    requires = ("tinygrad",)
+    install_hint = PEERS_HINT
+
+
+class CmdBackend(ModuleBackend):
+    """Any program, in any language, driven by ``--cmd 'PROG ARGS {depth}'`` (adprof/cli/cmd.py): it prints
+    the JSON protocol (README, "Probing a native engine"); its points are run by the series loop."""
+
+    name = "cmd"
+    implementation = "adprof.backends.cmd"
+    modes = ("traced", "eager")
+    phases = {
+        "traced": ("record", "transform", "lower", "compile", "run", "drop", "process"),
+        "eager": (*_EAGER_PHASES, "process"),
+    }
+    metrics = {"traced": ("instructions",), "eager": ("instructions",)}
+    # --metric instructions declares instructions deciding for that series; otherwise a command's own
+    # counters decide, else time
+    deciding_metrics = {"traced": (), "eager": ()}
+    metric_notes = {
+        mode: {"instructions": "decides when asked for (--metric instructions), else a command's counters or time"}
+        for mode in ("traced", "eager")
+    }
+
+
+BUILTIN_BACKENDS: dict[str, type[Backend]] = {
+    cls.name: cls for cls in (EngineBackend, JaxBackend, TorchBackend, AutogradBackend, TinygradBackend, CmdBackend)
+}
+
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "AutogradBackend",
+    "CmdBackend",
+    "EngineBackend",
+    "JaxBackend",
+    "ModuleBackend",
+    "TinygradBackend",
+    "TorchBackend",
+]

@@ -1,0 +1,81 @@
+"""``--cmd`` points measured in the parent, in the lane's thread, through the worker's request interface.
+
+Why not in a worker: a ``--cmd`` point runs no user code in adprof's process. The program is already
+its own process (own session and process group, stdin closed, captured outputs with a size limit,
+its own timeout; killed with its group past it, and by ``PR_SET_PDEATHSIG`` if adprof dies, which on
+Linux is tied to the starting *thread*: the lane thread, which outlives its series). A Python worker
+in between would only add its start-up (numpy, scipy, the engine) to every lane and a second layer of
+timeouts. :class:`CommandPoints` answers the series loop's point requests as a worker would, so the
+depth schedule, caps, budget and stop rules are the same code as for a chain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from adprof.backends.cmd import CommandFailure, run_command_point
+from adprof.measure.client import WorkerTimeout
+
+
+@dataclass
+class CommandSettings:
+    """How the points of a ``--cmd`` series are run (the CLI fills it from its options)."""
+
+    template: str  # 'PROG ARGS {depth}'
+    metric: str = "time"  # "time" | "instructions"
+    phases: dict[str, str] = field(default_factory=dict)  # phase -> callgrind function pattern
+
+
+class CommandPoints:
+    """Stands in for a :class:`~adprof.measure.client.Worker` for one ``--cmd`` series."""
+
+    def __init__(self, settings: CommandSettings) -> None:
+        self.settings = settings
+        #: Once a point reported phases, a later point that prints no JSON fails (phases were expected).
+        self.expect_json = False
+
+    def request(
+        self,
+        msg: dict[str, Any],
+        timeout: float,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        hard_deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """Measure the point of ``msg`` (``op: point``); answer like the worker, or raise
+        :class:`WorkerTimeout` when the command was killed at the timeout (a censored point)."""
+        depth = int(msg["depth"])
+        limit = timeout
+        if hard_deadline is not None:  # as the worker client: the budget's end, but at least 1 s
+            limit = min(timeout, max(hard_deadline - time.monotonic(), min(timeout, 1.0)))
+        phase: list[str | None] = [None]
+
+        def on_run(what: str) -> None:
+            phase[0] = what
+            if on_event is not None:
+                on_event({"event": "phase", "phase": what, "call": None})
+
+        s = self.settings
+        t0 = time.monotonic()
+        try:
+            pt = run_command_point(
+                s.template,
+                depth,
+                msg["mode"],
+                metric=s.metric,
+                phases=s.phases or None,
+                timeout=limit,
+                calls=msg.get("calls"),
+                on_run=on_run,
+                require_json=self.expect_json,
+            )
+        except CommandFailure as exc:
+            if exc.kind == "timeout":
+                raise WorkerTimeout(phase[0], None, time.monotonic() - t0, limit) from None
+            return {"ok": False, "kind": "cmd", "error": f"depth {depth}: {exc.message}"}
+        self.expect_json = self.expect_json or set(pt.times) != {"process"}
+        pt.extra["calls"] = msg.get("calls")
+        return {"ok": True, "point": dataclasses.asdict(pt)}

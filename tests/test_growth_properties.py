@@ -1,0 +1,199 @@
+"""Property-based tests of the deciding model (adprof.analysis.growth) over generated series.
+
+Laws a + c*d^p and a + c*b^d with several overheads, exponents, bases, noise levels, outliers and censored
+tails. Asserted: the classification (no superlinear or exponential law called linear, no linear law called
+superlinear or exponential) and the invariants that keep a verdict from contradicting its own evidence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adprof.analysis.growth import LINEAR_MAX, SUPERLINEAR_MIN, band, fit_growth, predict
+
+DOUBLING = [8, 11, 16, 23, 32, 45, 64, 91, 128]  # sqrt(2) steps, as the schedule measures cheap time series
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _series(law, depths, sigma, repeats, outlier, rng):
+    values = []
+    for d in depths:
+        reps = [law(d) * math.exp(rng.normal(0.0, sigma)) for _ in range(repeats)]
+        values.append(reps)
+    if outlier is not None:  # one repeat of one depth hit by a load burst (interference only slows)
+        j = outlier % len(depths)
+        values[j][0] *= 4.0
+    return values
+
+
+def _invariants(fit):
+    """What every decision must satisfy, whatever the data."""
+    if fit.interval is not None and fit.kind in ("linear", "mild", "superlinear", "exponential"):
+        est = fit.base if fit.kind == "exponential" else fit.exponent
+        if est is not None and est != 0.0:
+            assert fit.interval[0] - 1e-9 <= est <= fit.interval[1] + 1e-9
+    if fit.kind == "linear" and fit.exponent not in (None, 0.0):
+        assert fit.interval[1] < SUPERLINEAR_MIN  # a linear verdict's interval never reaches superlinear
+    if fit.kind == "superlinear":
+        assert fit.interval[0] >= LINEAR_MAX  # nor does a superlinear one reach linear
+    if fit.kind in ("linear", "mild", "superlinear") and fit.halving_ratio and fit.model_halving_ratio:
+        # the measured halving reading is the model's, or within the noise of it
+        same = band(math.log2(fit.halving_ratio)) == band(math.log2(fit.model_halving_ratio))
+        assert same or abs(math.log(fit.halving_ratio / fit.model_halving_ratio)) <= fit.halving_tolerance + 1e-9
+    if fit.kind in ("linear", "mild", "superlinear", "exponential") and fit.depths:
+        # the curve and the predictions are the deciding model
+        assert fit.curve_depths and fit.curve_values
+        i = len(fit.curve_depths) // 2
+        assert predict(fit, fit.curve_depths[i]) == pytest.approx(fit.curve_values[i], rel=1e-9)
+    if fit.kind == "inconclusive":
+        assert fit.reason  # says why (and what to do)
+
+
+@SETTINGS
+@given(
+    p=st.sampled_from([1.0, 1.5, 2.0, 2.5, 3.0]),
+    overhead=st.sampled_from([0.0, 0.5, 2.0]),
+    sigma=st.sampled_from([0.0, 0.02, 0.1, 0.2]),
+    outlier=st.one_of(st.none(), st.integers(0, 20)),
+    censor=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_power_laws(p, overhead, sigma, outlier, censor, seed):
+    rng = np.random.default_rng(seed)
+    c = 1.0 / 128**p  # the growing part is 1 at the deepest depth; overhead is a share of that
+    law = lambda d: overhead + c * d**p  # noqa: E731
+    vals = _series(law, DOUBLING, sigma, 5, outlier, rng)
+    depths, cens = list(DOUBLING), [False] * len(DOUBLING)
+    if censor:  # the next depth was killed at the cap: its bound is at least the true cost
+        depths.append(181)
+        vals.append([law(181) * 1.5])
+        cens.append(True)
+    fit = fit_growth(depths, vals, censored=cens, source="time", seed=seed)
+    _invariants(fit)
+    if p == 1.0:
+        assert fit.kind not in ("superlinear", "exponential"), (fit.kind, fit.exponent, fit.interval)
+    elif p >= 1.5 and sigma <= 0.1:
+        assert fit.kind != "linear", (fit.kind, fit.exponent, fit.interval, fit.notes)
+    if p >= 2.0 and sigma <= 0.02 and overhead <= 0.5:
+        assert fit.kind == "superlinear" and fit.exponent == pytest.approx(p, abs=0.25)
+
+
+@SETTINGS
+@given(
+    b=st.sampled_from([1.3, 1.5, 2.0, 3.0]),
+    overhead=st.sampled_from([0.0, 1.0, 20.0]),
+    sigma=st.sampled_from([0.0, 0.02, 0.1]),
+    outlier=st.one_of(st.none(), st.integers(0, 20)),
+    seed=st.integers(0, 2**16),
+)
+def test_exponential_laws(b, overhead, sigma, outlier, seed):
+    rng = np.random.default_rng(seed)
+    depths = [d for d in range(1, 15) if b**d <= 2000 * b]  # unit steps until the cap would stop it
+    law = lambda d: overhead + b**d  # noqa: E731
+    vals = _series(law, depths, sigma, 5, outlier, rng)
+    fit = fit_growth(depths, vals, source="time", seed=seed)
+    _invariants(fit)
+    assert fit.kind != "linear", (fit.kind, fit.exponent, fit.notes)
+    if b >= 1.5 and sigma <= 0.02 and overhead <= 1.0:
+        assert fit.kind == "exponential" and fit.base == pytest.approx(b, rel=0.05)
+
+
+@SETTINGS
+@given(
+    law=st.sampled_from(["2^d", "3^d", "2^d+10d", "d^2", "d^2+10d", "10d+5", "d^3+100"]),
+    seed=st.integers(0, 1),
+)
+def test_exact_counters(law, seed):
+    f = {
+        "2^d": lambda d: 2.0**d,
+        "3^d": lambda d: 3.0**d,
+        "2^d+10d": lambda d: 2.0**d + 10 * d,
+        "d^2": lambda d: float(d * d),
+        "d^2+10d": lambda d: float(d * d + 10 * d),
+        "10d+5": lambda d: 10.0 * d + 5,
+        "d^3+100": lambda d: d**3 + 100.0,
+    }[law]
+    depths = list(range(1, 13)) if "^d" in law else [4, 8, 16, 32, 64, 128]
+    fit = fit_growth(depths, [f(d) for d in depths], exact=True, source="counters")
+    _invariants(fit)
+    expected = {"2^d": "exponential", "3^d": "exponential", "2^d+10d": "exponential", "10d+5": "linear"}
+    assert fit.kind == expected.get(law, "superlinear"), (law, fit.kind, fit.notes)
+    if law in ("2^d", "3^d"):
+        assert fit.base == pytest.approx(float(law[0]), abs=1e-9)
+
+
+def test_killed_point_after_healthy_points_is_a_runaway_not_linear():
+    depths = [1, 2, 3, 4, 5, 6, 7]
+    vals = [[1e-3 * d] * 3 for d in depths[:-1]] + [[3.0]]
+    fit = fit_growth(depths, vals, censored=[False] * 6 + [True], source="time")
+    assert fit.kind == "runaway" and "depth 7" in fit.reason
+
+
+def test_a_jump_at_the_last_depth_is_not_linear():
+    # the review's example: [1, 1.02, 1.05, 1.1, 40] at depths 8..128 was called linear beside halving 36.4
+    fit = fit_growth([8, 16, 32, 64, 128], [1, 1.02, 1.05, 1.1, 40], source="time")
+    assert fit.kind != "linear"
+
+
+# -- the verdict level: one decision, and evidence that only reads it ---------------------------------------------
+
+_VERDICT_OF = {
+    "exponential": "exponential-transform",
+    "superlinear": "superlinear-transform",
+    "mild": "mildly-superlinear-transform",
+    "linear": "linear",
+    "inconclusive": "inconclusive",
+    "runaway": "runaway",
+}
+
+
+@SETTINGS
+@given(
+    law=st.sampled_from(["d", "d^1.5", "d^2", "2^d", "1.5^d", "nlogn"]),
+    overhead=st.sampled_from([0.0, 1.0]),
+    sigma=st.sampled_from([0.0, 0.05, 0.2]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed):
+    from adprof.analysis.classify import classify
+    from adprof.analysis.growth import halving_reading, interval_text
+    from adprof.model import Point, Series
+
+    rng = np.random.default_rng(seed)
+    f = {
+        "d": lambda d: d / 128,
+        "d^1.5": lambda d: (d / 128) ** 1.5,
+        "d^2": lambda d: (d / 128) ** 2,
+        "2^d": lambda d: 2.0 ** (d - 10),
+        "1.5^d": lambda d: 1.5 ** (d - 10),
+        "nlogn": lambda d: d * math.log(d) / 600,
+    }[law]
+    depths = list(range(1, 13)) if "^d" in law else DOUBLING
+    pts = []
+    for d in depths:
+        reps = [(overhead + f(d)) * math.exp(rng.normal(0, sigma)) for _ in range(5)]
+        pts.append(Point(depth=d, times={"transform": float(np.percentile(reps, 25))}, samples={"transform": reps}))
+    s = Series(chain="c", backend="jax", profile=None, mode="traced", points=pts, statistic="lower quartile of 5")
+    v = classify(s)
+    fit = v.fit
+    assert fit is not None and fit.source == "time"
+    assert v.kind == _VERDICT_OF[fit.kind]  # the verdict is the deciding fit's kind, nothing else
+    assert v.interval_text == interval_text(fit)
+    if fit.kind == "exponential":
+        assert v.base == fit.base and v.exponent is None
+    elif fit.kind in ("linear", "mild", "superlinear"):
+        assert v.exponent == fit.exponent and v.base is None
+    halving = [e for e in v.evidence if e.startswith("halving ratio")]
+    if halving:
+        assert halving[0].endswith(halving_reading(fit))  # its words come from the deciding kind
+    if v.prediction is not None:
+        assert v.prediction["value"] == pytest.approx(predict(fit, v.prediction["depth"]))
+        assert v.prediction["value"] >= fit.values[-1] * 0.999 or fit.exponent == 0.0
+    if v.kind == "inconclusive":
+        assert fit.reason and fit.reason in v.evidence[0]
+    assert "structural key comparison" not in v.cause  # time only: no mechanism is claimed
