@@ -13,9 +13,16 @@ from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import Report, Result, Series, Verdict, cost_phases, fmt_seconds, time_value
 
 
-def analyze_structures(recordings: Mapping[str, Mapping[str, Any]]) -> dict[str, Structure]:
-    """The structure of every chain whose recording finished (chain name -> :class:`Structure`)."""
-    return {name: analyze_recording(rec) for name, rec in recordings.items() if "chain" in rec}
+def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
+    """The structure of every chain whose recording finished, by the recording's key ((file, chain))."""
+    return {key: analyze_recording(rec) for key, rec in recordings.items() if "chain" in rec}
+
+
+def _structure_of(series: Series, structures: Mapping[Any, Structure]) -> Structure | None:
+    """A series' chain structure: by (file, chain), so chains of one name in two files stay apart."""
+    if (series.file, series.chain) in structures:
+        return structures[(series.file, series.chain)]
+    return structures.get(series.chain) if series.file is None else None
 
 
 def series_verdict(series: Series, structure: Structure | None) -> Verdict:
@@ -38,7 +45,9 @@ def series_verdict(series: Series, structure: Structure | None) -> Verdict:
 
 def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], notes: Sequence[str]) -> list[str]:
     out = list(notes)
-    risky = [(n, st.predicted_base) for n, st in structures.items() if st.at_risk and st.predicted_base is not None]
+    risky = [
+        (st.chain, st.predicted_base) for st in structures.values() if st.at_risk and st.predicted_base is not None
+    ]
     if risky:
         out.insert(
             0,
@@ -57,16 +66,16 @@ def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], n
 
 def build_report(
     series: Sequence[Series],
-    recordings: Mapping[str, Mapping[str, Any]],
+    recordings: Mapping[Any, Mapping[str, Any]],
     *,
     notes: Sequence[str] = (),
     environment: dict[str, Any] | None = None,
     budget_seconds: float | None = None,
     elapsed_seconds: float | None = None,
 ) -> Report:
-    """Classify every measured series into a Report (``recordings``: the structure recordings by chain)."""
+    """Classify every measured series into a Report (``recordings``: the structure recordings by (file, chain))."""
     structures = analyze_structures(recordings)
-    results = [Result(series=s, verdict=series_verdict(s, structures.get(s.chain))) for s in series]
+    results = [Result(series=s, verdict=series_verdict(s, _structure_of(s, structures))) for s in series]
     return Report(
         results=results,
         environment=dict(environment or {}),

@@ -394,6 +394,16 @@ def classify(
             eager_kind = True
     else:
         eager_kind = eager
+    killed = [p for p in series.points if p.extra.get("killed")]
+    if killed and kind not in ("exponential", "superlinear"):
+        # a point killed at its own timeout after depths that look healthy (or too few to say): a hang or a
+        # sudden blowup there, never a healthy series
+        before = f" after depths that read {kind}" if kind != "inconclusive" else ""
+        fit.notes.append(f"{killed[0].extra['killed']}{before}")
+        fit.kind, kind = "runaway", "runaway"
+        fit.reason = f"{killed[0].extra['killed']}{before}"
+    elif killed:
+        v.evidence.append(f"{killed[0].extra['killed']}: consistent with the {kind} growth")
     v.fit, v.metric = fit, fit.metric
     if kind == "runaway":
         v.kind = model.RUNAWAY

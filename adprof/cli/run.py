@@ -225,12 +225,9 @@ def measure_single(
 
 def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str]) -> Report:
     """The report of a measured run (classified once; the renderers read it)."""
-    # the report looks structures up by chain name: a name recorded in two files gets none (never the other's)
-    names = [chain for _, chain in measured.structures]
-    by_name = {chain: rec for (_, chain), rec in measured.structures.items() if names.count(chain) == 1}
     return build_report(
         measured.series,
-        by_name,
+        measured.structures,
         notes=measured.notes,
         environment=environment(cfg, argv),
         budget_seconds=cfg.budget,
