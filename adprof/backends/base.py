@@ -44,6 +44,14 @@ from adprof.model import Point
 
 PhaseCallback = Callable[[str, int | None], None]
 
+
+def describe_type(value: Any) -> str:
+    """What a chain returned, with its library: ``a torch.Tensor`` rather than ``Tensor``."""
+    cls = type(value)
+    module = (cls.__module__ or "").split(".")[0]
+    return f"a {module}.{cls.__name__}" if module and module != "builtins" else f"a {cls.__name__}"
+
+
 #: How ``Point.times`` is taken from ``Point.samples`` (the team's statistic) and with which clock.
 STATISTIC = "lower quartile"
 CLOCK = "wall (perf_counter)"

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import engine
-from adprof.backends.base import PointFailure
+from adprof.backends.base import PointFailure, describe_type
 from adprof.backends.peer_common import describe_exception
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS, DEFAULT_COUNTER_BUDGET, RUN_REPEATS
@@ -95,8 +95,8 @@ def _check_traced_output(y: Any, depth: int) -> None:
     if not isinstance(y, engine.TracedTensor):
         raise PointFailure(
             "output",
-            f"depth {depth}: the chain returned {type(y).__name__}, "
-            "not a tensor (build the result with xp operations on x)",
+            f"depth {depth}: the chain returned {describe_type(y)}, not one of the engine's tensors (build the "
+            "result with the xp operations on x, not with another library)",
         )
     if tuple(y.shape) != ():
         raise PointFailure(
@@ -206,8 +206,8 @@ def measure_eager(
                     if not isinstance(loss, engine.EagerTensor):
                         raise PointFailure(
                             "output",
-                            f"depth {depth}: the chain returned "
-                            f"{type(loss).__name__}, not a tensor (use xp operations on x)",
+                            f"depth {depth}: the chain returned {describe_type(loss)}, not one of the "
+                            "engine's tensors (use the xp operations on x, not another library)",
                         )
                     if tuple(loss.shape) != ():
                         raise PointFailure(
