@@ -37,7 +37,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "measure": frozenset({"model", "chain", "backends"}),
     "analysis": frozenset({"model"}),
     "report": frozenset({"model", "analysis"}),
-    "render": frozenset({"model", "analysis", "report"}),
+    "render": frozenset({"model", "report"}),  # renderers read the report; they never analyse
     "flame": frozenset({"model", "chain"}),
     "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report"}),
     "api": frozenset({"model", "chain"}),
