@@ -236,24 +236,6 @@ def measure_eager(
     return eager_summary(pt, fwd, bwd)
 
 
-def loss_backward(
-    f: Callable[[Any], Any], gradient: Callable[[Any], Any]
-) -> tuple[Callable[[Any], tuple[Any, Any]], Callable[[Any, Any], Any]]:
-    """``(forward, backward)`` for :func:`measure_eager` on engines whose loss tensor runs its own backward
-    (torch, tinygrad): ``forward(x)`` = ``f(x)`` (the loss is its own state), ``backward(x, loss)`` =
-    ``loss.backward()``, then ``gradient(x)`` (reading, and where lazy realizing, ``x.grad``)."""
-
-    def forward(x: Any) -> tuple[Any, Any]:
-        loss = f(x)
-        return loss, loss
-
-    def backward(x: Any, loss: Any) -> Any:
-        loss.backward()
-        return gradient(x)
-
-    return forward, backward
-
-
 def _all_finite(g: Any) -> bool:
     import numpy as np
 
@@ -330,7 +312,6 @@ __all__ = [
     "eager_summary",
     "failure",
     "first_time",
-    "loss_backward",
     "measure_drop",
     "measure_eager",
     "namespace",

@@ -50,7 +50,6 @@ from adprof.backends.peer_common import (
     check_output,
     failure,
     first_time,
-    loss_backward,
     not_installed,
     peer_measure_point,
 )
@@ -241,7 +240,14 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     """Calls of the chain (lazy) and ``loss.backward()`` + realizing ``x.grad``, caches cleared first."""
     a = chain.make_input()
     f = _fn(chain, depth)
-    forward, backward = loss_backward(f, lambda x: x.grad.realize().numpy())
+
+    def forward(x: Any) -> tuple[Any, Any]:
+        loss = f(x)
+        return loss, loss
+
+    def backward(x: Any, loss: Any) -> Any:
+        loss.backward()
+        return x.grad.realize().numpy()
 
     def warm_up() -> None:
         _warm_up(chain, "eager")

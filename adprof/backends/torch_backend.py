@@ -34,7 +34,6 @@ from adprof.backends.peer_common import (
     check_output,
     failure,
     first_time,
-    loss_backward,
     measure_drop,
     namespace,
     not_installed,
@@ -177,7 +176,15 @@ def autograd_nodes(loss: Any) -> int:
 def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
     """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
     a = chain.make_input()
-    forward, backward = loss_backward(_fn(chain, depth), lambda x: x.grad)
+    f = _fn(chain, depth)
+
+    def forward(x: Any) -> tuple[Any, Any]:
+        loss = f(x)
+        return loss, loss
+
+    def backward(x: Any, loss: Any) -> Any:
+        loss.backward()
+        return x.grad
 
     def warm_up() -> None:
         if first_time(chain, "eager"):
