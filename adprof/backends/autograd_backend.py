@@ -19,7 +19,7 @@ from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, no_phase
 from adprof.backends.peer_common import (
-    bind_chain,
+    chain_binder,
     check_output,
     first_time,
     namespace,
@@ -52,8 +52,8 @@ _linalg = namespace("adprof_autograd_linalg", anp.linalg, {"svd": _svd})
 xp = namespace("adprof_autograd_numpy", anp, {"linalg": _linalg})
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    return bind_chain(chain, xp, depth)
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check(y: Any, depth: int) -> None:

@@ -41,7 +41,7 @@ from adprof.backends.base import (
     timed,
 )
 from adprof.backends.peer_common import (
-    bind_chain,
+    chain_binder,
     check_finite,
     check_output,
     failure,
@@ -102,8 +102,8 @@ def _input(chain: Chain) -> Any:
     return jnp.asarray(chain.make_input())
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    return bind_chain(chain, xp, depth)
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check_avals(avals: list[Any], depth: int) -> None:

@@ -128,13 +128,17 @@ def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -
     return ns
 
 
-def bind_chain(chain: Chain, xp: Any, depth: int) -> Callable[[Any], Any]:
-    """``f(x) = chain(xp, x, depth)``: a fresh function on every call (jax and torch cache traces by identity)."""
+def chain_binder(xp: Any) -> Callable[[Chain, int], Callable[[Any], Any]]:
+    """``bind(chain, depth)`` -> ``f(x) = chain(xp, x, depth)``, a fresh function on every call (jax and torch
+    cache traces by identity). No wrapper around ``bind``: where a count includes the binding, it stays one call."""
 
-    def f(x: Any) -> Any:
-        return chain(xp, x, depth)
+    def bind(chain: Chain, depth: int) -> Callable[[Any], Any]:
+        def f(x: Any) -> Any:
+            return chain(xp, x, depth)
 
-    return f
+        return f
+
+    return bind
 
 
 def measure_drop(pt: Point, holder: list[Any], on_phase: PhaseCallback) -> None:
@@ -305,7 +309,7 @@ __all__ = [
     "DEFAULT_CALLS",
     "INSTALL_HINT",
     "PointFailure",
-    "bind_chain",
+    "chain_binder",
     "check_finite",
     "check_output",
     "describe_exception",

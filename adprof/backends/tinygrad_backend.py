@@ -46,7 +46,7 @@ from adprof.backends.base import (
     timed,
 )
 from adprof.backends.peer_common import (
-    bind_chain,
+    chain_binder,
     check_output,
     failure,
     first_time,
@@ -142,8 +142,8 @@ xp.__dict__.update(
 )
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    return bind_chain(chain, xp, depth)
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check(y: Any, depth: int) -> None:

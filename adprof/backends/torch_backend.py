@@ -29,7 +29,7 @@ from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, measure_phase, no_phase
 from adprof.backends.peer_common import (
-    bind_chain,
+    chain_binder,
     check_finite,
     check_output,
     failure,
@@ -98,8 +98,8 @@ def _input(chain: Chain) -> Any:
     return torch.from_numpy(chain.make_input())
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    return bind_chain(chain, xp, depth)
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check(y: Any, depth: int) -> None:
