@@ -18,7 +18,14 @@ import functools
 from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, no_phase
-from adprof.backends.peer_common import check_output, first_time, namespace, not_installed
+from adprof.backends.peer_common import (
+    chain_binder,
+    check_output,
+    first_time,
+    namespace,
+    not_installed,
+    peer_measure_point,
+)
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
 from adprof.model import Point
@@ -45,11 +52,8 @@ _linalg = namespace("adprof_autograd_linalg", anp.linalg, {"svd": _svd})
 xp = namespace("adprof_autograd_numpy", anp, {"linalg": _linalg})
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    def f(x: Any) -> Any:
-        return chain(xp, x, depth)
-
-    return f
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check(y: Any, depth: int) -> None:
@@ -91,23 +95,8 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     )
 
 
-def measure_point(
-    chain: Chain,
-    mode: str,
-    depth: int,
-    profile: str | None = None,
-    *,
-    calls: int = DEFAULT_CALLS,
-    on_phase: PhaseCallback = no_phase,
-    counter_budget: int | None = None,
-    repeats: int | None = None,
-) -> Point:
-    """Measure one point; ``mode`` must be ``eager`` and ``profile`` None (``counter_budget`` is ignored)."""
-    if profile is not None:
-        raise ValueError(f"the autograd backend has no cost profiles (got {profile!r})")
-    if mode != "eager":
-        raise ValueError(f"unknown mode {mode!r} for the autograd backend; known: {', '.join(MODES)}")
-    return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
+#: Measure one point; ``mode`` must be ``eager`` and ``profile`` None.
+measure_point = peer_measure_point("autograd", {"eager": measure_eager})
 
 
 __all__ = ["MODES", "PROFILES", "PointFailure", "measure_eager", "measure_point", "xp"]

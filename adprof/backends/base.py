@@ -134,6 +134,11 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return t1 - t0, out
 
 
+def more_repeats(samples: list[float], repeats: int | None = None, policy: RepeatPolicy = REPEATS) -> bool:
+    """Whether to run once more after ``samples``: exactly ``repeats`` runs when given, else as ``policy`` says."""
+    return len(samples) < repeats if repeats else policy.more(samples)
+
+
 def repeat_timed(
     fn: Callable[[], Any],
     name: str,
@@ -148,7 +153,7 @@ def repeat_timed(
     """
     samples: list[float] = []
     out: Any = None
-    while (len(samples) < repeats) if repeats else policy.more(samples):
+    while more_repeats(samples, repeats, policy):
         on_phase(name, None)
         out = None  # the previous result is freed outside the timed block
         t, out = timed(fn)
@@ -340,6 +345,7 @@ __all__ = [
     "installed",
     "lower_quartile",
     "measure_phase",
+    "more_repeats",
     "no_phase",
     "record_metric",
     "record_samples",

@@ -30,23 +30,26 @@ from typing import Any
 
 from adprof.backends.base import (
     DEFAULT_CALLS,
-    REPEATS,
     PhaseCallback,
     PointFailure,
     count_python_calls,
     measure_phase,
+    more_repeats,
     no_phase,
     record_metric,
     record_samples,
     timed,
 )
 from adprof.backends.peer_common import (
+    chain_binder,
     check_finite,
     check_output,
     failure,
     first_time,
+    measure_drop,
     namespace,
     not_installed,
+    peer_measure_point,
 )
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
@@ -99,11 +102,8 @@ def _input(chain: Chain) -> Any:
     return jnp.asarray(chain.make_input())
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    def f(x: Any) -> Any:
-        return chain(xp, x, depth)
-
-    return f
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check_avals(avals: list[Any], depth: int) -> None:
@@ -157,7 +157,7 @@ def measure_traced(
         phase = "drop"
         holder = [gj]
         del gj
-        measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
+        measure_drop(pt, holder, on_phase)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
@@ -205,7 +205,7 @@ def measure_compile(
         samples: dict[str, list[float]] = {"transform": [], "lower": [], "compile": []}
         totals: list[float] = []
         traced = compiled = None
-        while (len(totals) < repeats) if repeats else REPEATS.more(totals):
+        while more_repeats(totals, repeats):
             traced = compiled = None
             g = jax.jit(jax.grad(_fn(chain, depth)))  # a fresh function per repeat
             phase = "transform"
@@ -284,30 +284,10 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     )
 
 
-def measure_point(
-    chain: Chain,
-    mode: str,
-    depth: int,
-    profile: str | None = None,
-    *,
-    calls: int = DEFAULT_CALLS,
-    on_phase: PhaseCallback = no_phase,
-    counter_budget: int | None = None,
-    repeats: int | None = None,
-) -> Point:
-    """Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
-
-    ``counter_budget`` is accepted for interface parity and ignored (JAX has no counters).
-    """
-    if profile is not None:
-        raise ValueError(f"the jax backend has no cost profiles (got {profile!r})")
-    if mode == "traced":
-        return measure_traced(chain, depth, on_phase=on_phase, repeats=repeats)
-    if mode == "compile":
-        return measure_compile(chain, depth, on_phase=on_phase, repeats=repeats)
-    if mode == "eager":
-        return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
-    raise ValueError(f"unknown mode {mode!r} for the jax backend; known: {', '.join(MODES)}")
+#: Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
+measure_point = peer_measure_point(
+    "jax", {"traced": measure_traced, "compile": measure_compile, "eager": measure_eager}
+)
 
 
 __all__ = [

@@ -1,5 +1,6 @@
 """Helpers shared by the backends: failures and their one-line descriptions (all backends), namespaces,
-and the eager loop shared by the peers (``jax``, ``torch``, ``autograd``, ``tinygrad``).
+and what the peers (``jax``, ``torch``, ``autograd``, ``tinygrad``) share: the chain bound to an ``xp``,
+the ``drop`` phase, the eager loop and the module-level ``measure_point``.
 
 Timing, repeats and metrics are in :mod:`adprof.backends.base`: ``Point.times`` are wall seconds
 (``time.perf_counter``), the lower quartile of ``Point.samples``. Every timed block starts on a fresh
@@ -27,6 +28,7 @@ from adprof.backends.base import (
     RepeatPolicy,
     count_python_calls,
     lower_quartile,
+    measure_phase,
     no_phase,
     record_metric,
     timed,
@@ -124,6 +126,24 @@ def namespace(name: str, base: types.ModuleType, overrides: Mapping[str, Any]) -
 
     ns.__getattr__ = __getattr__  # type: ignore[attr-defined]
     return ns
+
+
+def chain_binder(xp: Any) -> Callable[[Chain, int], Callable[[Any], Any]]:
+    """``bind(chain, depth)`` -> ``f(x) = chain(xp, x, depth)``, a fresh function on every call (jax and torch
+    cache traces by identity). No wrapper around ``bind``: where a count includes the binding, it stays one call."""
+
+    def bind(chain: Chain, depth: int) -> Callable[[Any], Any]:
+        def f(x: Any) -> Any:
+            return chain(xp, x, depth)
+
+        return f
+
+    return bind
+
+
+def measure_drop(pt: Point, holder: list[Any], on_phase: PhaseCallback) -> None:
+    """Phase ``drop`` of ``pt``: freeing the one object in ``holder`` (the caller keeps no other reference)."""
+    measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
 
 
 # --------------------------------------------------------------------------- eager loop
@@ -245,19 +265,61 @@ def eager_summary(pt: Point, fwd: list[float], bwd: list[float]) -> Point:
     return pt
 
 
+# --------------------------------------------------------------------------- measure_point
+
+
+PointMeasurer = Callable[..., Point]
+
+
+def peer_measure_point(backend: str, modes: Mapping[str, PointMeasurer]) -> PointMeasurer:
+    """The module-level ``measure_point`` of a peer backend: no cost profiles, ``modes[mode]`` measures.
+
+    ``modes["eager"]`` takes ``calls``, every other mode ``repeats`` (both keywords, with ``on_phase``);
+    ``counter_budget`` is accepted for interface parity and ignored (the peers have no counters).
+    """
+
+    def measure_point(
+        chain: Chain,
+        mode: str,
+        depth: int,
+        profile: str | None = None,
+        *,
+        calls: int = DEFAULT_CALLS,
+        on_phase: PhaseCallback = no_phase,
+        counter_budget: int | None = None,
+        repeats: int | None = None,
+    ) -> Point:
+        if profile is not None:
+            raise ValueError(f"the {backend} backend has no cost profiles (got {profile!r})")
+        if mode not in modes:
+            raise ValueError(f"unknown mode {mode!r} for the {backend} backend; known: {', '.join(modes)}")
+        if mode == "eager":
+            return modes[mode](chain, depth, calls=calls, on_phase=on_phase)
+        return modes[mode](chain, depth, on_phase=on_phase, repeats=repeats)
+
+    measure_point.__doc__ = (
+        f"Measure one {backend} point; ``mode`` is one of {', '.join(modes)}; ``profile`` must be None "
+        "(``counter_budget`` is ignored: no counters)."
+    )
+    return measure_point
+
+
 __all__ = [
     "CLOCK",
     "DEFAULT_CALLS",
     "INSTALL_HINT",
     "PointFailure",
+    "chain_binder",
     "check_finite",
     "check_output",
     "describe_exception",
     "eager_summary",
     "failure",
     "first_time",
+    "measure_drop",
     "measure_eager",
     "namespace",
     "no_phase",
     "not_installed",
+    "peer_measure_point",
 ]

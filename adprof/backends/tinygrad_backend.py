@@ -35,17 +35,24 @@ from typing import Any
 
 from adprof.backends.base import (
     DEFAULT_CALLS,
-    REPEATS,
     PhaseCallback,
     PointFailure,
     UnsupportedOpError,
     count_python_calls,
+    more_repeats,
     no_phase,
     record_metric,
     record_samples,
     timed,
 )
-from adprof.backends.peer_common import check_output, failure, first_time, not_installed
+from adprof.backends.peer_common import (
+    chain_binder,
+    check_output,
+    failure,
+    first_time,
+    not_installed,
+    peer_measure_point,
+)
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
 from adprof.model import Point
@@ -135,11 +142,8 @@ xp.__dict__.update(
 )
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    def f(x: Any) -> Any:
-        return chain(xp, x, depth)
-
-    return f
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check(y: Any, depth: int) -> None:
@@ -210,7 +214,7 @@ def measure_compile(
         samples: dict[str, list[float]] = {n: [] for n in names}
         totals: list[float] = []
         state: dict[str, Any] = {}
-        while (len(totals) < repeats) if repeats else REPEATS.more(totals):
+        while more_repeats(totals, repeats):
             state = {}
             times, state = one(profile=False)
             for name in names:
@@ -268,25 +272,8 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     )
 
 
-def measure_point(
-    chain: Chain,
-    mode: str,
-    depth: int,
-    profile: str | None = None,
-    *,
-    calls: int = DEFAULT_CALLS,
-    on_phase: PhaseCallback = no_phase,
-    counter_budget: int | None = None,
-    repeats: int | None = None,
-) -> Point:
-    """Measure one point; ``mode`` is ``compile`` or ``eager``, ``profile`` None (``counter_budget`` ignored)."""
-    if profile is not None:
-        raise ValueError(f"the tinygrad backend has no cost profiles (got {profile!r})")
-    if mode == "compile":
-        return measure_compile(chain, depth, on_phase=on_phase, repeats=repeats)
-    if mode == "eager":
-        return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
-    raise ValueError(f"unknown mode {mode!r} for the tinygrad backend; known: {', '.join(MODES)}")
+#: Measure one point; ``mode`` is ``compile`` or ``eager``, ``profile`` None.
+measure_point = peer_measure_point("tinygrad", {"compile": measure_compile, "eager": measure_eager})
 
 
 __all__ = [

@@ -29,12 +29,15 @@ from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, measure_phase, no_phase
 from adprof.backends.peer_common import (
+    chain_binder,
     check_finite,
     check_output,
     failure,
     first_time,
+    measure_drop,
     namespace,
     not_installed,
+    peer_measure_point,
 )
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
@@ -95,11 +98,8 @@ def _input(chain: Chain) -> Any:
     return torch.from_numpy(chain.make_input())
 
 
-def _fn(chain: Chain, depth: int) -> Any:
-    def f(x: Any) -> Any:
-        return chain(xp, x, depth)
-
-    return f
+#: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.
+_fn = chain_binder(xp)
 
 
 def _check(y: Any, depth: int) -> None:
@@ -150,7 +150,7 @@ def measure_traced(
         phase = "drop"
         holder = [gg]
         del gg
-        measure_phase(pt, "drop", holder.clear, on_phase, repeats=1)
+        measure_drop(pt, holder, on_phase)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
@@ -206,28 +206,8 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     )
 
 
-def measure_point(
-    chain: Chain,
-    mode: str,
-    depth: int,
-    profile: str | None = None,
-    *,
-    calls: int = DEFAULT_CALLS,
-    on_phase: PhaseCallback = no_phase,
-    counter_budget: int | None = None,
-    repeats: int | None = None,
-) -> Point:
-    """Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
-
-    ``counter_budget`` is accepted for interface parity and ignored (torch has no counters).
-    """
-    if profile is not None:
-        raise ValueError(f"the torch backend has no cost profiles (got {profile!r})")
-    if mode == "eager":
-        return measure_eager(chain, depth, calls=calls, on_phase=on_phase)
-    if mode == "traced":
-        return measure_traced(chain, depth, on_phase=on_phase, repeats=repeats)
-    raise ValueError(f"unknown mode {mode!r} for the torch backend; known: {', '.join(MODES)}")
+#: Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
+measure_point = peer_measure_point("torch", {"traced": measure_traced, "eager": measure_eager})
 
 
 __all__ = [
