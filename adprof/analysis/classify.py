@@ -457,6 +457,8 @@ def classify(
     if predicted_base is not None:
         measured = f", measured {v.base:.2f}" if v.base is not None else ""
         v.evidence.append(f"predicted base {predicted_base:.2f} (use-matrix spectral radius){measured}")
+        if v.base is not None:
+            v.key_evidence.append(v.evidence[-1])
     if structure_note is None and isinstance(structure, Structure):
         structure_note = disagreement_reason(structure, v.base, series.profile, series.backend)
     if structure_note:
