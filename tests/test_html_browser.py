@@ -60,4 +60,9 @@ def test_html_report_renders_the_verdicts_in_chromium(report_html, tmp_path):
     dom = out.stdout
     verdicts = re.findall(r'class="verdict[^"]*"[^>]*>([^<]+)<', dom)
     assert "exponential-transform" in verdicts and "linear" in verdicts
-    assert dom.count("<svg") >= 2  # each result's plot is rendered inline
+    # one panel per chain, inline: mul's panel holds both profiles (two series, each with its points)
+    assert dom.count("<svg") >= 1
+    svg = dom[dom.index("<svg") : dom.index("</svg>")]
+    assert "engine/v08 traced" in svg and "engine/fixed traced" in svg
+    # the page's order: findings (the v08 pathology) before the full evidence of every series
+    assert dom.index("Findings") < dom.index("All evidence")
