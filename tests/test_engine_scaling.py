@@ -150,6 +150,7 @@ def test_fixed_5000_layer_chain_transforms_compiles_and_runs():
         del g, y, run
 
 
+@pytest.mark.slow  # iterative walks at depth: the fixed 5000-layer tests stay in the default run
 def test_v08_2000_layer_sin_chain_transform_completes():
     with engine.profile("v08"):
         x = engine.input((2,))
