@@ -1,6 +1,6 @@
 """Confusion matrix of adprof's time classifier over a grid of synthetic laws and noise levels.
 
-Each trial draws a series as adprof's schedule measures a cheap time series (sqrt(2) depth steps from 8,
+Each trial draws a series as adprof's schedule measures a cheap time series (2^(1/3) depth steps from 8,
 at least to 128 and on until the cost is 30x the first point's or depth 2048, for power laws; unit steps
 from 1 until the cost reaches the cap for exponentials; 5 repeats per depth, lognormal noise, one repeat
 in ten hit by a x2-x5 load burst) and classifies it with
@@ -52,10 +52,10 @@ LAWS: dict[str, tuple[str, object, str]] = {
 
 
 def _depths(law, schedule: str) -> list[int]:
-    """Depths as the schedule would measure them: sqrt(2) steps from 8 until the cost is 30x the first
+    """Depths as the schedule would measure them: 2^(1/3) steps from 8 until the cost is 30x the first
     point's (the cap) or depth 2048; unit steps from 1 for exponentials until 3000x."""
     if schedule == "doubling":
-        depths = sorted({round(8 * 2 ** (k / 2)) for k in range(0, 17)})
+        depths = sorted({round(8 * 2 ** (k / 3)) for k in range(0, 25)})
         return [d for d in depths if d <= 128 or law(d) <= 30 * law(8)]
     start = law(1)
     return [d for d in range(1, 41) if law(d) <= 3000 * start][:24]

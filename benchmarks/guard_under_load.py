@@ -62,7 +62,8 @@ def main() -> None:
     print(f"quiet machine: {quiet_time:.2f} s")
     for line in quiet:
         print("  " + line)
-    loader = mp.Process(target=busy, args=(time.time() + 3600,), daemon=True)
+    # spawn, not fork: the parent has imported JAX (multithreaded)
+    loader = mp.get_context("spawn").Process(target=busy, args=(time.time() + 3600,), daemon=True)
     loader.start()
     try:
         seen = {}

@@ -124,13 +124,14 @@ def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
 
 
 def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
-    """Denser depths for time-only series (sqrt(2) steps: more points for the fit and its interval) over the
+    """Denser depths for time-only series (2^(1/3) steps, 13 depths over a 16x range: more points for the fit
+    and its interval) over the
     chain's own range when it spans >= 8x (deep chains), else :data:`TIME_ONLY_SPAN`; then one doubling
     beyond, which the cap prediction stops when it would be too slow."""
     lo, hi = TIME_ONLY_SPAN
     if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
         lo, hi = min(declared), max(declared)
-    return geometric_depths(lo, 2 * hi)
+    return geometric_depths(lo, 2 * hi, step=2 ** (1 / 3))
 
 
 class _Progress:
