@@ -157,6 +157,7 @@ def test_standard_chains_are_linear_on_the_peers(backend, mode, chain):
         assert v.fit is not None and v.fit.source == "metric" and v.kind == LINEAR, why
 
 
+@pytest.mark.slow  # jax and torch workers through the CLI (20 s); the in-process peer tests stay in the default run
 def test_cli_json_fields():
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     p = subprocess.run(
