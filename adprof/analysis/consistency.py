@@ -1,0 +1,85 @@
+"""The measured depth-halving ratio and tail exponent, and the check that the deciding model implies them
+(pure)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from adprof.analysis.bands import band
+from adprof.analysis.models import model_at
+from adprof.model import Fit
+
+
+def halving_pair(depths: Sequence[float]) -> tuple[float, float] | None:
+    """The deepest (d, h) with h = d/2 when measured, else the nearest measured depth in [d/4, 3d/4]."""
+    ds = sorted(set(float(x) for x in depths))
+    for di in reversed(ds):
+        cands = [(abs(h - di / 2), h) for h in ds if 0 < h and di / 4 <= h <= 0.75 * di]
+        if di > 0 and cands:
+            return di, min(cands)[1]
+    return None
+
+
+def _doubling(v_hi: float, v_lo: float, d: float, h: float) -> float | None:
+    """v_hi/v_lo rescaled to one doubling as a power law would."""
+    if v_hi <= 0 or v_lo <= 0:
+        return None
+    r = v_hi / v_lo
+    return r ** (math.log(2) / math.log(d / h)) if h != d / 2 else r
+
+
+def _slope(v_hi: float, v_lo: float, d: float, h: float) -> float | None:
+    if v_hi <= 0 or v_lo <= 0 or d <= 0 or h <= 0 or d == h:
+        return None
+    return math.log(v_hi / v_lo) / math.log(d / h)
+
+
+def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit: Fit, exact: bool) -> None:
+    """The measured halving ratio and tail exponent must be what the deciding model implies."""
+    pair = halving_pair(d.tolist())
+    at = dict(zip(d.tolist(), v.tolist(), strict=True))
+    if pair is not None:
+        hd, hh = pair
+        fit.halving_depth, fit.halving_from = int(hd), int(hh)
+        fit.halving_ratio = _doubling(at[hd], at[hh], hd, hh)
+    if len(d) >= 2:
+        fit.tail_exponent = _slope(v[-1], v[-2], d[-1], d[-2])
+    if fit.kind == "inconclusive" or fit.overhead is None or fit.scale is None:
+        return
+    cost_at = model_at(fit)
+    if pair is not None:
+        fit.model_halving_ratio = _doubling(cost_at(hd), cost_at(hh), hd, hh)
+    if len(d) >= 2:
+        fit.model_tail_exponent = _slope(cost_at(d[-1]), cost_at(d[-2]), d[-1], d[-2])
+    # noise allowance: the spread of the same readings over the bootstrap replicates
+    tol_h, tol_t = 0.10, 0.15
+    if reps is not None and not exact:
+        if pair is not None:
+            ih, il = list(d).index(hd), list(d).index(hh)
+            lh = np.log(np.maximum(reps[:, ih], 1e-300) / np.maximum(reps[:, il], 1e-300))
+            tol_h = max(tol_h, 2.5 * float(np.std(lh)))
+        lt = np.log(np.maximum(reps[:, -1], 1e-300) / np.maximum(reps[:, -2], 1e-300)) / math.log(d[-1] / d[-2])
+        tol_t = max(tol_t, 2.5 * float(np.std(lt)))
+    fit.halving_tolerance = tol_h
+    misfit, contradicts = [], False
+    if fit.halving_ratio and fit.model_halving_ratio:
+        if abs(math.log(fit.halving_ratio / fit.model_halving_ratio)) > tol_h:
+            misfit.append(
+                f"halving ratio {fit.halving_ratio:.2f} measured vs {fit.model_halving_ratio:.2f} by the model"
+            )
+            contradicts |= band(math.log2(fit.halving_ratio)) != band(math.log2(fit.model_halving_ratio))
+    if fit.tail_exponent is not None and fit.model_tail_exponent is not None:
+        if abs(fit.tail_exponent - fit.model_tail_exponent) > tol_t:
+            misfit.append(f"tail exponent {fit.tail_exponent:.2f} measured vs {fit.model_tail_exponent:.2f}")
+            contradicts |= band(fit.tail_exponent) != band(fit.model_tail_exponent)
+    if not misfit or exact:
+        return
+    if not contradicts:
+        fit.notes.append("the model deviates at the tail, within the same reading: " + "; ".join(misfit))
+        return
+    fit.notes.append(f"the {fit.kind} model misfits the tail: " + "; ".join(misfit))
+    fit.kind = "inconclusive"
+    fit.reason = "the fitted model does not reproduce the deepest points (" + "; ".join(misfit) + "): add depths"

@@ -1,0 +1,126 @@
+"""Evidence lines of a verdict: each reads a Fit (none re-fits) or the series' counters (pure)."""
+
+from __future__ import annotations
+
+import math
+
+from adprof.analysis.costs import next_depth
+from adprof.analysis.growth import halving_reading, interval_text, predict
+from adprof.model import COUNTER_KEYS, Fit, Series, Verdict
+
+
+def fmt_depths(ds: list[int]) -> str:
+    return f"{ds[0]}..{ds[-1]}" if len(ds) > 1 else f"{ds[0]}" if ds else "?"
+
+
+def describe_fit(fit: Fit, label: str) -> str:
+    """One evidence line for a fit."""
+    over = f"over depths {fmt_depths(fit.depths)}"
+    text = interval_text(fit)
+    if fit.kind == "exponential":
+        ratios = ", ".join(f"{r:.2f}" for r in fit.tail_ratios[-3:])
+        exact = fit.source != "time"
+        tail = f" (tail ratios {ratios})" if ratios and exact else ""
+        iv = f" {text.split(' ', 1)[1]}" if " " in text else ""  # time: the interval
+        depths = fit.tail_depths if exact and fit.tail_depths else fit.depths
+        return f"{label} x{fit.base:.2f} per layer{iv} over depths {fmt_depths(depths)}{tail}"
+    if fit.kind in ("superlinear", "mild"):
+        words = "mildly superlinear, " if fit.kind == "mild" else ""
+        return f"{label} grows as {words}{text} {over}"
+    if fit.kind == "linear":
+        if fit.exponent == 0.0:
+            return f"{label} flat {over}: no measurable growth"
+        return f"{label} linear, {text} {over}"
+    if fit.kind == "runaway":
+        return f"{label}: {fit.reason}"
+    return f"{label} inconclusive {over}: {fit.reason or '; '.join(fit.notes) or 'not enough points'}"
+
+
+def describe_halving(fit: Fit) -> str | None:
+    """The depth-halving line: the measured ratio, the model's, and the reading of the deciding kind."""
+    if fit.halving_ratio is None or fit.kind in ("inconclusive", "runaway"):
+        return None
+    line = f"halving ratio {fit.halving_ratio:.2f} at depth {fit.halving_depth} vs {fit.halving_from}"
+    if fit.model_halving_ratio is not None:
+        line += f" (model {fit.model_halving_ratio:.2f})"
+    reading = halving_reading(fit)
+    return f"{line}: {reading}" if reading else line
+
+
+def describe_tail(fit: Fit) -> str | None:
+    if fit.tail_exponent is None or fit.kind in ("inconclusive", "runaway") or len(fit.depths) < 2:
+        return None
+    model_part = f" (model {fit.model_tail_exponent:.2f})" if fit.model_tail_exponent is not None else ""
+    return f"tail exponent {fit.tail_exponent:.2f} over depths {fit.depths[-2]}..{fit.depths[-1]}{model_part}"
+
+
+def decided_by(fit: Fit, series: Series, label: str) -> str:
+    if fit.source == "time":
+        how = f"{fit.statistic or 'lower quartile of repeats'}, {fit.clock or 'wall (perf_counter)'}"
+        blind = [f"{k}: {v}" for k, v in series.metric_notes.items()]
+        why = f"; no deterministic metric decides ({'; '.join(blind)})" if blind else ""
+        return f"decided by {label} ({how}, {fit.interval_method or 'no interval'}){why}"
+    return f"decided by {label} (deterministic: {fit.interval_method})"
+
+
+def dominant_counter(series: Series, phases: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """The counter that dominates at the deepest point with counters, and an evidence line."""
+    for p in sorted(series.points, key=lambda q: q.depth, reverse=True):
+        tot = dict.fromkeys(COUNTER_KEYS, 0.0)
+        found = False
+        for ph in phases:
+            c = p.counters.get(ph)
+            if isinstance(c, dict):
+                found = True
+                for k in COUNTER_KEYS:
+                    tot[k] += float(c.get(k, 0) or 0)
+        s = sum(tot.values())
+        if found and s > 0:
+            top = max(tot, key=tot.get)
+            parts = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in tot.items())
+            return top, f"at depth {p.depth}: {parts} of {s:,.0f}"
+    return None, None
+
+
+def fit_evidence(v: Verdict, series: Series, fit: Fit, label: str, call0_note: str) -> None:
+    """The deciding fit's lines (and the key ones among them), its notes, and its prediction."""
+    v.evidence.append(describe_fit(fit, label))
+    v.evidence.append(decided_by(fit, series, label))
+    halving = describe_halving(fit)
+    if call0_note:
+        v.evidence.append(call0_note)
+    v.key_evidence = [v.evidence[0], *([halving] if halving else []), *v.evidence[1:]]
+    for line in (halving, describe_tail(fit)):
+        if line:
+            v.evidence.append(line)
+    v.evidence.extend(f"{label}: {n}" for n in fit.notes)
+    nd = next_depth(fit.depths)
+    if nd is not None and fit.kind not in ("inconclusive", "runaway"):
+        pv = predict(fit, nd)
+        if pv is not None and math.isfinite(pv):
+            v.prediction = {"depth": nd, "value": pv}
+            unit = " s" if fit.source == "time" else ""
+            growth = f"x{pv / fit.values[-1]:.2f} over depth {fit.depths[-1]}" if fit.values[-1] else "from zero"
+            v.evidence.append(f"the deciding model predicts {pv:.4g}{unit} at depth {nd} ({growth})")
+
+
+def beside_evidence(
+    v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit, labels: dict[str, str]
+) -> str | None:
+    """The dominant counter, and the fits that do not decide; returns the dominant counter's name."""
+    dominant, dom_line = dominant_counter(series, phases) if v.counter_fit is not None else (None, None)
+    if dom_line:
+        v.evidence.append(dom_line)
+    for other, olabel in ((v.counter_fit, labels["counters"]), (v.time_fit, labels["time"])):
+        if other is not None and other is not fit:
+            agree = "agrees" if other.kind == fit.kind else f"disagrees with {fit.source} ({fit.kind}), which decide"
+            v.evidence.append(f"beside: {describe_fit(other, olabel)}; {agree}")
+    for name, mf in v.metric_fits.items():
+        if mf is fit:
+            continue
+        note = series.metric_notes.get(name)
+        v.evidence.append(
+            f"beside: {describe_fit(mf, labels['where'] + ' ' + name)}"
+            + (f" (does not decide: {note})" if note else "")
+        )
+    return dominant

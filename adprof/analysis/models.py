@@ -1,0 +1,185 @@
+"""The data of one depth and the two growth models of noisy values, ``a + c·d^p`` and ``a + c·b^d``, fitted
+by least squares on relative residuals over fine grids of p and b; their profile and bootstrap intervals, and
+the deciding model's cost at any depth (pure)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from adprof.model import Fit
+
+BOOTSTRAP = 200
+CONFIDENCE = 0.95
+
+_P_GRID = np.linspace(0.0, 8.0, 1601)
+_LOG_B_GRID = np.linspace(0.0, math.log(100.0), 1201)
+# the bootstrap refits on coarser grids (interval ends to about ±0.01 in p and ±0.6% in b)
+_COARSE = {"power": _P_GRID[::2], "exponential": _LOG_B_GRID[::3]}
+_FINE = {"power": _P_GRID, "exponential": _LOG_B_GRID}
+
+
+def lower_quartile(xs: Sequence[float]) -> float:
+    """The lower quartile (25th percentile, linear interpolation) of ``xs``."""
+    return float(np.percentile(np.asarray(xs, float), 25))
+
+
+@dataclass
+class Observation:
+    """One depth of a series: the repeats of its cost, or one lower bound when ``censored``."""
+
+    depth: float
+    repeats: list[float]
+    censored: bool = False
+
+    @property
+    def value(self) -> float:
+        return self.repeats[0] if len(self.repeats) == 1 else lower_quartile(self.repeats)
+
+
+@dataclass
+class ModelFit:
+    family: str  # "power" | "exponential"
+    param: float  # p or b
+    overhead: float  # a
+    scale: float  # c (value of the growing part at the deepest depth)
+    sse: float
+    boot: list[float] = field(default_factory=list)
+
+    def __call__(self, d: np.ndarray | float, d_max: float) -> np.ndarray:
+        d = np.asarray(d, float)
+        if self.family == "power":
+            return self.overhead + self.scale * np.power(np.maximum(d, 0.0) / d_max, self.param)
+        return self.overhead + self.scale * np.exp(math.log(self.param) * (d - d_max))
+
+
+def _features(family: str, d: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """(grid, n) features of the growing part, scaled to 1 at the deepest depth."""
+    d_max = float(d.max())
+    if family == "power":
+        return np.power(d[None, :] / d_max, grid[:, None])
+    return np.exp(grid[:, None] * (d[None, :] - d_max))
+
+
+def profile(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Least squares of ``a + c·x`` on relative residuals for every grid row and every replicate.
+
+    y: (B, n) replicates; x: (G, n) features. Returns (best grid index, a, c, sse), each (B,).
+    Minimizes Σ (a/y + c·x/y - 1)² with a, c ≥ 0 (closed form; the boundary cases by one-parameter fits).
+    """
+    u = 1.0 / y[:, None, :]  # (B, 1, n)
+    v = x[None, :, :] * u  # (B, G, n)
+    n = y.shape[1]
+    suu, su = np.sum(u * u, -1), np.sum(u, -1)  # (B, 1)
+    suv, svv, sv = np.sum(u * v, -1), np.sum(v * v, -1), np.sum(v, -1)  # (B, G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c_only = np.where(svv > 0, sv / svv, 0.0)
+        sse_c = n - c_only * sv  # a = 0
+        a_only = su / suu
+        sse_a = n - a_only * su  # c = 0 (constant)
+        if overhead:
+            det = suu * svv - suv**2
+            a2 = (svv * su - suv * sv) / det
+            c2 = (suu * sv - suv * su) / det
+            ok = (det > 1e-12 * suu * svv) & (a2 >= 0) & (c2 >= 0)
+            sse2 = a2 * a2 * suu + 2 * a2 * c2 * suv + c2 * c2 * svv - 2 * a2 * su - 2 * c2 * sv + n
+            sse2 = np.where(ok, sse2, np.inf)
+        else:
+            a2 = c2 = sse2 = np.full_like(svv, np.inf)
+    sse_a = np.broadcast_to(sse_a, svv.shape)
+    stack = np.stack([np.where(np.isfinite(sse2), sse2, np.inf), np.where(c_only > 0, sse_c, np.inf), sse_a])
+    which = np.argmin(stack, axis=0)  # (B, G)
+    sse = np.take_along_axis(stack, which[None], 0)[0]
+    profile.last_curve = sse  # the profile over the grid (read by profile_interval)
+    best = np.argmin(sse, axis=1)  # (B,)
+    rows = np.arange(y.shape[0])
+    w = which[rows, best]
+    a = np.select([w == 0, w == 1], [a2[rows, best], 0.0], np.broadcast_to(a_only, svv.shape)[rows, best])
+    c = np.select([w == 0, w == 1], [c2[rows, best], c_only[rows, best]], 0.0)
+    return best, a, c, np.maximum(sse[rows, best], 0.0)
+
+
+def fit_family(family: str, d: np.ndarray, ys: np.ndarray, overhead: bool, coarse: bool = False) -> list[ModelFit]:
+    grid = (_COARSE if coarse else _FINE)[family]
+    best, a, c, sse = profile(ys, _features(family, d, grid), overhead)
+    params = grid if family == "power" else np.exp(grid)
+    return [
+        ModelFit(family, float(params[b]), float(ai), float(ci), float(si))
+        for b, ai, ci, si in zip(best, a, c, sse, strict=True)
+    ]
+
+
+def profile_interval(family: str, d: np.ndarray, v: np.ndarray, overhead: bool) -> tuple[float, float]:
+    """Profile-likelihood interval of p (or b): the grid values whose SSE is within F(1, n-k; 95%)·s² of
+    the best, with s² the residual variance of the best fit on its n-k degrees of freedom (the F quantile,
+    not χ², because s² is itself estimated from few depths: 18.5 for 5 depths, 6.0 for 9). Unlike a
+    bootstrap over a handful of repeats it does not shrink when the repeats of each depth happen to agree
+    while whole depths are off (a load burst during one point)."""
+    from scipy.stats import f as f_dist  # imported on first use (scipy.stats costs ~0.4 s to import)
+
+    grid = _FINE[family]
+    profile(v[None, :], _features(family, d, grid), overhead)
+    curve = profile.last_curve[0]
+    k = 3 if overhead else 2
+    dof = max(len(d) - k, 1)
+    s2 = max(float(curve.min()), 1e-12) / dof
+    inside = grid[curve <= curve.min() + float(f_dist.ppf(CONFIDENCE, 1, dof)) * s2]
+    params = inside if family == "power" else np.exp(inside)
+    return float(params.min()), float(params.max())
+
+
+def constant_fits(v: np.ndarray, sse_model: float, overhead: bool) -> bool:
+    """Whether a constant explains the values as well as the growth model (an F test of the nested models at
+    95%): then the exponent of a tiny growing part is not identified, and the cost is flat."""
+    from scipy.stats import f as f_dist
+
+    u = 1.0 / v
+    a = float(np.sum(u)) / float(np.sum(u * u))
+    sse_const = float(np.sum((a * u - 1.0) ** 2))
+    extra, dof = (2 if overhead else 1), max(len(v) - (3 if overhead else 2), 1)
+    if sse_model <= 1e-15:
+        return sse_const <= 1e-12
+    stat = ((sse_const - sse_model) / extra) / (sse_model / dof)
+    return stat < float(f_dist.ppf(CONFIDENCE, extra, dof))
+
+
+def replicates(obs: list[Observation], fitted: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """(B, n) bootstrap replicates of the per-depth statistic, and how they were drawn."""
+    y = np.array([o.value for o in obs])
+    if all(len(o.repeats) >= 3 for o in obs):
+        reps = np.empty((BOOTSTRAP, len(obs)))
+        for j, o in enumerate(obs):
+            r = np.asarray(o.repeats, float)
+            draw = r[rng.integers(0, len(r), size=(BOOTSTRAP, len(r)))]
+            reps[:, j] = np.percentile(draw, 25, axis=1)
+        return reps, f"bootstrap over the repeats of each depth, {BOOTSTRAP} resamples"
+    resid = np.log(y / fitted)
+    resid = resid - resid.mean()
+    k = len(obs)
+    infl = math.sqrt(k / max(k - 3, 1))
+    draw = resid[rng.integers(0, k, size=(BOOTSTRAP, k))] * infl
+    return fitted[None, :] * np.exp(draw), f"bootstrap over the fit's residuals, {BOOTSTRAP} resamples"
+
+
+def model_at(fit: Fit):
+    a, c, d_max = fit.overhead or 0.0, fit.scale or 0.0, float(max(fit.depths))
+    if fit.model == "a + c*b^d" and fit.base:
+        lb = math.log(fit.base)
+        return lambda x: a + c * math.exp(lb * (x - d_max))
+    if fit.model == "a + c*d^p" and fit.exponent is not None:
+        p = fit.exponent
+        return lambda x: a + c * (max(x, 0.0) / d_max) ** p
+    return lambda x: a + c
+
+
+def predict(fit: Fit, depth: float) -> float | None:
+    """The deciding model's total cost at ``depth`` (None without a fitted model)."""
+    if not fit.depths or fit.overhead is None or fit.scale is None:
+        return None
+    try:
+        return float(model_at(fit)(float(depth)))
+    except OverflowError:
+        return math.inf
