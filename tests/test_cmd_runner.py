@@ -444,6 +444,7 @@ def _instructions(pt: Point, phases: tuple[str, ...]) -> int:
 
 @needs_probe
 @needs_valgrind
+@pytest.mark.slow  # tests/test_cmd_cli.py's instruction run (verdict + identical counts) is the default representative
 def test_probe_instructions_x2_and_identical_runs():
     counts = []
     for d in (10, 11, 12):

@@ -289,6 +289,7 @@ def test_real_sampling_v08_key_equality_holds_the_majority(tmp_path, capsys) -> 
     assert "in grad -> derivative traces -> metadata registration -> key equality" in text
 
 
+@pytest.mark.slow  # the v08 sampling test is the default representative of real py-spy runs
 def test_real_sampling_fixed_has_no_key_equality(tmp_path) -> None:
     exe = _require_py_spy()
     target = f"{CHAINS.resolve()}::mul"

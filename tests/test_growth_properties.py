@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from adprof.analysis.growth import LINEAR_MAX, SUPERLINEAR_MIN, band, fit_growth, predict
 
 DOUBLING = [8, 11, 16, 23, 32, 45, 64, 91, 128]  # sqrt(2) steps, as the schedule measures cheap time series
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _series(law, depths, sigma, repeats, outlier, rng):
@@ -193,7 +193,8 @@ def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed
         assert halving[0].endswith(halving_reading(fit))  # its words come from the deciding kind
     if v.prediction is not None:
         assert v.prediction["value"] == pytest.approx(predict(fit, v.prediction["depth"]))
-        assert v.prediction["value"] >= fit.values[-1] * 0.999 or fit.exponent == 0.0
+        # the model grows (or stays flat) from the deepest measured depth to the predicted one
+        assert v.prediction["value"] >= predict(fit, fit.depths[-1]) * (1 - 1e-9)
     if v.kind == "inconclusive":
         assert fit.reason and fit.reason in v.evidence[0]
     assert "structural key comparison" not in v.cause  # time only: no mechanism is claimed

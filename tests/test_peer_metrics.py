@@ -88,6 +88,7 @@ def test_jax_eager_python_calls_linear():
 # --------------------------------------------------------------------------- torch
 
 
+@pytest.mark.slow  # torch stays in the default run through tests/test_peers.py (eager, wall time)
 @_needs("torch", "array_api_compat")
 def test_torch_metrics():
     b = get_backend("torch")
