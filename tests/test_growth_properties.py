@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from adprof.analysis.growth import LINEAR_MAX, SUPERLINEAR_MIN, band, fit_growth, predict
 
 DOUBLING = [8, 11, 16, 23, 32, 45, 64, 91, 128]  # sqrt(2) steps, as the schedule measures cheap time series
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _series(law, depths, sigma, repeats, outlier, rng):

@@ -191,7 +191,7 @@ def _check_random_layer(graph, analyze_depths):
     assert disagreement_reason(st_, measured, "v08") is None
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(graph=layer_graphs())
 def test_random_layer_graphs_measure_their_spectral_radius(graph):
     _check_random_layer(graph, analyze_depths=range(1, 9))
