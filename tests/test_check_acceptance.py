@@ -35,6 +35,7 @@ def test_whole_graph_trg_is_exponential_on_v08_in_both_modes_and_linear_on_fixed
         assert res[("trg", "fixed", mode)]["verdict"] == "linear"
 
 
+@pytest.mark.slow  # tests/test_cli.py::test_halve_reads_seed_000 checks the same verdict in the default run
 def test_seed_000_sin_chain_eager_v08_superlinear_backward():
     res = check_json("probes/chains.py::sin", "--mode", "eager")
     v = res[("sin", "v08", "eager")]

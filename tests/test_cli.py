@@ -182,6 +182,7 @@ def test_halve_reads_seed_000():
     assert p.returncode == 2 and "takes one chain" in p.stderr
 
 
+@pytest.mark.slow  # tests/test_faults.py::test_budget_bounds_a_hanging_structure_probe is the default representative
 def test_whole_check_respects_a_small_budget():
     t0 = time.monotonic()
     p = adprof("check", "probes/chains.py", "--budget", "6", "--json", "-")
