@@ -64,11 +64,12 @@ def _features(family: str, d: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return np.exp(grid[:, None] * (d[None, :] - d_max))
 
 
-def profile(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _grid_fits(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, ...]:
     """Least squares of ``a + c·x`` on relative residuals for every grid row and every replicate.
 
-    y: (B, n) replicates; x: (G, n) features. Returns (best grid index, a, c, sse), each (B,).
-    Minimizes Σ (a/y + c·x/y - 1)² with a, c ≥ 0 (closed form; the boundary cases by one-parameter fits).
+    y: (B, n) replicates; x: (G, n) features. Minimizes Σ (a/y + c·x/y - 1)² with a, c ≥ 0 (closed form;
+    the boundary cases by one-parameter fits). Returns (sse, which, a2, c2, c_only, a_only): the profile
+    (B, G) and what :func:`profile` needs to read the best row's coefficients.
     """
     u = 1.0 / y[:, None, :]  # (B, 1, n)
     v = x[None, :, :] * u  # (B, G, n)
@@ -93,11 +94,16 @@ def profile(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, n
     stack = np.stack([np.where(np.isfinite(sse2), sse2, np.inf), np.where(c_only > 0, sse_c, np.inf), sse_a])
     which = np.argmin(stack, axis=0)  # (B, G)
     sse = np.take_along_axis(stack, which[None], 0)[0]
-    profile.last_curve = sse  # the profile over the grid (read by profile_interval)
+    return sse, which, a2, c2, c_only, a_only
+
+
+def profile(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The best grid row of :func:`_grid_fits` per replicate: (best grid index, a, c, sse), each (B,)."""
+    sse, which, a2, c2, c_only, a_only = _grid_fits(y, x, overhead)
     best = np.argmin(sse, axis=1)  # (B,)
     rows = np.arange(y.shape[0])
     w = which[rows, best]
-    a = np.select([w == 0, w == 1], [a2[rows, best], 0.0], np.broadcast_to(a_only, svv.shape)[rows, best])
+    a = np.select([w == 0, w == 1], [a2[rows, best], 0.0], np.broadcast_to(a_only, sse.shape)[rows, best])
     c = np.select([w == 0, w == 1], [c2[rows, best], c_only[rows, best]], 0.0)
     return best, a, c, np.maximum(sse[rows, best], 0.0)
 
@@ -121,8 +127,7 @@ def profile_interval(family: str, d: np.ndarray, v: np.ndarray, overhead: bool) 
     from scipy.stats import f as f_dist  # imported on first use (scipy.stats costs ~0.4 s to import)
 
     grid = _FINE[family]
-    profile(v[None, :], _features(family, d, grid), overhead)
-    curve = profile.last_curve[0]
+    curve = _grid_fits(v[None, :], _features(family, d, grid), overhead)[0][0]
     k = 3 if overhead else 2
     dof = max(len(d) - k, 1)
     s2 = max(float(curve.min()), 1e-12) / dof
