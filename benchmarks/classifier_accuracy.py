@@ -1,116 +1,377 @@
-"""Confusion matrix of adprof's time classifier over a grid of synthetic laws and noise levels.
+"""End-to-end accuracy of adprof's time path: the real CLI on a synthetic program with known laws.
 
-Each trial draws a series as adprof's schedule measures a cheap time series (2^(1/3) depth steps from 8,
-at least to 128 and on until the cost is 30x the first point's or depth 2048, for power laws; unit steps
-from 1 until the cost reaches the cap for exponentials; 5 repeats per depth, lognormal noise, one repeat
-in ten hit by a x2-x5 load burst) and classifies it with
-``adprof.analysis.growth.fit_growth``, the function that decides verdicts on wall time.
+Every trial runs ``python -m adprof check --cmd 'python -S benchmarks/synth_law.py LAW {depth} ...'
+--mode traced --json -`` as a subprocess: the real schedule, stop rules, predictor, model choice and
+classifier, on a program whose cost law, overhead and noise are known (``benchmarks/synth_law.py``).
 
-    python benchmarks/classifier_accuracy.py [--trials 30] [--markdown]
+The grid: laws x noise levels x overhead levels x trials. Per trial (deterministic from the cell and the
+trial number, so any trial replays with ``--replay LAW NOISE OVERHEAD TRIAL``):
 
-The script checks the acceptance rules and exits 1 when one is broken: no exponential or superlinear law
-called linear, no linear law called superlinear or exponential.
+* power laws: the noiseless cost at depth 256 is log-uniform in [3 ms, 6 s] (past the 1.5 s cap the
+  series must stop before 256); exponentials: the depth where the cost reaches the cap is uniform over
+  a range per base. Costs per point go from microseconds to about a second.
+* overhead ``none``: 0; ``high``: 30-90% (uniform) of the cost at the deepest depth the law can reach
+  under the cap (256 or the cap).
+* noise level L (synth_law.py): three runs in four +U(0, 6%·L), one in four +U(0, 90%·L); level 1 is
+  a loaded machine.
+
+Each check's program reports its seconds instead of spending them; adprof charges a point the larger
+of its wall time and its reported cost, so the budget column ("charged") is what the check would have
+taken on a real program: the run's wall time (less the interpreter's start-up and adprof's imports,
+measured once, which happen before adprof's clock starts) plus, per point, what was reported beyond the
+wall time. A program whose cost passes the timeout (4x the cap) sleeps until adprof kills it.
+
+    python benchmarks/classifier_accuracy.py [--trials 20] [--jobs 2] [--markdown docs/x.md] [--out r.json]
+    python benchmarks/classifier_accuracy.py --from-json r.json --markdown -   # tables of a saved run
+    python benchmarks/classifier_accuracy.py --replay p2 0.15 high 7           # one trial, verbose
+
+Exit 1 when an acceptance rule is broken (no superlinear/exponential law called linear, no linear law
+called superlinear/exponential; at noise <= 0.15: >= 90% right for exponentials (base within 10%),
+power laws and linear laws; every check within its budget).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
+import os
+import random
+import shlex
+import subprocess
 import sys
+import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-import numpy as np
-
-from adprof.analysis.growth import fit_growth
-
-DOUBLING = [8, 11, 16, 23, 32, 45, 64, 91, 128]
-KINDS = ("linear", "mild", "superlinear", "exponential", "inconclusive")
-NOISE = (0.0, 0.05, 0.15, 0.3)
-
-
-def _power(p: float, overhead: float, log: bool = False):
-    c = 1.0 / (128**p * (math.log(128) if log else 1.0))
-    return lambda d: overhead + c * d**p * (math.log(d) if log else 1.0)
+ROOT = Path(__file__).resolve().parents[1]
+SYNTH = ROOT / "benchmarks" / "synth_law.py"
+CAP = 1.5
+MAX_DEPTH = 256  # the --cmd schedule's default deepest depth
+KINDS = ("linear", "mild", "superlinear", "exponential", "inconclusive", "other")
+NOISE = (0.0, 0.15, 0.5, 1.0)
+OVERHEAD = ("none", "high")
 
 
-LAWS: dict[str, tuple[str, object, str]] = {
-    # name: (expected class, law, schedule)
-    "linear": ("linear", _power(1.0, 0.0), "doubling"),
-    "linear + overhead": ("linear", _power(1.0, 2.0), "doubling"),
-    "n log n": ("mild", _power(1.0, 0.0, log=True), "doubling"),
-    "n log n + overhead": ("mild", _power(1.0, 2.0, log=True), "doubling"),
-    "d^1.5": ("superlinear", _power(1.5, 0.0), "doubling"),
-    "d^1.5 + overhead": ("superlinear", _power(1.5, 1.0), "doubling"),
-    "d^2": ("superlinear", _power(2.0, 0.0), "doubling"),
-    "d^2 + overhead": ("superlinear", _power(2.0, 1.0), "doubling"),
-    "1.3^d": ("exponential", lambda d: 1.3**d, "unit"),
-    "2^d": ("exponential", lambda d: 2.0**d, "unit"),
-    "3^d": ("exponential", lambda d: 3.0**d, "unit"),
-    "2^d + overhead": ("exponential", lambda d: 50.0 + 2.0**d, "unit"),
-}
+@dataclass(frozen=True)
+class Law:
+    name: str  # synth_law.py's law
+    label: str
+    expected: str  # a column of KINDS
+    family: str  # "linear" | "mild" | "power" | "exponential"
+    base: float | None = None
+    cap_depths: tuple[int, int] = (0, 0)  # exponentials: where the cost reaches the cap (uniform)
 
 
-def _depths(law, schedule: str) -> list[int]:
-    """Depths as the schedule would measure them: 2^(1/3) steps from 8 until the cost is 30x the first
-    point's (the cap) or depth 2048; unit steps from 1 for exponentials until 3000x."""
-    if schedule == "doubling":
-        depths = sorted({round(8 * 2 ** (k / 3)) for k in range(0, 25)})
-        return [d for d in depths if d <= 128 or law(d) <= 30 * law(8)]
-    start = law(1)
-    return [d for d in range(1, 41) if law(d) <= 3000 * start][:24]
+LAWS = (
+    Law("linear", "d", "linear", "linear"),
+    Law("nlogn", "d log d", "mild", "mild"),
+    Law("p1.5", "d^1.5", "superlinear", "power"),
+    Law("p2", "d^2", "superlinear", "power"),
+    Law("p3", "d^3", "superlinear", "power"),
+    Law("exp1.3", "1.3^d", "exponential", "exponential", 1.3, (18, 40)),
+    Law("exp1.5", "1.5^d", "exponential", "exponential", 1.5, (12, 28)),
+    Law("exp2", "2^d", "exponential", "exponential", 2.0, (8, 20)),
+    Law("exp3", "3^d", "exponential", "exponential", 3.0, (6, 13)),
+)
+LAW_BY_NAME = {law.name: law for law in LAWS}
 
 
-def trial(law, schedule: str, sigma: float, rng: np.random.Generator, seed: int) -> str:
-    depths = _depths(law, schedule)
-    values = []
-    for d in depths:
-        reps = [law(d) * math.exp(rng.normal(0.0, sigma)) for _ in range(5)]
-        if rng.random() < 0.1:
-            reps[int(rng.integers(0, 5))] *= float(rng.uniform(2, 5))
-        values.append(reps)
-    return fit_growth(depths, values, source="time", seed=seed).kind
+def _f(law: Law, d: float) -> float:
+    if law.family == "exponential":
+        return (law.base or 1.0) ** d
+    return {"linear": d, "nlogn": d * math.log(d + 1.0), "p1.5": d**1.5, "p2": d**2, "p3": d**3}[law.name]
 
 
-def violations(expected: str, counts: Counter) -> list[str]:
-    bad = []
-    if expected in ("superlinear", "exponential") and counts["linear"]:
-        bad.append(f"{counts['linear']} called linear")
-    if expected == "linear" and (counts["superlinear"] or counts["exponential"]):
-        bad.append(f"{counts['superlinear'] + counts['exponential']} called superlinear/exponential")
-    return bad
+def _rng(*key: object) -> random.Random:
+    return random.Random(int(hashlib.sha256(repr(key).encode()).hexdigest()[:16], 16))
+
+
+def law_params(law: Law, overhead: str, trial: int) -> dict[str, float]:
+    """``a`` (overhead) and ``c`` (scale) of one trial, and the deepest depth the law reaches under the cap."""
+    rng = _rng(law.name, overhead, trial)
+    share = 0.0 if overhead == "none" else rng.uniform(0.3, 0.9)
+    if law.family == "exponential":
+        lo, hi = law.cap_depths
+        deep = rng.randint(lo, hi)
+        t_deep = CAP * rng.uniform(0.5, 1.0)
+    else:
+        t256 = math.exp(rng.uniform(math.log(3e-3), math.log(6.0)))
+        if t256 <= CAP:
+            deep, t_deep = MAX_DEPTH, t256
+        else:  # the depth where the law scaled to t256 at depth 256 reaches the cap
+            deep = max(d for d in range(2, MAX_DEPTH + 1) if t256 * _f(law, d) / _f(law, MAX_DEPTH) <= CAP or d == 2)
+            t_deep = CAP * rng.uniform(0.6, 1.0)
+    a = share * t_deep
+    c = (1.0 - share) * t_deep / _f(law, deep)
+    return {"a": a, "c": c, "share": share, "deep": float(deep), "first": a + c * _f(law, 1)}
+
+
+@dataclass
+class Trial:
+    law: str
+    noise: float
+    overhead: str
+    trial: int
+    a: float = 0.0
+    c: float = 0.0
+    share: float = 0.0
+    verdict: str = ""
+    column: str = ""
+    base: float | None = None
+    exponent: float | None = None
+    interval: str = ""
+    elapsed: float = 0.0  # the check's own figure (report.elapsed_seconds)
+    wall: float = 0.0  # the subprocess, start to exit
+    charged: float = 0.0  # wall plus what the points reported beyond their wall time
+    budget: float = 60.0
+    points: int = 0
+    depths: list[int] = field(default_factory=list)
+    killed: int = 0  # points killed at the timeout (the program's cost passed 4x the cap)
+    decided_by: str = ""
+    error: str = ""
+
+    @property
+    def right(self) -> bool:
+        law = LAW_BY_NAME[self.law]
+        if self.column != law.expected:
+            return False
+        return law.base is None or (self.base is not None and abs(self.base / law.base - 1) <= 0.10)
+
+
+def column_of(verdict: str) -> str:
+    if verdict == "linear":
+        return "linear"
+    if verdict.startswith("mildly-superlinear"):
+        return "mild"
+    if verdict.startswith("superlinear"):
+        return "superlinear"
+    if verdict.startswith("exponential"):
+        return "exponential"
+    return "inconclusive" if verdict == "inconclusive" else "other"
+
+
+def command(law: Law, noise: float, overhead: str, trial: int, state: str, p: dict[str, float]) -> str:
+    seed = f"{law.name}-{noise}-{overhead}-{trial}"
+    return (
+        f"{shlex.quote(sys.executable)} -S {shlex.quote(str(SYNTH))} {law.name} {{depth}} --a {p['a']:.6g} "
+        f"--c {p['c']:.6g} --noise {noise:g} --seed {seed} --state {shlex.quote(state)} --hang-after {4 * CAP:g}"
+    )
+
+
+def _charged(result: dict) -> tuple[float, int]:
+    """Seconds the points reported beyond their wall time, and the points killed at the timeout."""
+    extra, killed = 0.0, 0
+    for pt in result.get("points") or []:
+        ex = pt.get("extra") or {}
+        if ex.get("censored"):
+            killed += 1
+            continue
+        reported = sum(float(v) for v in (pt.get("times") or {}).values())
+        extra += max(0.0, reported - float(ex.get("wall_seconds") or 0.0))
+    return extra, killed
+
+
+def startup_seconds() -> float:
+    """The interpreter's start-up and adprof's imports (median of three), before a check's clock starts."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    walls = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import adprof.cli"], check=True, env=env, cwd=ROOT)
+        walls.append(time.monotonic() - t0)
+    return sorted(walls)[1]
+
+
+STARTUP = [0.0]  # set by main()
+
+
+def run_trial(
+    law_name: str, noise: float, overhead: str, trial: int, budget: float, verbose: bool = False, save: str = ""
+) -> Trial:
+    law = LAW_BY_NAME[law_name]
+    p = law_params(law, overhead, trial)
+    t = Trial(law_name, noise, overhead, trial, a=p["a"], c=p["c"], share=p["share"], budget=budget)
+    with tempfile.TemporaryDirectory(prefix="adprof-synth-") as state:
+        argv = [
+            sys.executable,
+            "-m",
+            "adprof",
+            "check",
+            "--cmd",
+            command(law, noise, overhead, trial, state, p),
+            "--mode",
+            "traced",
+            "--budget",
+            f"{budget:g}",
+            "--no-color",
+            "--json",
+            "-",
+        ]
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        t0 = time.monotonic()
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=budget + 60, env=env, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            t.wall, t.verdict, t.column, t.error = time.monotonic() - t0, "hang", "other", "check did not finish"
+            return t
+        t.wall = time.monotonic() - t0
+    if verbose:
+        print(done.stderr, file=sys.stderr)
+    if save:
+        Path(save).write_text(done.stdout)
+    try:
+        report = json.loads(done.stdout)
+        r = report["results"][0]
+    except (json.JSONDecodeError, KeyError, IndexError):
+        t.verdict, t.column = "error", "other"
+        t.error = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return t
+    t.verdict = r["verdict"]
+    t.column = column_of(t.verdict)
+    t.base, t.exponent, t.interval = r.get("base"), r.get("exponent"), r.get("interval_text") or ""
+    t.elapsed = float(report.get("elapsed_seconds") or 0.0)
+    extra, t.killed = _charged(r)
+    t.charged = t.wall - STARTUP[0] + extra
+    t.depths = [int(pt["depth"]) for pt in r.get("points") or []]
+    t.points = len(t.depths)
+    t.decided_by = (r.get("fit") or {}).get("decided_by") or ""
+    t.error = r.get("error") or ""
+    return t
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _cells(trials: list[Trial]) -> dict[tuple[str, str, float], list[Trial]]:
+    cells: dict[tuple[str, str, float], list[Trial]] = defaultdict(list)
+    for t in trials:
+        cells[(t.law, t.overhead, t.noise)].append(t)
+    return cells
+
+
+def confusion_markdown(trials: list[Trial]) -> str:
+    """One row per (law, overhead, noise): the verdict counts, the share right (base within 10% for
+    exponentials) and the largest charged time of a check."""
+    head = ["law", "overhead", "noise", *KINDS, "right", "max charged s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    order = {law.name: i for i, law in enumerate(LAWS)}
+    for (law, ovh, noise), ts in sorted(_cells(trials).items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2])):
+        counts = Counter(t.column for t in ts)
+        right = sum(t.right for t in ts)
+        cells = [LAW_BY_NAME[law].label, ovh, f"{noise:g}", *(str(counts[k]) for k in KINDS)]
+        cells += [f"{right}/{len(ts)}", f"{max(t.charged for t in ts):.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary(trials: list[Trial]) -> tuple[list[str], list[str]]:
+    """(summary lines, broken acceptance rules)."""
+    lines, broken = [], []
+    fams: dict[str, list[Trial]] = defaultdict(list)
+    for t in trials:
+        fams[LAW_BY_NAME[t.law].family].append(t)
+        law = LAW_BY_NAME[t.law]
+        if law.family in ("power", "exponential") and t.column == "linear":
+            broken.append(f"{t.law} noise {t.noise:g} {t.overhead} trial {t.trial}: called linear")
+        if law.family == "linear" and t.column in ("superlinear", "exponential"):
+            broken.append(f"{t.law} noise {t.noise:g} {t.overhead} trial {t.trial}: called {t.column}")
+        if t.charged > t.budget:
+            broken.append(f"{t.law} noise {t.noise:g} {t.overhead} trial {t.trial}: charged {t.charged:.1f} s > budget")
+    for fam in ("linear", "mild", "power", "exponential"):
+        for quiet in (True, False):
+            ts = [t for t in fams.get(fam, []) if (t.noise <= 0.15) == quiet]
+            if not ts:
+                continue
+            rate = sum(t.right for t in ts) / len(ts)
+            what = "noise <= 0.15" if quiet else "noise > 0.15"
+            lines.append(f"{fam:12s} {what}: {100 * rate:5.1f}% right ({sum(t.right for t in ts)}/{len(ts)})")
+            if quiet and fam in ("linear", "power", "exponential") and rate < 0.9:
+                broken.append(f"{fam} at noise <= 0.15: {100 * rate:.1f}% right (< 90%)")
+    exps = [t for t in trials if LAW_BY_NAME[t.law].family == "exponential" and t.column == "exponential"]
+    if exps:
+        within = sum(t.right for t in exps)
+        lines.append(f"exponential verdicts with the base within 10%: {within}/{len(exps)}")
+    charged = sorted(t.charged / t.budget for t in trials)
+    if charged:
+        lines.append(
+            f"charged time / budget: median {charged[len(charged) // 2]:.2f}, max {charged[-1]:.2f}; "
+            f"points killed at the timeout: {sum(t.killed for t in trials)}"
+        )
+        walls = sorted(t.wall for t in trials)
+        lines.append(f"real wall per check: median {walls[len(walls) // 2]:.1f} s, max {walls[-1]:.1f} s")
+    return lines, broken
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=30)
-    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for README)")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=2, help="checks at once (at most 2 on this machine)")
+    ap.add_argument("--budget", type=float, default=60.0, help="--budget of each check")
+    ap.add_argument("--laws", default=",".join(law.name for law in LAWS))
+    ap.add_argument("--noise", default=",".join(f"{n:g}" for n in NOISE))
+    ap.add_argument("--overhead", default=",".join(OVERHEAD))
+    ap.add_argument("--markdown", metavar="PATH", help="write the confusion matrix as Markdown ('-': stdout)")
+    ap.add_argument("--out", metavar="PATH", help="save every trial as JSON")
+    ap.add_argument("--from-json", metavar="PATH", help="tables of a saved run (no checks)")
+    ap.add_argument("--replay", nargs=4, metavar=("LAW", "NOISE", "OVERHEAD", "TRIAL"), help="one trial, verbose")
+    ap.add_argument("--save-report", metavar="PATH", default="", help="--replay: write the check's JSON report")
     args = ap.parse_args(argv)
-    rng = np.random.default_rng(20261201)
-    t0 = time.perf_counter()
-    rows, broken = [], []
-    for name, (expected, law, schedule) in LAWS.items():
-        for sigma in NOISE:
-            counts = Counter(trial(law, schedule, sigma, rng, seed) for seed in range(args.trials))
-            rows.append((name, expected, sigma, counts))
-            broken += [f"{name} at noise {sigma}: {v}" for v in violations(expected, counts)]
-    sep = " | " if args.markdown else "  "
-    head = ["law", "expected", "noise", *KINDS]
-    if args.markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
+    if args.replay:
+        STARTUP[0] = startup_seconds()
+        law, noise, ovh, k = args.replay
+        t = run_trial(law, float(noise), ovh, int(k), args.budget, verbose=True, save=args.save_report)
+        print(json.dumps(asdict(t), indent=1))
+        return 0
+    t0 = time.monotonic()
+    if not args.from_json:
+        STARTUP[0] = startup_seconds()
+        print(f"start-up and imports: {STARTUP[0]:.2f} s (not charged)", file=sys.stderr)
+    if args.from_json:
+        trials = [Trial(**d) for d in json.loads(Path(args.from_json).read_text())["trials"]]
     else:
-        print(f"{'law':20s}{'expected':13s}{'noise':>6s}  " + "  ".join(f"{k:>12s}" for k in KINDS))
-    for name, expected, sigma, counts in rows:
-        cells = [str(counts[k]) for k in KINDS]
-        if args.markdown:
-            print("| " + sep.join([name, expected, f"{sigma:g}", *cells]) + " |")
-        else:
-            print(f"{name:20s}{expected:13s}{sigma:6g}  " + "  ".join(f"{c:>12s}" for c in cells))
-    n = len(rows) * args.trials
-    print(f"\n{n} trials in {time.perf_counter() - t0:.1f} s; {args.trials} per cell, 5 repeats per depth")
-    for b in broken:
+        grid = [
+            (law, float(n), ovh, k)
+            for law in args.laws.split(",")
+            for n in args.noise.split(",")
+            for ovh in args.overhead.split(",")
+            for k in range(args.trials)
+        ]
+        done = 0
+
+        def one(cell: tuple[str, float, str, int]) -> Trial:
+            nonlocal done
+            t = run_trial(*cell, args.budget)
+            done += 1
+            if done % 20 == 0 or done == len(grid):
+                print(f"  {done}/{len(grid)} checks, {time.monotonic() - t0:.0f} s", file=sys.stderr)
+            return t
+
+        with ThreadPoolExecutor(max_workers=max(1, min(args.jobs, 2))) as pool:
+            trials = list(pool.map(one, grid))
+        if args.out:
+            saved = {"argv": sys.argv, "startup_seconds": STARTUP[0], "trials": [asdict(t) for t in trials]}
+            Path(args.out).write_text(json.dumps(saved, indent=0))
+    table = confusion_markdown(trials)
+    lines, broken = summary(trials)
+    if args.markdown == "-":
+        print(table)
+    elif args.markdown:
+        Path(args.markdown).write_text(table + "\n")
+    else:
+        print(table)
+    print()
+    for line in lines:
+        print(line)
+    print(f"{len(trials)} checks in {time.monotonic() - t0:.0f} s")
+    for b in broken[:40]:
         print("BROKEN:", b)
+    if len(broken) > 40:
+        print(f"BROKEN: ... {len(broken) - 40} more")
     return 1 if broken else 0
 
 
