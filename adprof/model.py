@@ -7,6 +7,7 @@ layers share (cost phases, counter sums, seconds). Layer 0: imports nothing of a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -135,6 +136,41 @@ class Fit:
     curve_depths: list[float] = field(default_factory=list)  # the deciding model's curve, for plots
     curve_values: list[float] = field(default_factory=list)
     reason: str = ""  # inconclusive: why, and the remedy ("raise --cap", "add depths")
+    # How the noisy reading chose between the power law and the exponential (time fits; see MODEL_CHOICES):
+    model_choice: str = ""  # the evidence that decided the family ("" for exact readings)
+    ic_delta: float | None = None  # AICc(power) - AICc(exponential): > 0 favours the exponential
+    holdout_depths: list[int] = field(default_factory=list)  # the deepest depths each family predicted unseen
+    holdout_errors: dict[str, float] = field(default_factory=dict)  # family -> rms |ln(predicted/measured)| there
+    grid_edge: list[str] = field(default_factory=list)  # families whose best parameter is pinned at a grid end
+    depth_weights: list[float] = field(default_factory=list)  # per fitted depth (mean 1): noisy or off-model: less
+    #: The deciding model may predict deeper depths (the schedule's cap prediction): it fits, is not pinned at a
+    #: grid edge, and its interval is closed at the top. False: it predicts nothing.
+    predicts: bool = False
+
+
+#: Evidence that chose the family of a noisy reading (``Fit.model_choice``), as the evidence line names it.
+CHOICE_AGREE = "information criterion and out-of-sample prediction"
+CHOICE_IC = "information criterion"
+CHOICE_HOLDOUT = "out-of-sample prediction of the deepest depths"
+CHOICE_EDGE = "the other family pinned at its grid edge"
+CHOICE_DEFAULT = "no evidence against a power law"
+CHOICE_CONFLICT = "conflicting evidence"
+MODEL_CHOICES = (CHOICE_AGREE, CHOICE_IC, CHOICE_HOLDOUT, CHOICE_EDGE, CHOICE_DEFAULT, CHOICE_CONFLICT)
+
+
+def model_cost(fit: Fit, depth: float) -> float | None:
+    """The deciding model's cost at ``depth`` (None without a fitted model; inf past float range)."""
+    if not fit.depths or fit.overhead is None or fit.scale is None:
+        return None
+    a, c, d_max = fit.overhead, fit.scale, float(max(fit.depths))
+    try:
+        if fit.model == "a + c*b^d" and fit.base:
+            return a + c * math.exp(math.log(fit.base) * (depth - d_max))
+        if fit.model == "a + c*d^p" and fit.exponent is not None:
+            return a + c * (max(depth, 0.0) / d_max) ** fit.exponent
+    except OverflowError:
+        return math.inf
+    return a + c
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import Any
 from adprof import model
 from adprof.analysis import explain
 from adprof.analysis.costs import (
+    assess_series,
     deciding_fits,
     metric_names,
     metric_value,
@@ -58,6 +59,7 @@ __all__ = [
     "Structure",
     "Verdict",
     "amortization",
+    "assess_series",
     "classify",
     "cost_phases",
     "counter_value",

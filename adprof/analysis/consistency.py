@@ -37,8 +37,9 @@ def _slope(v_hi: float, v_lo: float, d: float, h: float) -> float | None:
     return math.log(v_hi / v_lo) / math.log(d / h)
 
 
-def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit: Fit, exact: bool) -> None:
-    """The measured halving ratio and tail exponent must be what the deciding model implies."""
+def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit: Fit, exact: bool) -> bool:
+    """The measured halving ratio and tail exponent must be what the deciding model implies; True when the
+    model misfits the tail so that the reading changes (the fit is then inconclusive)."""
     pair = halving_pair(d.tolist())
     at = dict(zip(d.tolist(), v.tolist(), strict=True))
     if pair is not None:
@@ -48,7 +49,7 @@ def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit
     if len(d) >= 2:
         fit.tail_exponent = _slope(v[-1], v[-2], d[-1], d[-2])
     if fit.kind == "inconclusive" or fit.overhead is None or fit.scale is None:
-        return
+        return False
     cost_at = model_at(fit)
     if pair is not None:
         fit.model_halving_ratio = _doubling(cost_at(hd), cost_at(hh), hd, hh)
@@ -76,10 +77,11 @@ def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit
             misfit.append(f"tail exponent {fit.tail_exponent:.2f} measured vs {fit.model_tail_exponent:.2f}")
             contradicts |= band(fit.tail_exponent) != band(fit.model_tail_exponent)
     if not misfit or exact:
-        return
+        return False
     if not contradicts:
         fit.notes.append("the model deviates at the tail, within the same reading: " + "; ".join(misfit))
-        return
+        return False
     fit.notes.append(f"the {fit.kind} model misfits the tail: " + "; ".join(misfit))
     fit.kind = "inconclusive"
     fit.reason = "the fitted model does not reproduce the deepest points (" + "; ".join(misfit) + "): add depths"
+    return True

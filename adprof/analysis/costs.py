@@ -136,6 +136,15 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
     return max(then / now, 1.0), interval_text(fit) or fit.model
 
 
+def assess_series(series: Series, full: bool = False) -> Fit | None:
+    """The deciding time fit of a series (the time schedule's view of it): ``full`` with the bootstrap, as the
+    verdict will be; else the point estimate with its profile interval. None when a counter or a
+    deterministic metric decides instead."""
+    phases = phases_of(series)
+    counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases, quick=not full)
+    return time_fit if source == "time" else None
+
+
 def next_depth(depths: list[int]) -> int | None:
     """The depth a schedule of these depths would measure next (unit steps, or the same ratio)."""
     if len(depths) < 2:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from adprof.analysis.choice import choice_text
 from adprof.analysis.costs import next_depth
 from adprof.analysis.growth import halving_reading, interval_text, predict
 from adprof.model import COUNTER_KEYS, Fit, Series, Verdict
@@ -82,10 +83,24 @@ def dominant_counter(series: Series, phases: tuple[str, ...]) -> tuple[str | Non
     return None, None
 
 
+def describe_choice(fit: Fit) -> str | None:
+    """The model-choice line of a noisy reading: which family, over which, on what evidence."""
+    if fit.source != "time" or not fit.model_choice:
+        return None
+    family = "exponential" if fit.model == "a + c*b^d" else "power"
+    line = "model: " + choice_text(fit.model_choice, family, fit.ic_delta, fit.holdout_errors)
+    if fit.grid_edge:
+        line += f"; pinned at its grid edge: {', '.join(fit.grid_edge)}"
+    return line
+
+
 def fit_evidence(v: Verdict, series: Series, fit: Fit, label: str, call0_note: str) -> None:
     """The deciding fit's lines (and the key ones among them), its notes, and its prediction."""
     v.evidence.append(describe_fit(fit, label))
     v.evidence.append(decided_by(fit, series, label))
+    choice = describe_choice(fit)
+    if choice:
+        v.evidence.append(choice)
     halving = describe_halving(fit)
     if call0_note:
         v.evidence.append(call0_note)

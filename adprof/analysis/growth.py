@@ -7,13 +7,16 @@ Two readings, chosen by how trustworthy the numbers are:
   per-layer ratio ``g = (m_{i+1}/m_i)^(1/Δx)`` and the local power ``ln(m_{i+1}/m_i) / ln(x_{i+1}/x_i)``
   (0 for a linear total, p-1 for d^p, rising ≈ x·ln b under b^d). The interval is the spread of those
   local readings over the tail (the data have no noise; the spread says how far they have converged).
-* **noisy** (time): each depth's value is a robust statistic of its repeats (the lower quartile:
+* **noisy** (time): each depth's value is a robust statistic of its repeats (the lower decile:
   interference only ever slows a run). Two models with a fixed overhead, ``a + c·d^p`` and
-  ``a + c·b^d`` (a, c ≥ 0), are fitted by least squares on *relative* residuals (the same space for
-  both, so their errors compare), profiled over p and b on fine grids. The better model decides; the
-  interval of its parameter is a bootstrap over the repeats of each depth (or over the fit's residuals
-  when a depth has fewer than three repeats). With fewer than five depths the overhead cannot be told
-  from the growth and the models are fitted without it.
+  ``a + c·b^d`` (a, c ≥ 0), are fitted by weighted least squares on *relative* residuals (the same
+  space for both, so their errors compare), profiled over p and b on fine grids; a depth whose repeats
+  scatter weighs less (inverse bootstrap variance), and one far off both models too (Huber). The family
+  is chosen on evidence that tells them apart (:mod:`~adprof.analysis.choice`: a grid edge, the
+  information criterion, out-of-sample prediction of the deepest depths; ``Fit.model_choice`` says
+  which); the interval of its parameter is a bootstrap over the repeats of each depth (over the fit's
+  residuals for a depth with fewer than three repeats), widened to the profile likelihood. With fewer
+  than five depths the overhead cannot be told from the growth and the models are fitted without it.
 
 Then the decision is checked against its own evidence: the measured depth-halving ratio and tail
 exponent must be what the deciding model implies (within the noise), else the series is
@@ -36,10 +39,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, band, power_kind
+from adprof.analysis.choice import EXP_MIN_BASE
 from adprof.analysis.consistency import check_consistency, halving_pair
 from adprof.analysis.marginal import EMERGING_RATE, EXACT_EXP_RATIO, RISE_RATE, TAIL, marginal_curve, marginal_reading
 from adprof.analysis.models import BOOTSTRAP, CONFIDENCE, Observation, lower_quartile, predict
-from adprof.analysis.noisy import EXP_MIN_BASE, FLAT_SHARE, OVERHEAD_POINTS, noisy_reading
+from adprof.analysis.noisy import FLAT_SHARE, OVERHEAD_POINTS, noisy_reading
 from adprof.model import Fit
 
 __all__ = [
@@ -69,7 +73,7 @@ __all__ = [
 ]
 
 MIN_POINTS = 3  # fewer exact depths: inconclusive
-STATISTIC = "lower quartile"
+STATISTIC = "lower decile"
 
 
 def halving_reading(fit: Fit) -> str:
@@ -140,8 +144,8 @@ def fit_growth(
     fit.censored_depths = [int(o.depth) for o in bounds]
     fit.censored_values = [max(o.repeats) for o in bounds]
     reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap)
-    if len(d):
-        check_consistency(d, v, reps, fit, exact)
+    if len(d) and check_consistency(d, v, reps, fit, exact):
+        fit.predicts = False  # a model that misses the deepest points predicts nothing deeper
     if fit.depths:
         _use_censored(fit)
     _curve(fit)

@@ -10,21 +10,34 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from adprof.model import Fit
+from adprof.model import Fit, model_cost
 
 BOOTSTRAP = 200
 CONFIDENCE = 0.95
 
-_P_GRID = np.linspace(0.0, 8.0, 1601)
-_LOG_B_GRID = np.linspace(0.0, math.log(100.0), 1201)
+P_MAX = 8.0  # the power law's grid of exponents: [0, P_MAX]
+B_MAX = 100.0  # the exponential's grid of bases: [1, B_MAX]
+_P_GRID = np.linspace(0.0, P_MAX, 1601)
+_LOG_B_GRID = np.linspace(0.0, math.log(B_MAX), 1201)
 # the bootstrap refits on coarser grids (interval ends to about ±0.01 in p and ±0.6% in b)
 _COARSE = {"power": _P_GRID[::2], "exponential": _LOG_B_GRID[::3]}
 _FINE = {"power": _P_GRID, "exponential": _LOG_B_GRID}
 
 
+#: The per-depth statistic of time repeats: a low percentile, since interference only ever slows a run and a
+#: preempted call on a loaded machine costs several times an undisturbed one (the lower decile).
+STAT_PERCENTILE = 10
+HUBER_K = 1.345  # robust refits: residuals beyond this many robust scales get weight k·s/|r|
+
+
 def lower_quartile(xs: Sequence[float]) -> float:
     """The lower quartile (25th percentile, linear interpolation) of ``xs``."""
     return float(np.percentile(np.asarray(xs, float), 25))
+
+
+def low_statistic(xs: Sequence[float]) -> float:
+    """The per-depth statistic of repeats (:data:`STAT_PERCENTILE`, linear interpolation)."""
+    return float(np.percentile(np.asarray(xs, float), STAT_PERCENTILE))
 
 
 @dataclass
@@ -37,7 +50,7 @@ class Observation:
 
     @property
     def value(self) -> float:
-        return self.repeats[0] if len(self.repeats) == 1 else lower_quartile(self.repeats)
+        return self.repeats[0] if len(self.repeats) == 1 else low_statistic(self.repeats)
 
 
 @dataclass
@@ -64,18 +77,24 @@ def _features(family: str, d: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return np.exp(grid[:, None] * (d[None, :] - d_max))
 
 
-def _grid_fits(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, ...]:
-    """Least squares of ``a + c·x`` on relative residuals for every grid row and every replicate.
+def _grid_fits(y: np.ndarray, x: np.ndarray, overhead: bool, w: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Weighted least squares of ``a + c·x`` on relative residuals for every grid row and every replicate.
 
-    y: (B, n) replicates; x: (G, n) features. Minimizes Σ (a/y + c·x/y - 1)² with a, c ≥ 0 (closed form;
-    the boundary cases by one-parameter fits). Returns (sse, which, a2, c2, c_only, a_only): the profile
-    (B, G) and what :func:`profile` needs to read the best row's coefficients.
+    y: (B, n) replicates; x: (G, n) features; w: (n,) weights (mean 1; None: all 1). Minimizes
+    Σ w·(a/y + c·x/y - 1)² with a, c ≥ 0 (closed form; the boundary cases by one-parameter fits). Returns
+    (sse, which, a2, c2, c_only, a_only): the profile (B, G) and what :func:`profile` needs to read the best
+    row's coefficients.
     """
-    u = 1.0 / y[:, None, :]  # (B, 1, n)
-    v = x[None, :, :] * u  # (B, G, n)
-    n = y.shape[1]
-    suu, su = np.sum(u * u, -1), np.sum(u, -1)  # (B, 1)
-    suv, svv, sv = np.sum(u * v, -1), np.sum(v * v, -1), np.sum(v, -1)  # (B, G)
+    u = 1.0 / y  # (B, n); the growing part's column is v = x·u, never formed as (B, G, n): three products
+    n = y.shape[1] if w is None else float(np.sum(w))
+    u2 = u * u
+    if w is not None:
+        u2, uw = u2 * w, u * w
+    else:
+        uw = u
+    suu, su = np.sum(u2, -1, keepdims=True), np.sum(uw, -1, keepdims=True)  # (B, 1)
+    # einsum without optimize: its own loops, not BLAS (whose threads crawl on a loaded 2-core machine)
+    suv, svv, sv = (np.einsum("bn,gn->bg", a, b) for a, b in ((u2, x), (u2, x * x), (uw, x)))  # (B, G)
     with np.errstate(divide="ignore", invalid="ignore"):
         c_only = np.where(svv > 0, sv / svv, 0.0)
         sse_c = n - c_only * sv  # a = 0
@@ -97,9 +116,11 @@ def _grid_fits(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray
     return sse, which, a2, c2, c_only, a_only
 
 
-def profile(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def profile(
+    y: np.ndarray, x: np.ndarray, overhead: bool, w: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The best grid row of :func:`_grid_fits` per replicate: (best grid index, a, c, sse), each (B,)."""
-    sse, which, a2, c2, c_only, a_only = _grid_fits(y, x, overhead)
+    sse, which, a2, c2, c_only, a_only = _grid_fits(y, x, overhead, w)
     best = np.argmin(sse, axis=1)  # (B,)
     rows = np.arange(y.shape[0])
     w = which[rows, best]
@@ -108,9 +129,12 @@ def profile(y: np.ndarray, x: np.ndarray, overhead: bool) -> tuple[np.ndarray, n
     return best, a, c, np.maximum(sse[rows, best], 0.0)
 
 
-def fit_family(family: str, d: np.ndarray, ys: np.ndarray, overhead: bool, coarse: bool = False) -> list[ModelFit]:
+def fit_family(
+    family: str, d: np.ndarray, ys: np.ndarray, overhead: bool, coarse: bool = False, w: np.ndarray | None = None
+) -> list[ModelFit]:
+    """The best fit of ``family`` to each replicate row of ``ys`` (weights ``w`` per depth, None: equal)."""
     grid = (_COARSE if coarse else _FINE)[family]
-    best, a, c, sse = profile(ys, _features(family, d, grid), overhead)
+    best, a, c, sse = profile(ys, _features(family, d, grid), overhead, w)
     params = grid if family == "power" else np.exp(grid)
     return [
         ModelFit(family, float(params[b]), float(ai), float(ci), float(si))
@@ -118,7 +142,9 @@ def fit_family(family: str, d: np.ndarray, ys: np.ndarray, overhead: bool, coars
     ]
 
 
-def profile_interval(family: str, d: np.ndarray, v: np.ndarray, overhead: bool) -> tuple[float, float]:
+def profile_interval(
+    family: str, d: np.ndarray, v: np.ndarray, overhead: bool, w: np.ndarray | None = None
+) -> tuple[float, float]:
     """Profile-likelihood interval of p (or b): the grid values whose SSE is within F(1, n-k; 95%)·s² of
     the best, with s² the residual variance of the best fit on its n-k degrees of freedom (the F quantile,
     not χ², because s² is itself estimated from few depths: 18.5 for 5 depths, 6.0 for 9). Unlike a
@@ -127,7 +153,7 @@ def profile_interval(family: str, d: np.ndarray, v: np.ndarray, overhead: bool) 
     from scipy.stats import f as f_dist  # imported on first use (scipy.stats costs ~0.4 s to import)
 
     grid = _FINE[family]
-    curve = _grid_fits(v[None, :], _features(family, d, grid), overhead)[0][0]
+    curve = _grid_fits(v[None, :], _features(family, d, grid), overhead, w)[0][0]
     k = 3 if overhead else 2
     dof = max(len(d) - k, 1)
     s2 = max(float(curve.min()), 1e-12) / dof
@@ -151,22 +177,64 @@ def constant_fits(v: np.ndarray, sse_model: float, overhead: bool) -> bool:
     return stat < float(f_dist.ppf(CONFIDENCE, extra, dof))
 
 
-def replicates(obs: list[Observation], fitted: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, str]:
-    """(B, n) bootstrap replicates of the per-depth statistic, and how they were drawn."""
+def _resampled(o: Observation, rng: np.random.Generator, b: int = BOOTSTRAP) -> np.ndarray:
+    """(b,) bootstrap replicates of one depth's statistic, resampling its repeats."""
+    r = np.asarray(o.repeats, float)
+    return np.percentile(r[rng.integers(0, len(r), size=(b, len(r)))], STAT_PERCENTILE, axis=1)
+
+
+def replicates(
+    obs: list[Observation], fitted: np.ndarray, rng: np.random.Generator, w: np.ndarray | None = None
+) -> tuple[np.ndarray, str]:
+    """(B, n) bootstrap replicates of the per-depth statistic, and how they were drawn: a depth with three
+    repeats or more resamples its repeats; the others the fit's (weighted) residuals."""
     y = np.array([o.value for o in obs])
-    if all(len(o.repeats) >= 3 for o in obs):
-        reps = np.empty((BOOTSTRAP, len(obs)))
-        for j, o in enumerate(obs):
-            r = np.asarray(o.repeats, float)
-            draw = r[rng.integers(0, len(r), size=(BOOTSTRAP, len(r)))]
-            reps[:, j] = np.percentile(draw, 25, axis=1)
-        return reps, f"bootstrap over the repeats of each depth, {BOOTSTRAP} resamples"
-    resid = np.log(y / fitted)
-    resid = resid - resid.mean()
     k = len(obs)
-    infl = math.sqrt(k / max(k - 3, 1))
-    draw = resid[rng.integers(0, k, size=(BOOTSTRAP, k))] * infl
-    return fitted[None, :] * np.exp(draw), f"bootstrap over the fit's residuals, {BOOTSTRAP} resamples"
+    own = [len(o.repeats) >= 3 for o in obs]
+    reps = np.empty((BOOTSTRAP, k))
+    if not all(own):
+        resid = np.log(y / fitted)
+        ww = np.ones(k) if w is None else w
+        resid = (resid - np.average(resid, weights=ww)) * np.sqrt(np.minimum(ww, 1.0))
+        infl = math.sqrt(k / max(k - 3, 1))
+        draw = resid[rng.integers(0, k, size=(BOOTSTRAP, k))] * infl
+        reps[:] = fitted[None, :] * np.exp(draw)
+    for j, o in enumerate(obs):
+        if own[j]:
+            reps[:, j] = _resampled(o, rng)
+    if all(own):
+        return reps, f"bootstrap over the repeats of each depth, {BOOTSTRAP} resamples"
+    if any(own):
+        return reps, f"bootstrap over the repeats (depths with 3 or more) and the residuals, {BOOTSTRAP} resamples"
+    return reps, f"bootstrap over the fit's residuals, {BOOTSTRAP} resamples"
+
+
+def depth_weights(obs: list[Observation], rng: np.random.Generator) -> np.ndarray:
+    """Inverse-variance weights of the depths (mean 1): the bootstrap variance of each depth's log statistic
+    over its repeats (three or more), shrunk towards the median variance (depths with fewer repeats get it),
+    so that a depth whose repeats scatter (calls preempted on a loaded machine) counts less than one whose
+    repeats agree. All 1 when no depth has three repeats."""
+    var = np.full(len(obs), np.nan)
+    for j, o in enumerate(obs):
+        if len(o.repeats) >= 3 and min(o.repeats) > 0:
+            var[j] = float(np.var(np.log(_resampled(o, rng, 100))))
+    if np.all(np.isnan(var)):
+        return np.ones(len(obs))
+    med = float(np.nanmedian(var))
+    var = np.where(np.isnan(var), med, var)
+    w = 1.0 / (var + max(med, 1e-6))
+    return w / w.mean()
+
+
+def robust_weights(y: np.ndarray, fitted: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Huber weights of the log residuals (robust scale: 1.4826 x their median absolute value): a depth far off
+    the model (an allocator or cache step that every repeat shows) pulls the fit less."""
+    r = np.log(np.maximum(y, 1e-300) / np.maximum(fitted, 1e-300))
+    s = 1.4826 * float(np.median(np.abs(r - np.average(r, weights=w))))
+    if s <= 1e-9:
+        return np.ones_like(y)
+    a = np.abs(r) / (HUBER_K * s)
+    return np.where(a <= 1.0, 1.0, 1.0 / np.maximum(a, 1e-12))
 
 
 def model_at(fit: Fit):
@@ -182,9 +250,4 @@ def model_at(fit: Fit):
 
 def predict(fit: Fit, depth: float) -> float | None:
     """The deciding model's total cost at ``depth`` (None without a fitted model)."""
-    if not fit.depths or fit.overhead is None or fit.scale is None:
-        return None
-    try:
-        return float(model_at(fit)(float(depth)))
-    except OverflowError:
-        return math.inf
+    return model_cost(fit, float(depth))

@@ -6,24 +6,28 @@ from __future__ import annotations
 import numpy as np
 
 from adprof.analysis.bands import SUPERLINEAR_MIN, band, power_kind
+from adprof.analysis.choice import EXP_MIN_BASE, Choice, choose_family
 from adprof.analysis.models import (
+    B_MAX,
     CONFIDENCE,
+    P_MAX,
     ModelFit,
     Observation,
     constant_fits,
+    depth_weights,
     fit_family,
     profile_interval,
     replicates,
+    robust_weights,
 )
 from adprof.model import Fit
 
-EXP_MIN_BASE = 1.05  # an exponential model below this base does not decide (it is a power law in disguise)
 FLAT_SHARE = 0.05  # growing part below this share of the deepest value: no measurable growth
 OVERHEAD_POINTS = 5  # from this many depths the fixed overhead is fitted
 
 
 def _prefers_exponential(ex: ModelFit, pw: ModelFit, eps: float) -> bool:
-    return ex.sse + eps < 0.5 * (pw.sse + eps)
+    return ex.sse + eps < pw.sse + eps
 
 
 def _is_flat(chosen: ModelFit) -> bool:
@@ -83,6 +87,64 @@ def _power_reading(
             fit.reason += ": add depths (raise --cap) or repeats"
 
 
+def _record_choice(fit: Fit, choice: Choice) -> None:
+    fit.model_choice, fit.ic_delta = choice.evidence, choice.ic_delta
+    fit.holdout_depths, fit.holdout_errors, fit.grid_edge = choice.holdout_depths, choice.holdout_errors, choice.edge
+
+
+def _undecided_family(fit: Fit, chosen: ModelFit, choice: Choice) -> None:
+    """Neither family: both pinned at their grid edges, or the criterion and the deepest depths disagree."""
+    fit.overhead, fit.scale = chosen.overhead, chosen.scale
+    if chosen.family == "exponential":
+        fit.model, fit.base = "a + c*b^d", chosen.param
+    else:
+        fit.model, fit.exponent = "a + c*d^p", chosen.param
+    fit.kind = "inconclusive"
+    if len(choice.edge) == 2:
+        fit.reason = "the cost grows faster than both model families' grids (d^8, x100/layer): add depths between"
+    else:
+        ic = "the exponential" if (choice.ic_delta or 0) > 0 else "the power law"
+        ho = "the power law" if ic == "the exponential" else "the exponential"
+        fit.reason = (
+            f"the information criterion prefers {ic} but {ho} predicts the deepest depths better: add depths "
+            "(raise --cap) or repeats"
+        )
+    fit.interval_method = "no interval (no family decides)"
+
+
+ROBUST_ROUNDS = 2
+
+
+def _weighted_fits(
+    obs: list[Observation], d: np.ndarray, v: np.ndarray, overhead: bool, rng: np.random.Generator, fit: Fit
+) -> tuple[np.ndarray, ModelFit, ModelFit]:
+    """Both families fitted with the depths' weights: inverse variance of each depth's statistic (repeats that
+    scatter count less), then Huber reweighting of depths far off the model; a depth is discounted only when
+    it is far off both families (a depth that one family misses is evidence between them)."""
+    w = depth_weights(obs, rng)
+    dmax = float(d.max())
+    wc = w
+    for k in range(ROBUST_ROUNDS + 1):  # the reweighting rounds on the coarse grids, the last fits on the fine
+        last = k == ROBUST_ROUNDS
+        pw = fit_family("power", d, v[None, :], overhead, coarse=not last, w=wc)[0]
+        ex = fit_family("exponential", d, v[None, :], overhead, coarse=not last, w=wc)[0]
+        if last:
+            break
+        rw = np.maximum(robust_weights(v, pw(d, dmax), w), robust_weights(v, ex(d, dmax), w))
+        if k == 0 and rw.min() >= 1.0:  # no depth far off both models: the plain weights stand
+            wc = w
+            pw = fit_family("power", d, v[None, :], overhead, w=wc)[0]
+            ex = fit_family("exponential", d, v[None, :], overhead, w=wc)[0]
+            break
+        wc = w * rw
+        wc = wc / wc.mean()
+    low = [int(x) for x, r in zip(d, wc / np.maximum(w, 1e-12), strict=True) if r < 0.5]
+    if low:
+        fit.notes.append(f"depths {', '.join(map(str, low))} are far off the model: robust fit, weighted down")
+    fit.depth_weights = [float(x) for x in wc]
+    return wc, pw, ex
+
+
 def noisy_reading(
     obs: list[Observation], d: np.ndarray, v: np.ndarray, fit: Fit, seed: int, bootstrap: bool = True
 ) -> np.ndarray | None:
@@ -93,24 +155,31 @@ def noisy_reading(
     overhead = len(d) >= OVERHEAD_POINTS
     if not overhead:
         fit.notes.append(f"{len(d)} depths: fitted without a fixed overhead (needs {OVERHEAD_POINTS})")
-    pw = fit_family("power", d, v[None, :], overhead)[0]
-    ex = fit_family("exponential", d, v[None, :], overhead)[0]
-    eps = 1e-6 * len(d)
-    exp_wins = _prefers_exponential(ex, pw, eps) and ex.param >= EXP_MIN_BASE
+    rng = np.random.default_rng(seed)
+    w, pw, ex = _weighted_fits(obs, d, v, overhead, rng, fit)
+    choice = choose_family(d, v, pw, ex, w)
+    _record_choice(fit, choice)
+    if choice.family is None:
+        _undecided_family(fit, pw if pw.sse <= ex.sse else ex, choice)
+        return None
+    exp_wins = choice.family == "exponential"
     chosen = ex if exp_wins else pw
+    plo, phi = profile_interval(chosen.family, d, v, overhead, w)
     if not bootstrap:
         _point_estimate(chosen, exp_wins, fit)
+        fit.interval_method += "; profile interval [" + f"{plo:.3g}, {phi:.3g}]"
+        fit.predicts = phi < (B_MAX * (1 - 1e-9) if exp_wins else P_MAX - 1e-9)
         return None
-    rng = np.random.default_rng(seed)
-    reps, how = replicates(obs, chosen(d, float(d.max())), rng)
-    boot_p = fit_family("power", d, reps, overhead, coarse=True)
-    boot_e = fit_family("exponential", d, reps, overhead, coarse=True)
+    eps = 1e-6 * len(d)
+    reps, how = replicates(obs, chosen(d, float(d.max())), rng, w)
+    boot_p = fit_family("power", d, reps, overhead, coarse=True, w=w)
+    boot_e = fit_family("exponential", d, reps, overhead, coarse=True, w=w)
     prefer_exp = np.mean([_prefers_exponential(e, p, eps) for e, p in zip(boot_e, boot_p, strict=True)])
     fit.overhead, fit.scale = chosen.overhead, chosen.scale
-    plo, phi = profile_interval(chosen.family, d, v, overhead)
     fit.interval_method = how + " and the profile likelihood (the wider of the two)"
     if exp_wins:
         _exponential_reading(fit, chosen, boot_e, prefer_exp, plo, phi)
     else:
         _power_reading(fit, chosen, boot_p, plo, phi, v, overhead)
+    fit.predicts = fit.interval is not None and fit.interval[1] < (B_MAX * (1 - 1e-9) if exp_wins else P_MAX - 1e-9)
     return reps

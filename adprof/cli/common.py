@@ -207,9 +207,10 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     kw.setdefault("jobs", args.jobs)
-    from adprof.analysis.classify import predicted_growth
+    from adprof.analysis.classify import assess_series, predicted_growth
 
     kw.setdefault("predictor", predicted_growth)
+    kw.setdefault("assess", assess_series)
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 

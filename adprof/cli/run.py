@@ -22,6 +22,7 @@ from adprof.backends import BACKEND_PROFILES
 from adprof.chain import KNOWN_MODES, parse_target
 from adprof.cli.common import UsageError, backends_arg, csv_list, environment
 from adprof.measure import MeasureConfig, Measured, SeriesSpec, Worker, list_chains, measure_all
+from adprof.measure.schedule import geometric_depths
 from adprof.model import Report, Series
 from adprof.report import analyze_structures, build_report
 
@@ -90,7 +91,7 @@ def plan_series(
             use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
                 notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
-            depths = None if known_profiles else _time_only_depths(m.get("depths"))
+            time_range = None if known_profiles else time_only_range(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
                     specs.append(
@@ -103,7 +104,7 @@ def plan_series(
                             max_depth=max(m.get("depths") or [8]),
                             declared_reuse=m.get("reuse"),
                             params=dict(m.get("params") or {}),
-                            depths=depths,
+                            time_range=time_range,
                         )
                     )
     return specs
@@ -114,24 +115,20 @@ def plan_series(
 TIME_ONLY_SPAN = (8, 128)
 
 
-def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
-    """``lo, lo*step, ...`` (rounded, distinct) up to ``hi``."""
-    out, d = [], float(lo)
-    while round(d) <= hi:
-        out.append(int(round(d)))
-        d *= step
-    return tuple(sorted(set(out)))
-
-
-def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
-    """Denser depths for time-only series (2^(1/3) steps, 13 depths over a 16x range: more points for the fit
-    and its interval) over the
-    chain's own range when it spans >= 8x (deep chains), else :data:`TIME_ONLY_SPAN`; then one doubling
-    beyond, which the cap prediction stops when it would be too slow."""
+def time_only_range(declared: Sequence[int] | None) -> tuple[int, int]:
+    """The depth range of a time-only backend's series: the chain's own when it spans >= 8x (deep chains),
+    else :data:`TIME_ONLY_SPAN`; then one doubling beyond, which the cap stops when it would be too slow.
+    A deterministic metric that decides gets 2^(1/3) steps over it (13 depths over a 16x range); time gets
+    the time schedule (:mod:`adprof.measure.time_schedule`)."""
     lo, hi = TIME_ONLY_SPAN
     if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
         lo, hi = min(declared), max(declared)
-    return geometric_depths(lo, 2 * hi, step=2 ** (1 / 3))
+    return lo, 2 * hi
+
+
+def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
+    """The 2^(1/3) steps over :func:`time_only_range` (what a deterministic metric gets)."""
+    return geometric_depths(*time_only_range(declared), step=2 ** (1 / 3))
 
 
 class _Progress:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP, DEFAULT_COUNTER_BUDGET
-from adprof.model import Series
+from adprof.model import Fit, Series
 
 DEFAULT_BUDGET = 60.0
 DEFAULT_TIMEOUT_FACTOR = 4.0
@@ -33,6 +33,9 @@ class MeasureConfig:
     #: The deciding model's growth to a depth (the caller injects the analysis; measure does not import it):
     #: ``predictor(series, depth) -> (cost ratio depth/deepest, model figure) | None``.
     predictor: Callable[[Series, int], tuple[float, str] | None] | None = field(default=None, repr=False, compare=False)
+    #: The deciding time fit of a series, for the time schedule (``assess(series, full)``; ``full``: with the
+    #: bootstrap, as the verdict will be; else the point estimate and profile interval): None when it has none.
+    assess: Callable[[Series, bool], Fit | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def deadline(self) -> float | None:

@@ -36,6 +36,15 @@ def halving_depths(max_depth: int, above: int) -> list[int]:
     return sorted(set(out))
 
 
+def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
+    """``lo, lo*step, ...`` (rounded, distinct) up to ``hi``."""
+    out, d = [], float(lo)
+    while round(d) <= hi:
+        out.append(int(round(d)))
+        d *= step
+    return tuple(sorted(set(out)))
+
+
 class Schedule:
     """Decides the next depth from the points so far (adaptive, unit steps, or explicit)."""
 

@@ -23,8 +23,21 @@ from adprof.constants import DEFAULT_CALLS
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
-from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
-from adprof.model import Point, Series, cost_phases, fmt_seconds
+from adprof.measure.schedule import UNIT_UNTIL, Schedule, geometric_depths, over_cap, point_cost, predict_next
+from adprof.measure.time_schedule import (
+    MAX_KILLS,
+    MAX_PASSES,
+    MAX_POINTS,
+    MIN_PASSES,
+    SWEEP,
+    Frontier,
+    Step,
+    TimeSchedule,
+    point_seconds,
+    settled,
+    time_decided,
+)
+from adprof.model import Fit, Point, Series, cost_phases, fmt_seconds
 
 MIN_CALLS = 3
 RUNAWAY_FACTOR = 20.0  # a point killed by the budget after 20x its predicted time is a runaway
@@ -46,6 +59,10 @@ class SeriesSpec:
     depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
     cmd: CommandSettings | None = None  # a --cmd series: points run the program (measure/cmd_points.py)
     deciding_metrics: tuple[str, ...] = ()  # Series.deciding_metrics of the measured series
+    #: (lo, hi) of a backend measured on time only (no counters): time-decided series are scheduled over it
+    #: by :class:`~adprof.measure.time_schedule.TimeSchedule`; series a deterministic metric decides get the
+    #: geometric depths of that range (2^(1/3) steps). None: 1..max_depth, adaptive.
+    time_range: tuple[int, int] | None = None
 
     @property
     def label(self) -> str:
@@ -113,19 +130,35 @@ class _SeriesRun:
         self.allowance, self.hard_deadline, self.status = allowance, hard_deadline, status
         self.start = time.monotonic()
         self.walls: list[float] = [p.extra["wall_seconds"] for p in series.points if "wall_seconds" in p.extra]
+        #: Seconds the points reported beyond their wall time (a program that reports its costs rather than
+        #: spending them, as the accuracy benchmark's): the budget charges a point the larger of the two.
+        self.unspent = sum(
+            max(0.0, point_cost(p.times, spec.mode, p.extra.get("calls") or cfg.calls) - w)
+            for p in series.points
+            if (w := p.extra.get("wall_seconds")) is not None
+        )
         self.calls = cfg.calls
         self.cap_s = f"{cfg.cap:g} s cap"
+        self.post_seconds = 0.0  # kept for classifying this series after it (the time schedule measures it)
 
     def say(self, text: str) -> None:
         if self.status is not None:
             self.status(text)
+
+    def left(self) -> float:
+        """Seconds left of this series' share, charging each point the larger of its wall time and its cost
+        (less what the verdict's fit will take, when the time schedule has measured that)."""
+        return self.allowance - (time.monotonic() - self.start) - self.unspent - self.post_seconds
+
+    def deadline_passed(self) -> bool:
+        return self.hard_deadline is not None and time.monotonic() + self.unspent >= self.hard_deadline
 
     def stop_before(self, depth: int, last: int, exponential: bool) -> str | None:
         """Why the point at ``depth`` is not run (predicted over the cap or the budget), else None.
 
         May lower ``self.calls`` (eager) so that the point fits in what is left of the share."""
         cfg, points = self.cfg, self.series.points
-        left = self.allowance - (time.monotonic() - self.start)
+        left = self.left()
         try:
             pred = predict_next(points, depth, exponential)
         except OverflowError:  # a growth extrapolated over a huge depth step: far past any cap
@@ -149,7 +182,7 @@ class _SeriesRun:
             return (
                 f"stopped after depth {last}: next point (depth {depth}) predicted{how} {ph} {said} {rel} {self.cap_s}"
             )
-        if self.hard_deadline is not None and time.monotonic() >= self.hard_deadline:
+        if self.deadline_passed():
             return f"stopped after depth {last}: the budget ran out"
         if left <= 0:
             return f"stopped after depth {last}: this series' budget share ({self.allowance:.1f} s) is used up"
@@ -177,8 +210,43 @@ class _SeriesRun:
             )
         return None
 
-    def measure(self, depth: int, last: int | None) -> bool:
-        """Measure the point at ``depth``; False when the series ends here (stopped or failed)."""
+    def budget_stop(self, step: Step, top: int) -> str | None:
+        """Why the time schedule's next point is not run (the budget), else None."""
+        if self.deadline_passed():
+            return f"stopped after depth {top}: the budget ran out"
+        left = self.left()
+        if left <= 0:
+            return f"stopped after depth {top}: this series' budget share ({self.allowance:.1f} s) is used up"
+        est = self._charged_estimate(step)
+        if est > left:
+            return (
+                f"stopped after depth {top}: next point (depth {step.depth}) predicted "
+                f"{fmt_seconds(est, 0)} > {fmt_seconds(max(left, 0), 0)} left of this series' budget share"
+            )
+        return None
+
+    def _charged_estimate(self, step: Step) -> float:
+        """Seconds the budget will be charged for ``step``: the nearest measured point's, scaled by its cost."""
+        mode = self.spec.mode
+        best: tuple[float, float, float, float] | None = None  # (distance, overhead, cost, seconds)
+        for p in self.series.points:
+            wall, secs = p.extra.get("wall_seconds"), point_seconds(p, mode)
+            if wall is None or not secs or p.extra.get("censored"):
+                continue
+            cost = point_cost(p.times, mode, p.extra.get("calls") or self.calls)
+            dist = abs(math.log(step.depth / max(p.depth, 1)))
+            if best is None or dist < best[0]:
+                best = (dist, max(0.0, wall - cost), cost, secs)
+        if best is None:
+            return 0.0
+        _, overhead, cost, secs = best
+        scale = (step.expected / secs) if step.expected is not None and math.isfinite(step.expected) else 1.0
+        return overhead + cost * max(scale, 0.0) if math.isfinite(scale) else math.inf
+
+    def measure(self, depth: int, last: int | None, stop_at_cap: bool = True) -> bool:
+        """Measure the point at ``depth``; False when the series ends here (stopped or failed).
+
+        ``stop_at_cap``: a point over the cap stops the series (else the schedule sees it and stops deepening)."""
         spec, cfg = self.spec, self.cfg
         if spec.mode == "eager" and not self.series.points:  # nothing known yet: the default calls at most
             self.calls = min(self.calls, DEFAULT_CALLS)
@@ -219,9 +287,10 @@ class _SeriesRun:
             return False
         pt = point_from_dict(ans["point"])
         pt.extra["wall_seconds"] = self.walls[-1]
+        self.unspent += max(0.0, point_cost(pt.times, spec.mode, pt.extra.get("calls") or self.calls) - self.walls[-1])
         self.series.points.append(pt)
         oc = over_cap(pt, cfg.cap)
-        if oc is not None:
+        if oc is not None and stop_at_cap:
             self.series.stopped = f"stopped after depth {depth}: {oc[0]} {fmt_seconds(oc[1], 0)} > {self.cap_s}"
             return False
         return True
@@ -297,6 +366,85 @@ class _SeriesRun:
             series.error = msg if msg.startswith("depth") else f"depth {depth}: {msg}"
 
 
+def _time_stop_text(front: Frontier, series: Series, fit: Fit | None, cap: float) -> str | None:
+    """Why a time-decided series went no deeper, in the words of the exact schedule's stop messages."""
+    top = front.depth
+    if front.reason == "cap":
+        deeper = [p for p in series.points if top is None or p.depth > top]
+        if deeper:
+            p = min(deeper, key=lambda q: q.depth)
+            if p.extra.get("censored"):
+                return None  # the kill or the budget already said why
+            ph, t = max(((k, v) for k, v in p.times.items() if v is not None), key=lambda kv: kv[1])
+            return f"stopped after depth {top}: depth {p.depth} {ph} {fmt_seconds(t, 0)} > {cap:g} s cap"
+        return None
+    if front.reason in ("predicted", "timeout") and front.predicted is not None:
+        said = fmt_seconds(front.predicted, 0) if math.isfinite(front.predicted) else "far"
+        how = (
+            f"by the deciding model ({interval_figure(fit)})"
+            if front.reason == "predicted"
+            else "(steepest local rate)"
+        )
+        limit = f"{cap:g} s cap" if front.reason == "predicted" else "timeout"
+        return f"stopped after depth {top}: next point (depth {(top or 0) + 1}) predicted {how} {said} > the {limit}"
+    return None
+
+
+def interval_figure(fit: Fit | None) -> str:
+    if fit is None:
+        return "?"
+    if fit.model == "a + c*b^d" and fit.base:
+        return f"x{fit.base:.2f}/layer"
+    return f"d^{fit.exponent:.2f}" if fit.exponent is not None else fit.model
+
+
+def _time_range(spec: SeriesSpec, cfg: MeasureConfig) -> tuple[int, int]:
+    hi = cfg.max_depth or spec.max_depth
+    if spec.time_range is not None:
+        lo, top = spec.time_range
+        return lo, min(top, hi) if cfg.max_depth else top
+    return 1, hi
+
+
+def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
+    """The loop of a time-decided series (see :mod:`~adprof.measure.time_schedule`)."""
+    series, cfg = run.series, run.cfg
+    last: Fit | None = None  # the full assessment after the previous pass
+    fit: Fit | None = None
+    depths_fitted = -1  # distinct depths the quick fit saw (repeats wait for the end of their pass)
+    assessed = -1  # points the last full assessment saw
+    while len(series.points) < MAX_POINTS:
+        n_depths = len({p.depth for p in series.points})
+        if cfg.assess is not None and n_depths != depths_fitted:
+            fit, depths_fitted = cfg.assess(series, False), n_depths
+        step = sched.next_step(series.points, fit)
+        if step is None:
+            break
+        done = sched.passes(series.points, fit) if step.why == SWEEP else 0
+        if done and len(series.points) != assessed:  # a pass is complete: has the decision settled?
+            t0 = time.monotonic()
+            full = cfg.assess(series, True) if cfg.assess is not None else None
+            run.post_seconds = 2 * (time.monotonic() - t0) + 0.5  # the verdict's own fit, and rendering
+            assessed, fit = len(series.points), full if full is not None else fit
+            same = full is not None and last is not None and full.kind == last.kind
+            if done >= MAX_PASSES or (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
+                break
+            last = full
+            step = sched.next_step(series.points, fit) or step
+        stop = run.budget_stop(step, max(p.depth for p in series.points))
+        if stop is not None:
+            series.stopped = stop
+            return
+        run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why == SWEEP else ""))
+        if not run.measure(step.depth, series.points[-1].depth, stop_at_cap=False):
+            killed = [p for p in series.points if p.extra.get("killed")]
+            if series.error or not killed or not series.points[-1].extra.get("killed") or len(killed) > MAX_KILLS:
+                return
+            series.stopped = None  # killed at the timeout: the depths below it are measured (bisected) still
+    if series.stopped is None and not series.error:
+        series.stopped = _time_stop_text(sched.frontier(series.points, fit), series, fit, cfg.cap)
+
+
 def run_series(
     spec: SeriesSpec,
     worker: Worker,
@@ -312,14 +460,23 @@ def run_series(
     """
     series = resume if resume is not None else spec.new_series()
     series.stopped = None
-    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
+    explicit = spec.depths or cfg.depths
+    if explicit is None and spec.time_range is not None and not cfg.unit_steps:
+        lo, hi = _time_range(spec, cfg)
+        explicit = geometric_depths(lo, hi, step=2 ** (1 / 3))  # unless time decides (below)
+    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, explicit, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     if spec.cmd is not None:
         worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
+    adaptive = not (spec.depths or cfg.depths or cfg.unit_steps)
     while (depth := sched.next_depth(series.points)) is not None:
         last = series.points[-1].depth if series.points else None
+        if adaptive and series.points and time_decided(series.points[0], spec.mode, series.deciding_metrics):
+            lo, hi = _time_range(spec, cfg)
+            _run_time_series(run, TimeSchedule(lo, hi, spec.mode, cfg.cap, cfg.timeout))
+            return series
         if last is not None:
             stop = run.stop_before(depth, last, exponential=not sched.doubling)
             if stop is not None:

@@ -1,0 +1,327 @@
+"""The depth schedule of a series that time decides (no engine counters, no deterministic metric).
+
+Time is noisy and a program's fixed overhead can hide its growth at small depths, so the schedule of
+exact series (unit steps, then doublings, stopped by a two-point prediction) does not fit it. This one
+is a pure function of the points measured so far and the current fit (:meth:`TimeSchedule.next_step`):
+
+1. **explore / deepen**: doublings from the first depth (the cost is often flat at first: the growth
+   shows once it is several times the first point's), each step as long as a *pessimistic* local
+   extrapolation (the larger of the per-layer rate of the totals and of the marginal cost per layer,
+   which sees an exponential still hidden under an overhead) stays under the kill limit (80% of the
+   timeout), and under the cap by the deciding model's point estimate when that model predicts
+   (``Fit.predicts``: it fits, is not pinned at a grid edge, its interval is closed at the top), else by
+   the pessimistic extrapolation. A step of one layer is always allowed unless a model that predicts
+   puts it over the cap: a prediction the data cannot support never stops a series; the kill at the
+   timeout is the safety net. A point measured over the cap closes the frontier.
+2. **fill**: a step between two measured depths whose cost grew faster than a power law allows (local
+   exponent above :data:`FILL_EXPONENT`, e.g. x86 from 8 to 16), or any step in the growing range once the
+   fit reads exponential, is bisected: exponentials get consecutive depths.
+3. **refine**: gaps wider than :data:`REFINE_RATIO` are bisected (geometrically), deepest first, for
+   enough depths to fit a model with an overhead and bound its parameter.
+4. **sweep**: every depth under the cap is measured again, alternately downwards and upwards, so that a
+   drift of the machine does not look like growth, and each depth gets repeats for a robust statistic.
+   The series loop ends the sweeps once the decision holds over two passes (or at the budget).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from adprof.model import Fit, Point, cost_phases, model_cost, time_value
+
+FILL_EXPONENT = 3.5  # a step whose local power-law exponent passes this is filled in ...
+FILL_RATIO = 3.0  # ... when its cost also grew more than this (a burst of load is at most x2)
+GROWTH_SHARE = 0.1  # informative depths: the growing part's share of the cost >= this x its share at the top
+ANCHORS = 3  # the shallowest depths, always informative (they pin the overhead)
+BASE_SPAN = 1.25  # an exponential's interval hi/lo that settles it (about +-10% around the base)
+MODELS = ("a + c*d^p", "a + c*b^d")
+EMERGE_SHARE = 0.1  # a growing part above this share of the overhead level is measured (below: noise)
+MAX_KILLS = 2  # points killed at the timeout before a time-decided series stops (each bisects below it)
+REFINE_RATIO = 2 ** (1 / 3)  # refined spacing (3 depths per doubling)
+KILL_SHARE = 0.8  # steps stay pessimistically under this share of the timeout
+PREDICT_MARGIN = 1.2  # a model's prediction within 20 % of the cap counts as over it (timing noise)
+MIN_PASSES = 2  # measurements per depth before a decision may end the sweeps
+MAX_PASSES = 6
+MAX_POINTS = 240  # points per series at most (a program of microseconds would otherwise sweep for ever)
+
+EXPLORE, DEEPEN, FILL, REFINE, SWEEP = "explore", "deepen", "fill", "refine", "sweep"
+
+
+@dataclass
+class Step:
+    """The next point of a time-decided series: its depth, why, and the cost it is expected to take."""
+
+    depth: int
+    why: str  # EXPLORE | DEEPEN | FILL | REFINE | SWEEP
+    expected: float | None = None  # seconds of its cost phases (measured there before, or extrapolated)
+
+
+@dataclass
+class Frontier:
+    """Why deepening ended (``None`` fields: it has not)."""
+
+    depth: int | None = None  # the deepest depth measured under the cap
+    reason: str = ""  # "cap" | "predicted" | "timeout" | "max-depth" | "" (still deepening)
+    predicted: float | None = None  # the prediction that ended it
+
+
+def point_seconds(point: Point, mode: str) -> float | None:
+    """The classified cost of a point (its mode's cost phases, or the process for a command without phases)."""
+    v = time_value(point, cost_phases(mode))
+    if v is None:
+        v = point.times.get("process")
+    return v
+
+
+def time_decided(point: Point, mode: str, deciding_metrics: Sequence[str]) -> bool:
+    """True when time decides this series: the point has no counters and no deciding metric on its cost phases."""
+    phases = (*cost_phases(mode), "process")
+    if any(isinstance(point.counters.get(ph), dict) and point.counters[ph] for ph in phases):
+        return False
+    return not any(name in point.metrics.get(ph, {}) for ph in phases for name in deciding_metrics)
+
+
+def by_depth(points: Sequence[Point], mode: str, cap: float) -> tuple[dict[int, list[float]], set[int], bool]:
+    """Costs per depth of the exact points, the depths whose every measurement has a phase over ``cap``, and
+    whether a point was censored."""
+    costs: dict[int, list[float]] = {}
+    fits: set[int] = set()  # depths measured under the cap at least once
+    over: set[int] = set()
+    censored = False
+    for p in points:
+        if p.extra.get("censored"):
+            censored = True
+            over.add(p.depth)
+            continue
+        v = point_seconds(p, mode)
+        if v is None:
+            continue
+        costs.setdefault(p.depth, []).append(v)
+        if any(t > cap for t in p.times.values() if t is not None):
+            over.add(p.depth)
+        else:
+            fits.add(p.depth)
+    return costs, over - fits, censored
+
+
+class TimeSchedule:
+    """Depths for a time-decided series from ``lo`` up to ``hi`` (see the module docstring)."""
+
+    def __init__(self, lo: int, hi: int, mode: str, cap: float, timeout: float) -> None:
+        self.lo, self.hi = max(1, int(lo)), max(1, int(hi))
+        self.mode, self.cap, self.timeout = mode, cap, timeout
+        self.share = 1.0  # the largest phase's time over the classified cost (the cap applies per phase)
+
+    # -- what was measured ------------------------------------------------------------------------------
+    def _by_depth(self, points: Sequence[Point]) -> tuple[dict[int, list[float]], set[int], bool]:
+        """Costs per depth of the exact points, the depths over the cap (every measurement of them), and whether
+        a point was censored (killed, or stopped by the budget: deepening ends there)."""
+        return by_depth(points, self.mode, self.cap)
+
+    # -- predictions ------------------------------------------------------------------------------------
+    @staticmethod
+    def pessimistic(depths: list[int], low: list[float], x: int) -> float:
+        """An extrapolation to ``x`` that errs high: the steepest per-layer rate, over the deepest depths, of the
+        totals, of the marginal cost per layer, and of the growing part above the overhead level (which sees an
+        exponential still hidden under an overhead); one point: quadratic growth."""
+        top, v = depths[-1], low[-1]
+        if len(depths) < 2:
+            return v * (x / top) ** 2
+        rates = [1.0]
+        for dj, vj in zip(depths[-4:-1], low[-4:-1], strict=True):  # the top against each of the three before
+            if vj > 0 and v > vj:
+                rates.append((v / vj) ** (1.0 / (top - dj)))
+        if len(depths) >= 3:
+            (d0, d1), (v0, v1) = depths[-3:-1], low[-3:-1]
+            m1, m2 = (v1 - v0) / (d1 - d0), (v - v1) / (top - d1)
+            if m1 > 0 and m2 > 0:
+                rates.append((m2 / m1) ** (2.0 / (top - d0)))
+        r = min(max(rates), 50.0)
+        base = overhead_level(low)
+        g, g_rate = v - base, 1.0
+        for dj, vj in zip(depths[-4:-1], low[-4:-1], strict=True):
+            gj = vj - base
+            if gj > EMERGE_SHARE * base and g > gj:
+                g_rate = max(g_rate, (g / gj) ** (1.0 / (top - dj)))
+        try:
+            return max(v * r ** (x - top), base + max(g, 0.0) * min(g_rate, 50.0) ** (x - top))
+        except OverflowError:
+            return math.inf
+
+    def _ok(self, x: int, pess: float, fit: Fit | None) -> bool:
+        """A step to ``x`` that the cap allows: by the deciding model's point estimate when it predicts (the
+        pessimistic extrapolation then only has to stay well under the timeout), else by the extrapolation."""
+        limit = self.cap_cost / PREDICT_MARGIN
+        if fit is not None and fit.predicts:
+            m = model_cost(fit, x)
+            return m is not None and m <= limit and pess <= min(KILL_SHARE * self.timeout, 2 * self.cap)
+        return pess <= limit
+
+    # -- the next step ----------------------------------------------------------------------------------
+    @property
+    def cap_cost(self) -> float:
+        """The cost (the classified phases' seconds) at which the largest phase reaches the cap."""
+        return self.cap / max(self.share, 1e-9)
+
+    def frontier(self, points: Sequence[Point], fit: Fit | None) -> Frontier:
+        """Where deepening stands: the deepest depth under the cap and why it ended, if it did."""
+        self.share = phase_share(points, self.mode)
+        costs, over, censored = self._by_depth(points)
+        under = sorted(d for d in costs if d not in over)
+        if not under:
+            return Frontier(None, "cap" if over else "")
+        top = under[-1]
+        if censored or any(d > top for d in over):
+            return Frontier(top, "cap")
+        if top >= self.hi:
+            return Frontier(top, "max-depth")
+        low = [min(costs[d]) for d in under]
+        pess = self.pessimistic(under, low, top + 1)
+        if fit is not None and fit.predicts:
+            m = model_cost(fit, top + 1)
+            if m is not None and m * PREDICT_MARGIN > self.cap_cost:
+                return Frontier(top, "predicted", m * self.share)
+        if pess > KILL_SHARE * self.timeout:
+            return Frontier(top, "timeout", pess)
+        return Frontier(top, "")
+
+    def next_step(self, points: Sequence[Point], fit: Fit | None) -> Step | None:
+        """The next point to measure (None: nothing left; the series loop decides when sweeps end)."""
+        costs, over, _ = self._by_depth(points)
+        if not costs and not over:
+            return Step(self.lo, EXPLORE)
+        self.share = phase_share(points, self.mode)
+        under = sorted(d for d in costs if d not in over)
+        if not under:
+            return None
+        low = [min(costs[d]) for d in under]
+        front = self.frontier(points, fit)
+        if not front.reason:
+            step = self._deepen(under, low, fit)
+            if step is not None:
+                return step
+        keep = informative(under, fit)
+        return (
+            self._fill(under, low, fit)
+            or self._below(under, low, over)
+            or self._refine(under, low, keep)
+            or self._sweep(costs, keep)
+        )
+
+    @staticmethod
+    def _below(under: list[int], low: list[float], over: set[int]) -> Step | None:
+        """Bisect the step from the deepest depth under the cap to the first depth over it (measured, or killed
+        at the timeout), while it is wider than REFINE_RATIO: the deepest depths decide the most."""
+        top = under[-1]
+        above = [d for d in over if d > top]
+        if not above:
+            return None
+        c = min(above)
+        if c - top >= 2 and c / top > REFINE_RATIO * 1.001:
+            return Step((top + c) // 2, FILL, None)
+        return None
+
+    def _deepen(self, under: list[int], low: list[float], fit: Fit | None) -> Step | None:
+        top = under[-1]
+        if len(under) >= 2 and top - under[-2] >= 2:
+            base = overhead_level(low)
+            g_top, g_prev = low[-1] - base, low[-2] - base
+            if g_top > EMERGE_SHARE * base and g_prev <= EMERGE_SHARE * base:
+                # the growth has just emerged above the overhead: its rate is not measured yet, and an exponential
+                # hidden under the overhead would pass any cap one doubling later: bisect the step first
+                return Step((under[-2] + top) // 2, FILL, math.sqrt(low[-2] * low[-1]))
+        why = EXPLORE if low[-1] < 8 * low[0] else DEEPEN
+        for x in range(min(2 * top, self.hi), top, -1):
+            pess = self.pessimistic(under, low, x)
+            if self._ok(x, pess, fit) or (x == top + 1 and pess <= KILL_SHARE * self.timeout):
+                m = model_cost(fit, x) if fit is not None and fit.predicts else None
+                return Step(x, why, max(m, pess) if m is not None else pess)
+        return None
+
+    @staticmethod
+    def _fill(under: list[int], low: list[float], fit: Fit | None) -> Step | None:
+        """Bisect the deepest step that grew faster than a power law allows (or any growing step under an
+        exponential reading)."""
+        exponential = fit is not None and fit.model == "a + c*b^d" and fit.kind == "exponential"
+        floor = min(low)
+        for i in range(len(under) - 1, 0, -1):
+            d1, d2, v1, v2 = under[i - 1], under[i], low[i - 1], low[i]
+            if d2 - d1 < 2 or v1 <= 0 or v2 <= 0:
+                continue
+            steep = v2 / v1 > FILL_RATIO and math.log(v2 / v1) / math.log(d2 / d1) > FILL_EXPONENT
+            if steep or (exponential and v2 > 1.1 * floor):
+                return Step((d1 + d2) // 2, FILL, math.sqrt(v1 * v2))
+        return None
+
+    @staticmethod
+    def _refine(under: list[int], low: list[float], keep: set[int]) -> Step | None:
+        """Bisect (geometrically) the deepest gap wider than REFINE_RATIO where the growth shows."""
+        for i in range(len(under) - 1, 0, -1):
+            d1, d2 = under[i - 1], under[i]
+            if d2 in keep and d2 - d1 >= 2 and d2 / d1 > REFINE_RATIO * 1.001:
+                mid = min(max(int(round(math.sqrt(d1 * d2))), d1 + 1), d2 - 1)
+                return Step(mid, REFINE, math.sqrt(low[i - 1] * low[i]))
+        return None
+
+    @staticmethod
+    def _sweep(costs: dict[int, list[float]], keep: set[int]) -> Step | None:
+        """The next depth of the current pass over the informative depths: odd passes downwards, even upwards."""
+        eligible = sorted(keep)
+        if not eligible:
+            return None
+        counts = {d: len(costs[d]) for d in eligible}
+        k = min(counts.values())
+        todo = [d for d in eligible if counts[d] == k]
+        d = todo[-1] if k % 2 == 1 else todo[0]
+        return Step(d, SWEEP, sorted(costs[d])[len(costs[d]) // 2])
+
+    def passes(self, points: Sequence[Point], fit: Fit | None) -> int:
+        """Measurements per informative depth when they all have the same number (a finished pass), else 0."""
+        costs, over, _ = self._by_depth(points)
+        under = sorted(d for d in costs if d not in over)
+        counts = {len(costs[d]) for d in informative(under, fit)}
+        return counts.pop() if len(counts) == 1 else 0
+
+
+def phase_share(points: Sequence[Point], mode: str) -> float:
+    """The largest phase's time over the classified cost, at the deepest measured depths (the cap applies to
+    every phase; the schedule predicts the classified cost)."""
+    shares = []
+    for p in sorted((q for q in points if not q.extra.get("censored")), key=lambda q: -q.depth)[:4]:
+        v = point_seconds(p, mode)
+        big = max((t for t in p.times.values() if t is not None), default=None)
+        if v and big is not None:
+            shares.append(big / v)
+    return max(shares) if shares else 1.0
+
+
+def overhead_level(low: list[float]) -> float:
+    """The cost level before any growth: the least cost of the shallowest depths (depth order)."""
+    return min(low[:ANCHORS])
+
+
+def informative(depths: list[int], fit: Fit | None) -> set[int]:
+    """The depths where the growth shows (its share of the cost at least :data:`GROWTH_SHARE` of its share at
+    the deepest depth) and the shallowest few, which pin the overhead; every depth without a fitted overhead."""
+    if not depths or fit is None or not fit.overhead or not fit.scale or fit.model not in MODELS:
+        return set(depths)
+
+    def share(x: int) -> float:
+        total = model_cost(fit, x)
+        return 0.0 if not total or not math.isfinite(total) else (total - (fit.overhead or 0.0)) / total
+
+    top = share(depths[-1])
+    keep = {d for d in depths if share(d) >= GROWTH_SHARE * top}
+    return keep | set(depths[:ANCHORS])
+
+
+def settled(fit: Fit | None) -> bool:
+    """A decision that more repeats would not sharpen: a reading, and for an exponential a base within
+    about 10% (its interval spans at most :data:`BASE_SPAN`)."""
+    if fit is None or fit.kind in ("inconclusive", "runaway"):
+        return False
+    if fit.kind == "exponential":
+        return bool(fit.interval) and fit.interval[0] > 0 and fit.interval[1] / fit.interval[0] <= BASE_SPAN
+    return True

@@ -1,0 +1,198 @@
+"""The time schedule (adprof.measure.time_schedule) on simulated measurements, and the model choice of the
+noisy reading (adprof.analysis.choice) on generated series (hypothesis).
+
+The schedule is pure (the next depth from the points so far and the current fit), so a loop here drives it
+with a known law and the real analysis (``assess_series``), as the series loop does; the end-to-end runs
+through the CLI are in tests/test_accuracy_cli.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adprof.analysis.costs import assess_series
+from adprof.analysis.growth import fit_growth
+from adprof.measure.time_schedule import (
+    EXPLORE,
+    FILL,
+    REFINE,
+    SWEEP,
+    TimeSchedule,
+    informative,
+    time_decided,
+)
+from adprof.model import CHOICE_EDGE, MODEL_CHOICES, Fit, Point, Series
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("synth_law", ROOT / "benchmarks" / "synth_law.py")
+synth = importlib.util.module_from_spec(_spec)  # the accuracy benchmark's program: its laws and its noise
+_spec.loader.exec_module(synth)  # type: ignore[union-attr]
+
+CAP, TIMEOUT = 1.5, 6.0
+
+
+def _point(depth: int, cost: float) -> Point:
+    return Point(depth=depth, times={"transform": 0.6 * cost, "drop": 0.4 * cost})
+
+
+def _drive(law, a, c, noise=0.0, seed=0, max_points=80, hi=256):
+    """Run the schedule against ``law`` (synth_law's) as the series loop would (no budget): the points, and
+    the largest cost it ever asked for (the kill at the timeout is the safety net, never the plan)."""
+    sched = TimeSchedule(1, hi, "traced", CAP, TIMEOUT)
+    s = Series(chain="synth", backend="cmd", profile=None, mode="traced")
+    rng = random.Random(seed)
+    worst, fit = 0.0, None
+    while len(s.points) < max_points:
+        fit = assess_series(s, False) if len({p.depth for p in s.points}) >= 2 else None
+        step = sched.next_step(s.points, fit)
+        if step is None or step.why in (SWEEP, REFINE):  # deepening and filling are what these tests look at
+            break
+        cost = synth.cost(law, step.depth, a, c) * synth.noise_factor(noise, rng)
+        worst = max(worst, cost)
+        if cost > TIMEOUT:
+            pt = Point(depth=step.depth, times={"transform": TIMEOUT})
+            pt.extra.update(censored=True, killed="killed at the timeout")
+        else:
+            pt = _point(step.depth, cost)
+        s.points.append(pt)
+    return s, worst, sched.frontier(s.points, fit)
+
+
+def test_a_noisy_flat_start_is_explored_by_doublings_to_the_deepest_depth():
+    # the issue's first law: 0.02 + 0.0004·d looked flat at depths 1..8 and stopped on a pinned d^8 model
+    s, worst, front = _drive("linear", 0.02, 0.0004, noise=1.0, seed=3)
+    order = [p.depth for p in s.points]
+    assert order[:4] == [1, 2, 4, 8] and 256 in order, order
+    assert front.reason == "max-depth" and worst < CAP
+
+
+def test_an_exponential_under_an_overhead_is_filled_in_with_consecutive_depths():
+    # the issue's second law: 0.005 + 1e-5·2^d hides under the overhead until depth 8, then x86 by depth 16
+    s, worst, front = _drive("exp2", 0.005, 1e-5, noise=0.15, seed=1)
+    depths = sorted({p.depth for p in s.points})
+    assert set(range(8, max(depths) + 1)) <= set(depths), depths  # consecutive from the jump on
+    assert max(depths) >= 16 and worst < TIMEOUT, (depths, worst)
+    assert front.reason in ("cap", "predicted"), front
+
+
+def test_the_growth_emerging_from_the_overhead_is_bisected_before_the_next_doubling():
+    sched = TimeSchedule(1, 256, "traced", CAP, TIMEOUT)
+    pts = [_point(d, 0.5 + (0.07 if d == 8 else 0.0)) for d in (1, 2, 4, 8)]  # +14% at 8 only
+    step = sched.next_step(pts, None)
+    assert step is not None and step.why == FILL and 4 < step.depth < 8
+
+
+def test_a_model_pinned_at_its_grid_edge_predicts_nothing_and_stops_nothing():
+    pinned = Fit(metric="t", kind="superlinear", model="a + c*d^p", exponent=8.0, overhead=0.0, scale=1.0)
+    pinned.depths, pinned.predicts = [1, 2, 4, 8], False  # d^8: depth 16 would cost 256 s by this model
+    sched = TimeSchedule(1, 256, "traced", CAP, TIMEOUT)
+    pts = [_point(d, 0.02 + 1e-3 * (d == 8)) for d in (1, 2, 4, 8)]
+    assert sched.frontier(pts, pinned).reason == ""
+    step = sched.next_step(pts, pinned)
+    assert step is not None and step.depth > 8 and step.why == EXPLORE
+    pinned.predicts = True  # the same model, were it to fit, would stop the series before depth 9
+    assert sched.frontier(pts, pinned).reason == "predicted"
+
+
+def test_sweeps_alternate_down_and_up_over_the_informative_depths():
+    sched = TimeSchedule(1, 4, "traced", CAP, TIMEOUT)
+    pts = [_point(d, 1e-3 * d) for d in (1, 2, 3, 4)]
+    order = []
+    for _ in range(8):
+        step = sched.next_step(pts, None)
+        assert step is not None and step.why == SWEEP
+        order.append(step.depth)
+        pts.append(_point(step.depth, 1e-3 * step.depth))
+    assert order == [4, 3, 2, 1, 1, 2, 3, 4]
+
+
+def test_repeats_go_where_the_growth_shows_and_to_the_overhead_anchors():
+    fit = Fit(metric="t", kind="superlinear", model="a + c*d^p", exponent=2.0, overhead=1.0, scale=0.2)
+    fit.depths = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    keep = informative(fit.depths, fit)
+    assert {1, 2, 4} <= keep and {128, 256} <= keep and 16 not in keep
+
+
+def test_counters_or_a_deciding_metric_keep_the_exact_schedule():
+    p = _point(1, 1e-3)
+    assert time_decided(p, "traced", ())
+    p.counters["transform"] = {"key_comparisons": 3}
+    assert not time_decided(p, "traced", ())
+    q = _point(1, 1e-3)
+    q.metrics["process"] = {"instructions": 1000}
+    assert not time_decided(q, "traced", ("instructions",)) and time_decided(q, "traced", ())
+
+
+# -- the model choice on generated series ---------------------------------------------------------------------
+
+SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _noisy(law, depths, a, c, noise, repeats, seed):
+    rng = random.Random(seed)
+    return [[synth.cost(law, d, a, c) * synth.noise_factor(noise, rng) for _ in range(repeats)] for d in depths]
+
+
+@SETTINGS
+@given(
+    base=st.sampled_from([1.3, 1.5, 2.0, 3.0]),
+    share=st.sampled_from([0.0, 0.5, 0.9]),
+    noise=st.sampled_from([0.0, 0.15, 1.0]),
+    repeats=st.sampled_from([1, 3]),
+    seed=st.integers(0, 2**16),
+)
+def test_exponentials_are_never_read_linear_and_name_their_base_when_clean(base, share, noise, repeats, seed):
+    top = int(math.log(1000) / math.log(base))  # consecutive depths over a 1000x growth
+    depths = list(range(1, top + 1))
+    grow_top = base**top
+    a = share / (1 - share) * grow_top if share else 0.0
+    fit = fit_growth(depths, _noisy(f"exp{base:g}", depths, a, 1.0, noise, repeats, seed), source="time", seed=seed)
+    assert fit.kind != "linear", (fit.kind, fit.exponent, fit.notes)
+    assert fit.model_choice in MODEL_CHOICES
+    if noise == 0.0:
+        assert fit.kind == "exponential" and fit.base == pytest.approx(base, rel=0.05)
+    if "power" in fit.grid_edge:  # a power law pinned at its grid edge is never the reading
+        assert fit.model != "a + c*d^p" or fit.kind == "inconclusive"
+
+
+@SETTINGS
+@given(
+    law=st.sampled_from(["linear", "p1.5", "p2", "p3"]),
+    share=st.sampled_from([0.0, 0.5, 0.9]),
+    noise=st.sampled_from([0.0, 0.15, 1.0]),
+    repeats=st.sampled_from([1, 3]),
+    seed=st.integers(0, 2**16),
+)
+def test_power_laws_keep_their_family_and_linear_is_never_a_pathology(law, share, noise, repeats, seed):
+    depths = sorted({round(2 ** (k / 3)) for k in range(0, 25)})  # 1..256 in 2^(1/3) steps
+    top = synth.LAWS[law](256)
+    a = share / (1 - share) * top if share else 0.0
+    fit = fit_growth(depths, _noisy(law, depths, a, 1.0, noise, repeats, seed), source="time", seed=seed)
+    if law == "linear":
+        assert fit.kind not in ("superlinear", "exponential"), (fit.kind, fit.exponent, fit.interval)
+    else:
+        assert fit.kind not in ("linear", "exponential"), (law, fit.kind, fit.base, fit.exponent, fit.model_choice)
+    if noise == 0.0 and share == 0.0:
+        p = {"linear": 1.0, "p1.5": 1.5, "p2": 2.0, "p3": 3.0}[law]
+        assert fit.model == "a + c*d^p" and fit.exponent == pytest.approx(p, abs=0.05)
+    if fit.model_choice == CHOICE_EDGE:
+        assert fit.grid_edge  # the evidence it names is there
+
+
+def test_a_predicting_model_is_neither_pinned_nor_open_at_the_top():
+    rng = np.random.default_rng(0)
+    depths = [1, 2, 3, 4, 5, 6, 7, 8]
+    noisy_flat = [0.02 * (1 + 0.3 * rng.random()) for _ in depths]  # noise only: the issue's d^8.00 [0.00, 8.00]
+    fit = fit_growth(depths, noisy_flat, source="time", bootstrap=False)
+    if fit.model == "a + c*d^p" and fit.exponent is not None and fit.exponent >= 7.9:
+        assert not fit.predicts
+    clean = fit_growth(depths, [0.01 + 1e-3 * d**2 for d in depths], source="time", bootstrap=False)
+    assert clean.predicts and clean.kind == "superlinear"
