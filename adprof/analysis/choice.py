@@ -67,7 +67,7 @@ def holdout(d: np.ndarray, v: np.ndarray, w: np.ndarray | None = None) -> tuple[
     overhead = n - h >= 5
     errors: dict[str, float] = {}
     for family in ("power", "exponential"):
-        f = fit_family(family, d[train], v[None, train], overhead, w=None if w is None else w[train])[0]
+        f = fit_family(family, d[train], v[None, train], overhead, coarse=True, w=None if w is None else w[train])[0]
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             pred = f(d[test], float(d[train].max()))
             err = np.log(np.maximum(pred, 1e-300) / v[test])
@@ -117,6 +117,8 @@ def choose_family(d: np.ndarray, v: np.ndarray, pw: ModelFit, ex: ModelFit, w: n
         out.family, out.evidence = "power", CHOICE_EDGE
     else:
         out.family, out.evidence = "power", CHOICE_DEFAULT
+    if out.family in edge:  # a family pinned at its grid edge is the wrong family, never a reading
+        out.family, out.evidence = None, CHOICE_CONFLICT
     return out
 
 

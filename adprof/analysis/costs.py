@@ -77,7 +77,13 @@ def series_values(
 
 
 def fit_cost(
-    series: Series, phases: tuple[str, ...], source: str, name: str = "", seed: int = 0, bootstrap: bool = True
+    series: Series,
+    phases: tuple[str, ...],
+    source: str,
+    name: str = "",
+    seed: int = 0,
+    bootstrap: bool = True,
+    coarse: bool = False,
 ) -> Fit | None:
     d, v, c = series_values(series, phases, source, name)
     if not d:
@@ -99,6 +105,7 @@ def fit_cost(
         clock=clock,
         seed=seed,
         bootstrap=bootstrap,
+        coarse=coarse,
     )
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
@@ -114,7 +121,10 @@ def deciding_fits(
     metric_fits = {n: f for n in metric_names(series, phases) if (f := fit_cost(series, phases, "metric", n))}
     deciding_metric = next((n for n in series.deciding_metrics if n in metric_fits), None)
     time_decides = counter_fit is None and deciding_metric is None
-    time_fit = fit_cost(series, phases, "time", bootstrap=time_decides and not quick)
+    if quick and not time_decides:  # the schedule reads the deciding fit only
+        time_fit = None
+    else:  # the schedule's view of a time fit: coarse grids, no bootstrap
+        time_fit = fit_cost(series, phases, "time", bootstrap=time_decides and not quick, coarse=quick)
     if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)
         return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
     if counter_fit is not None:

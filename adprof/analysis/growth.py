@@ -124,6 +124,7 @@ def fit_growth(
     clock: str = "",
     seed: int = 0,
     bootstrap: bool = True,
+    coarse: bool = False,
 ) -> Fit:
     """Decide the growth of ``values`` against ``depths`` (see the module docstring).
 
@@ -143,7 +144,7 @@ def fit_growth(
     fit.depths, fit.values = [int(x) for x in d], [float(x) for x in v]
     fit.censored_depths = [int(o.depth) for o in bounds]
     fit.censored_values = [max(o.repeats) for o in bounds]
-    reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap)
+    reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap, coarse)
     if len(d) and check_consistency(d, v, reps, fit, exact):
         fit.predicts = False  # a model that misses the deepest points predicts nothing deeper
     if fit.depths:
@@ -168,7 +169,14 @@ def _observations(
 
 
 def _read(
-    obs: list[Observation], d: np.ndarray, v: np.ndarray, fit: Fit, exact: bool, seed: int, bootstrap: bool
+    obs: list[Observation],
+    d: np.ndarray,
+    v: np.ndarray,
+    fit: Fit,
+    exact: bool,
+    seed: int,
+    bootstrap: bool,
+    coarse: bool = False,
 ) -> np.ndarray | None:
     """The deciding reading of the exact (not censored) points; returns the bootstrap replicates, if any."""
     if len(d) >= 3 and np.ptp(v) <= (1e-12 if exact else 0.0) * max(float(np.max(np.abs(v))), 1e-300):
@@ -183,7 +191,7 @@ def _read(
             marginal_curve(d, v, fit)
         fit.interval_method = "spread of the tail's local readings (exact values)"
     else:
-        return noisy_reading(obs, d, v, fit, seed, bootstrap)
+        return noisy_reading(obs, d, v, fit, seed, bootstrap, coarse)
     return None
 
 

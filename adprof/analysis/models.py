@@ -143,7 +143,7 @@ def fit_family(
 
 
 def profile_interval(
-    family: str, d: np.ndarray, v: np.ndarray, overhead: bool, w: np.ndarray | None = None
+    family: str, d: np.ndarray, v: np.ndarray, overhead: bool, w: np.ndarray | None = None, coarse: bool = False
 ) -> tuple[float, float]:
     """Profile-likelihood interval of p (or b): the grid values whose SSE is within F(1, n-k; 95%)·s² of
     the best, with s² the residual variance of the best fit on its n-k degrees of freedom (the F quantile,
@@ -152,7 +152,7 @@ def profile_interval(
     while whole depths are off (a load burst during one point)."""
     from scipy.stats import f as f_dist  # imported on first use (scipy.stats costs ~0.4 s to import)
 
-    grid = _FINE[family]
+    grid = (_COARSE if coarse else _FINE)[family]
     curve = _grid_fits(v[None, :], _features(family, d, grid), overhead, w)[0][0]
     k = 3 if overhead else 2
     dof = max(len(d) - k, 1)

@@ -102,6 +102,12 @@ def _undecided_family(fit: Fit, chosen: ModelFit, choice: Choice) -> None:
     fit.kind = "inconclusive"
     if len(choice.edge) == 2:
         fit.reason = "the cost grows faster than both model families' grids (d^8, x100/layer): add depths between"
+    elif chosen.family in choice.edge or len(choice.edge) == 1:
+        pinned = choice.edge[0]
+        fit.reason = (
+            f"the {'power law' if pinned == 'power' else 'exponential'} is pinned at its grid edge (the family "
+            "is wrong) and the evidence does not choose the other: add depths (raise --cap) or repeats"
+        )
     else:
         ic = "the exponential" if (choice.ic_delta or 0) > 0 else "the power law"
         ho = "the power law" if ic == "the exponential" else "the exponential"
@@ -116,7 +122,13 @@ ROBUST_ROUNDS = 2
 
 
 def _weighted_fits(
-    obs: list[Observation], d: np.ndarray, v: np.ndarray, overhead: bool, rng: np.random.Generator, fit: Fit
+    obs: list[Observation],
+    d: np.ndarray,
+    v: np.ndarray,
+    overhead: bool,
+    rng: np.random.Generator,
+    fit: Fit,
+    coarse: bool = False,
 ) -> tuple[np.ndarray, ModelFit, ModelFit]:
     """Both families fitted with the depths' weights: inverse variance of each depth's statistic (repeats that
     scatter count less), then Huber reweighting of depths far off the model; a depth is discounted only when
@@ -126,15 +138,15 @@ def _weighted_fits(
     wc = w
     for k in range(ROBUST_ROUNDS + 1):  # the reweighting rounds on the coarse grids, the last fits on the fine
         last = k == ROBUST_ROUNDS
-        pw = fit_family("power", d, v[None, :], overhead, coarse=not last, w=wc)[0]
-        ex = fit_family("exponential", d, v[None, :], overhead, coarse=not last, w=wc)[0]
+        pw = fit_family("power", d, v[None, :], overhead, coarse=coarse or not last, w=wc)[0]
+        ex = fit_family("exponential", d, v[None, :], overhead, coarse=coarse or not last, w=wc)[0]
         if last:
             break
         rw = np.maximum(robust_weights(v, pw(d, dmax), w), robust_weights(v, ex(d, dmax), w))
         if k == 0 and rw.min() >= 1.0:  # no depth far off both models: the plain weights stand
             wc = w
-            pw = fit_family("power", d, v[None, :], overhead, w=wc)[0]
-            ex = fit_family("exponential", d, v[None, :], overhead, w=wc)[0]
+            pw = fit_family("power", d, v[None, :], overhead, coarse=coarse, w=wc)[0]
+            ex = fit_family("exponential", d, v[None, :], overhead, coarse=coarse, w=wc)[0]
             break
         wc = w * rw
         wc = wc / wc.mean()
@@ -146,9 +158,16 @@ def _weighted_fits(
 
 
 def noisy_reading(
-    obs: list[Observation], d: np.ndarray, v: np.ndarray, fit: Fit, seed: int, bootstrap: bool = True
+    obs: list[Observation],
+    d: np.ndarray,
+    v: np.ndarray,
+    fit: Fit,
+    seed: int,
+    bootstrap: bool = True,
+    coarse: bool = False,
 ) -> np.ndarray | None:
-    """The model reading of noisy values; returns the bootstrap replicates (for the consistency check)."""
+    """The model reading of noisy values; returns the bootstrap replicates (for the consistency check).
+    ``coarse``: the coarse grids throughout (the schedule's quick view; implies no bootstrap)."""
     if not (v > 0).all():
         fit.kind, fit.reason = "inconclusive", "non-positive times: the clock did not resolve the phase"
         return None
@@ -156,7 +175,7 @@ def noisy_reading(
     if not overhead:
         fit.notes.append(f"{len(d)} depths: fitted without a fixed overhead (needs {OVERHEAD_POINTS})")
     rng = np.random.default_rng(seed)
-    w, pw, ex = _weighted_fits(obs, d, v, overhead, rng, fit)
+    w, pw, ex = _weighted_fits(obs, d, v, overhead, rng, fit, coarse)
     choice = choose_family(d, v, pw, ex, w)
     _record_choice(fit, choice)
     if choice.family is None:
@@ -164,8 +183,8 @@ def noisy_reading(
         return None
     exp_wins = choice.family == "exponential"
     chosen = ex if exp_wins else pw
-    plo, phi = profile_interval(chosen.family, d, v, overhead, w)
-    if not bootstrap:
+    plo, phi = profile_interval(chosen.family, d, v, overhead, w, coarse)
+    if not bootstrap or coarse:
         _point_estimate(chosen, exp_wins, fit)
         fit.interval_method += "; profile interval [" + f"{plo:.3g}, {phi:.3g}]"
         fit.predicts = phi < (B_MAX * (1 - 1e-9) if exp_wins else P_MAX - 1e-9)

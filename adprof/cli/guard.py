@@ -69,6 +69,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
         by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
         for spec in specs:
             spec.depths = args.depths or tuple(by_key[spec.file, spec.chain].get("depths") or ()) or None
+            spec.time_range = None  # a guard's depths never follow the time schedule
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)

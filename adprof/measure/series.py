@@ -42,6 +42,7 @@ from adprof.model import Fit, Point, Series, cost_phases, fmt_seconds
 MIN_CALLS = 3
 RUNAWAY_FACTOR = 20.0  # a point killed by the budget after 20x its predicted time is a runaway
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
+REFIT_AFTER = 3  # time schedule: new depths (not deeper than the deepest) before the quick fit is redone
 
 
 @dataclass
@@ -378,15 +379,12 @@ def _time_stop_text(front: Frontier, series: Series, fit: Fit | None, cap: float
             ph, t = max(((k, v) for k, v in p.times.items() if v is not None), key=lambda kv: kv[1])
             return f"stopped after depth {top}: depth {p.depth} {ph} {fmt_seconds(t, 0)} > {cap:g} s cap"
         return None
-    if front.reason in ("predicted", "timeout") and front.predicted is not None:
+    if front.reason == "predicted" and front.predicted is not None:
         said = fmt_seconds(front.predicted, 0) if math.isfinite(front.predicted) else "far"
-        how = (
-            f"by the deciding model ({interval_figure(fit)})"
-            if front.reason == "predicted"
-            else "(steepest local rate)"
+        return (
+            f"stopped after depth {top}: next point (depth {(top or 0) + 1}) predicted by the deciding model "
+            f"({interval_figure(fit)}) {said} > the {cap:g} s cap"
         )
-        limit = f"{cap:g} s cap" if front.reason == "predicted" else "timeout"
-        return f"stopped after depth {top}: next point (depth {(top or 0) + 1}) predicted {how} {said} > the {limit}"
     return None
 
 
@@ -411,12 +409,12 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
     series, cfg = run.series, run.cfg
     last: Fit | None = None  # the full assessment after the previous pass
     fit: Fit | None = None
-    depths_fitted = -1  # distinct depths the quick fit saw (repeats wait for the end of their pass)
+    fitted: set[int] = set()  # depths the quick fit saw: refit for a deeper depth or a few new ones (not repeats)
     assessed = -1  # points the last full assessment saw
     while len(series.points) < MAX_POINTS:
-        n_depths = len({p.depth for p in series.points})
-        if cfg.assess is not None and n_depths != depths_fitted:
-            fit, depths_fitted = cfg.assess(series, False), n_depths
+        depths = {p.depth for p in series.points}
+        if cfg.assess is not None and (max(depths) > max(fitted, default=0) or len(depths - fitted) >= REFIT_AFTER):
+            fit, fitted = cfg.assess(series, False), depths
         step = sched.next_step(series.points, fit)
         if step is None:
             break
@@ -424,19 +422,20 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         if done and len(series.points) != assessed:  # a pass is complete: has the decision settled?
             t0 = time.monotonic()
             full = cfg.assess(series, True) if cfg.assess is not None else None
-            run.post_seconds = 2 * (time.monotonic() - t0) + 0.5  # the verdict's own fit, and rendering
+            run.post_seconds = 2.5 * (time.monotonic() - t0) + 1.0  # the verdict's own fit, and rendering
             assessed, fit = len(series.points), full if full is not None else fit
             same = full is not None and last is not None and full.kind == last.kind
             if done >= MAX_PASSES or (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
                 break
             last = full
             step = sched.next_step(series.points, fit) or step
-        stop = run.budget_stop(step, max(p.depth for p in series.points))
+        top = max((p.depth for p in series.points if not p.extra.get("censored")), default=step.depth)
+        stop = run.budget_stop(step, top)
         if stop is not None:
             series.stopped = stop
             return
         run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why == SWEEP else ""))
-        if not run.measure(step.depth, series.points[-1].depth, stop_at_cap=False):
+        if not run.measure(step.depth, top, stop_at_cap=False):
             killed = [p for p in series.points if p.extra.get("killed")]
             if series.error or not killed or not series.points[-1].extra.get("killed") or len(killed) > MAX_KILLS:
                 return

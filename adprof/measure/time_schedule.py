@@ -63,7 +63,7 @@ class Frontier:
     """Why deepening ended (``None`` fields: it has not)."""
 
     depth: int | None = None  # the deepest depth measured under the cap
-    reason: str = ""  # "cap" | "predicted" | "timeout" | "max-depth" | "" (still deepening)
+    reason: str = ""  # "cap" | "predicted" | "max-depth" | "" (still deepening)
     predicted: float | None = None  # the prediction that ended it
 
 
@@ -177,14 +177,10 @@ class TimeSchedule:
             return Frontier(top, "cap")
         if top >= self.hi:
             return Frontier(top, "max-depth")
-        low = [min(costs[d]) for d in under]
-        pess = self.pessimistic(under, low, top + 1)
-        if fit is not None and fit.predicts:
+        if fit is not None and fit.predicts:  # only a model that fits stops the deepening (never an extrapolation)
             m = model_cost(fit, top + 1)
             if m is not None and m * PREDICT_MARGIN > self.cap_cost:
                 return Frontier(top, "predicted", m * self.share)
-        if pess > KILL_SHARE * self.timeout:
-            return Frontier(top, "timeout", pess)
         return Frontier(top, "")
 
     def next_step(self, points: Sequence[Point], fit: Fit | None) -> Step | None:
@@ -205,21 +201,26 @@ class TimeSchedule:
         keep = informative(under, fit)
         return (
             self._fill(under, low, fit)
-            or self._below(under, low, over)
+            or self._below(under, low, over, costs)
             or self._refine(under, low, keep)
             or self._sweep(costs, keep)
         )
 
     @staticmethod
-    def _below(under: list[int], low: list[float], over: set[int]) -> Step | None:
+    def _below(under: list[int], low: list[float], over: set[int], costs: dict[int, list[float]]) -> Step | None:
         """Bisect the step from the deepest depth under the cap to the first depth over it (measured, or killed
-        at the timeout), while it is wider than REFINE_RATIO: the deepest depths decide the most."""
+        at the timeout) while it is wider than REFINE_RATIO, or steeper than a power law allows, or ends in a
+        kill: the deepest depths decide the most, and an exponential needs consecutive depths up to the cap."""
         top = under[-1]
         above = [d for d in over if d > top]
         if not above:
             return None
         c = min(above)
-        if c - top >= 2 and c / top > REFINE_RATIO * 1.001:
+        if c - top < 2:
+            return None
+        v1, v2 = low[-1], min(costs.get(c) or [math.inf])
+        steep = v1 > 0 and v2 / v1 > FILL_RATIO and math.log(v2 / v1) / math.log(c / top) > FILL_EXPONENT
+        if c / top > REFINE_RATIO * 1.001 or steep or c not in costs:
             return Step((top + c) // 2, FILL, None)
         return None
 
@@ -235,7 +236,7 @@ class TimeSchedule:
         why = EXPLORE if low[-1] < 8 * low[0] else DEEPEN
         for x in range(min(2 * top, self.hi), top, -1):
             pess = self.pessimistic(under, low, x)
-            if self._ok(x, pess, fit) or (x == top + 1 and pess <= KILL_SHARE * self.timeout):
+            if self._ok(x, pess, fit) or x == top + 1:  # one layer deeper is always allowed (the kill is the net)
                 m = model_cost(fit, x) if fit is not None and fit.predicts else None
                 return Step(x, why, max(m, pess) if m is not None else pess)
         return None
