@@ -143,6 +143,10 @@ class Fit:
     holdout_errors: dict[str, float] = field(default_factory=dict)  # family -> rms |ln(predicted/measured)| there
     grid_edge: list[str] = field(default_factory=list)  # families whose best parameter is pinned at a grid end
     depth_weights: list[float] = field(default_factory=list)  # per fitted depth (mean 1): noisy or off-model: less
+    #: Eager backward: the reading of the calls' CPU time (the interference check); a wall-time pathology it
+    #: does not show makes the fit inconclusive.
+    cpu_kind: str = ""
+    cpu_figure: str = ""
     #: The deciding model may predict deeper depths (the schedule's cap prediction): it fits, is not pinned at a
     #: grid edge, and its interval is closed at the top. False: it predicts nothing.
     predicts: bool = False

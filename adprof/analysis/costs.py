@@ -112,6 +112,38 @@ def fit_cost(
     return fit
 
 
+PATHOLOGY_KINDS = ("exponential", "superlinear", "mild")
+
+
+def cpu_check(series: Series, phases: tuple[str, ...], time_fit: Fit) -> None:
+    """A wall-time pathology that the calls' CPU time does not show is interference, not work: on a loaded
+    machine a call longer than a scheduler slice is preempted, so deep (long) calls slow down more than
+    short ones and time seems to grow superlinearly. Then time cannot decide: ``inconclusive``, saying so.
+    (Eager backward of the peers, whose points carry ``backward_cpu_calls``: the thread's CPU seconds.)"""
+    if time_fit.kind not in PATHOLOGY_KINDS or phases != ("backward",) or series.mode != "eager":
+        return
+    ds, vs, cs = [], [], []
+    for p in series.points:
+        calls = p.extra.get("backward_cpu_calls")
+        if not isinstance(calls, list) or len(calls) < 2:
+            return  # not measured everywhere: no check
+        ds.append(p.depth)
+        vs.append([float(x) for x in calls[1:]])
+        cs.append(bool(p.extra.get("censored", False)))
+    cpu = fit_growth(ds, vs, metric="cpu time: backward", censored=cs, source="time", clock="thread CPU time")
+    time_fit.cpu_kind, time_fit.cpu_figure = cpu.kind, interval_text(cpu)
+    if cpu.kind == time_fit.kind or cpu.kind in PATHOLOGY_KINDS[: PATHOLOGY_KINDS.index(time_fit.kind) + 1]:
+        return
+    time_fit.notes.append(f"the calls' CPU time reads {cpu.kind} {time_fit.cpu_figure}".rstrip())
+    time_fit.kind = "inconclusive"
+    time_fit.predicts = False
+    time_fit.reason = (
+        f"wall time grows as {interval_text(time_fit)} but the calls' CPU time reads {cpu.kind} "
+        f"{time_fit.cpu_figure}: the machine is loaded (calls preempted), so wall time cannot decide; rerun on "
+        "a quieter machine"
+    )
+
+
 def deciding_fits(
     series: Series, phases: tuple[str, ...], quick: bool = False
 ) -> tuple[Fit | None, Fit | None, dict[str, Fit], str]:
@@ -125,6 +157,8 @@ def deciding_fits(
         time_fit = None
     else:  # the schedule's view of a time fit: coarse grids, no bootstrap
         time_fit = fit_cost(series, phases, "time", bootstrap=time_decides and not quick, coarse=quick)
+    if time_decides and not quick and time_fit is not None:
+        cpu_check(series, phases, time_fit)
     if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)
         return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
     if counter_fit is not None:

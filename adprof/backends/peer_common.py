@@ -32,6 +32,7 @@ from adprof.backends.base import (
     no_phase,
     record_metric,
     timed,
+    timed_cpu,
 )
 from adprof.chain import Chain
 from adprof.model import Point
@@ -185,6 +186,7 @@ def measure_eager(
     pt = Point(depth=depth)
     fwd: list[float] = []
     bwd: list[float] = []
+    bwd_cpu: list[float] = []  # the backward calls' CPU seconds (the interference check, adprof.analysis.costs)
     phase = "forward0"
 
     def more() -> bool:
@@ -214,8 +216,9 @@ def measure_eager(
                 pt.extra["value"] = value
             phase = "backward0" if i == 0 else "backward"
             on_phase(phase, i)
-            t, g = timed(lambda x=x, state=state: backward(x, state))
+            t, cpu, g = timed_cpu(lambda x=x, state=state: backward(x, state))
             bwd.append(t)
+            bwd_cpu.append(cpu)
             if i == 0:
                 pt.extra["finite_gradient"] = _all_finite(g)
             del loss, state, g, x
@@ -237,6 +240,7 @@ def measure_eager(
             del loss, state, x
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, eager_summary(pt, fwd, bwd)) from None
+    pt.extra["backward_cpu_calls"] = list(bwd_cpu)
     return eager_summary(pt, fwd, bwd)
 
 
