@@ -67,12 +67,12 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     render_halving(halving_rows(s.points, phases), out, phases)
     if s.mode == "eager" and any("forward" in p.times for p in s.points):
         render_halving(halving_rows(s.points, ("forward",)), out, ("forward",))
-        deep = max((p for p in s.points if not p.extra.get("censored")), key=lambda p: p.depth, default=None)
+        deep = max((p for p in s.points if not p.censored), key=lambda p: p.depth, default=None)
         if deep is not None and "backward0" in deep.times and "backward" in deep.times:
             cache = deep.extra.get("cache", {})
             out.print(
                 f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
-                f"1..{deep.extra.get('calls', 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+                f"1..{(deep.calls or 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
                 f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
                 f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
                 markup=False,

@@ -20,7 +20,15 @@ from adprof.model import (
     counter_totals,
     fmt_seconds,
 )
-from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import (
+    SWEEP_COLUMNS,
+    backend_label,
+    chain_label,
+    depth_reached,
+    fmt_growth,
+    one_line_reason,
+    worst_time_text,
+)
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -34,11 +42,6 @@ VERDICT_STYLE = {
     model.MILD_BACKWARD: "yellow",
     model.RUNAWAY: "bold magenta",
 }
-
-
-#: Verdicts that get a paragraph in the concise report (the others get one line, or only a table row).
-PARAGRAPH = set(model.PATHOLOGIES)
-ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
 
 
 def _t(text: str, style: str = "") -> Text:
@@ -145,14 +148,8 @@ def render_paragraph(result: Result, console: Console) -> None:
 
 def one_line(result: Result) -> Text:
     """Inconclusive, runaway, error and mildly superlinear series: what and why, in one line."""
-    s, v = result.series, result.verdict
-    why = s.error if v.kind == model.ERROR and s.error else None
-    if why is None and v.fit is not None and v.fit.reason:
-        why = v.fit.reason
-    if why is None:
-        why = v.cause or (v.evidence[0] if v.evidence else "")
     line = _head(result)
-    line.append(f": {why}")
+    line.append(f": {one_line_reason(result)}")
     return line
 
 
@@ -170,10 +167,10 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
             render_result_details(r, console)
     else:
         for r in report.results:
-            if r.verdict.kind in PARAGRAPH:
+            if r.verdict.presentation == "paragraph":
                 console.print()
                 render_paragraph(r, console)
-        lines = [r for r in report.results if r.verdict.kind in ONE_LINE]
+        lines = [r for r in report.results if r.verdict.presentation == "line"]
         if lines:
             console.print()
         for r in lines:
@@ -217,7 +214,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
             ratio = f"{tm / prev[p.depth - 1]:.2f}"
         if tm is not None:
             prev[p.depth] = tm
-        depth = f"{p.depth}" + (" (censored)" if p.extra.get("censored") else "")
+        depth = f"{p.depth}" + (" (censored)" if p.censored else "")
         t.add_row(
             depth,
             _count(p.ops.get("value_ops")),
