@@ -243,14 +243,23 @@ class Series:
 
     @property
     def label(self) -> str:
-        """``mul [engine/v08, traced]``: how every message names a series."""
-        return series_label(self.chain, self.backend, self.profile, self.mode)
+        """``powers[k=2] [engine/v08, traced]``: how every message and renderer names a series."""
+        return series_label(self.chain, self.backend, self.profile, self.mode, self.params)
 
 
-def series_label(chain: str, backend: str, profile: str | None, mode: str) -> str:
+def chain_name(chain: str, params: Mapping[str, Any] | None = None) -> str:
+    """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
+    if not params or chain.endswith("]"):
+        return chain
+    return chain + "[" + ",".join(f"{k}={x}" for k, x in params.items()) + "]"
+
+
+def series_label(
+    chain: str, backend: str, profile: str | None, mode: str, params: Mapping[str, Any] | None = None
+) -> str:
     """``chain [backend/profile, mode]`` (no ``/profile`` without one): the one spelling of a series."""
     prof = f"/{profile}" if profile else ""
-    return f"{chain} [{backend}{prof}, {mode}]"
+    return f"{chain_name(chain, params)} [{backend}{prof}, {mode}]"
 
 
 @dataclass
@@ -383,6 +392,8 @@ def fit_figure(fit: Fit, unit: str = "layer") -> str:
 class Result:
     series: Series
     verdict: Verdict
+    #: The depth-halving table of the cost phases (and, in eager mode, of ``forward``): phases -> rows.
+    halving: dict[str, list[HalvingRow]] = field(default_factory=dict)
 
 
 @dataclass

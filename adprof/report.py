@@ -7,9 +7,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adprof.analysis.classify import decide, sweep_table
+from adprof.analysis.halving import halving_rows
 from adprof.analysis.structure import Structure, analyze_recording
 from adprof.constants import EXPONENTIAL_RATIO
-from adprof.model import Report, Result, Series, StopReason, cost_phases, fmt_seconds, time_value
+from adprof.model import (
+    HalvingRow,
+    Report,
+    Result,
+    Series,
+    StopReason,
+    chain_name,
+    cost_phases,
+    fmt_seconds,
+    time_value,
+)
 
 
 def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
@@ -22,6 +33,15 @@ def _structure_of(series: Series, structures: Mapping[Any, Structure]) -> Struct
     if (series.file, series.chain) in structures:
         return structures[(series.file, series.chain)]
     return structures.get(series.chain) if series.file is None else None
+
+
+def halving_tables(series: Series) -> dict[str, list[HalvingRow]]:
+    """The depth-halving rows of a series' cost phases, and of ``forward`` in eager mode (``adprof halve``)."""
+    phases = cost_phases(series.mode)
+    out = {"+".join(phases): halving_rows(series.points, phases)}
+    if series.mode == "eager" and any("forward" in p.times for p in series.points):
+        out["forward"] = halving_rows(series.points, ("forward",))
+    return out
 
 
 def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], notes: Sequence[str]) -> list[str]:
@@ -59,7 +79,10 @@ def build_report(
     """Decide every measured series into a Report (``recordings``: the structure recordings by (file, chain);
     ``trust``: which of a deterministic metric and time decides when they contradict each other)."""
     structures = analyze_structures(recordings)
-    results = [Result(series=s, verdict=decide(s, _structure_of(s, structures), trust=trust)) for s in series]
+    results = [
+        Result(series=s, verdict=decide(s, _structure_of(s, structures), trust=trust), halving=halving_tables(s))
+        for s in series
+    ]
     return Report(
         results=results,
         environment=dict(environment or {}),
@@ -92,9 +115,7 @@ def one_line_reason(result: Result) -> str:
 
 def chain_label(series: Series) -> str:
     """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
-    if not series.params or series.chain.endswith("]"):
-        return series.chain
-    return series.chain + "[" + ",".join(f"{k}={x}" for k, x in series.params.items()) + "]"
+    return chain_name(series.chain, series.params)
 
 
 def backend_label(series: Series) -> str:

@@ -6,7 +6,7 @@ import math
 
 from adprof.analysis.costs import next_depth
 from adprof.analysis.growth import halving_reading, interval_text, predict
-from adprof.model import COUNTER_KEYS, Fit, Series, Verdict
+from adprof.model import Fit, Series, Verdict, counter_totals
 
 
 def fmt_depths(ds: list[int]) -> str:
@@ -64,17 +64,10 @@ def decided_by(fit: Fit, series: Series, label: str) -> str:
 def dominant_counter(series: Series, phases: tuple[str, ...]) -> tuple[str | None, str | None]:
     """The counter that dominates at the deepest point with counters, and an evidence line."""
     for p in sorted(series.points, key=lambda q: q.depth, reverse=True):
-        tot = dict.fromkeys(COUNTER_KEYS, 0.0)
-        found = False
-        for ph in phases:
-            c = p.counters.get(ph)
-            if isinstance(c, dict):
-                found = True
-                for k in COUNTER_KEYS:
-                    tot[k] += float(c.get(k, 0) or 0)
-        s = sum(tot.values())
-        if found and s > 0:
-            top = max(tot, key=tot.get)
+        tot = counter_totals(p.counters, phases)
+        s = sum(tot.values()) if tot is not None else 0.0
+        if tot is not None and s > 0:
+            top = max(tot, key=tot.get)  # type: ignore[arg-type]
             parts = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in tot.items())
             return top, f"at depth {p.depth}: {parts} of {s:,.0f}"
     return None, None

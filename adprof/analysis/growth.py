@@ -37,7 +37,7 @@ import numpy as np
 
 from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, band, power_kind
 from adprof.analysis.consistency import check_consistency, halving_pair
-from adprof.analysis.marginal import EMERGING_RATE, EXACT_EXP_RATIO, RISE_RATE, TAIL, marginal_curve, marginal_reading
+from adprof.analysis.marginal import EMERGING_RATE, RISE_RATE, TAIL, marginal_curve, marginal_reading
 from adprof.analysis.models import BOOTSTRAP, CONFIDENCE, Observation, lower_quartile, predict
 from adprof.analysis.noisy import EXP_MIN_BASE, FLAT_SHARE, OVERHEAD_POINTS, noisy_reading
 from adprof.model import Fit, fit_figure
@@ -46,7 +46,6 @@ __all__ = [
     "BOOTSTRAP",
     "CONFIDENCE",
     "EMERGING_RATE",
-    "EXACT_EXP_RATIO",
     "EXP_MIN_BASE",
     "FLAT_SHARE",
     "LINEAR_MAX",

@@ -44,6 +44,8 @@ from adprof.constants import DEFAULT_CALLS
 from adprof.model import Point, lower_quartile
 
 PhaseCallback = Callable[[str, int | None], None]
+#: What to run when a peer backend's packages are missing (one home: every message says it this way).
+INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
 def describe_type(value: Any) -> str:

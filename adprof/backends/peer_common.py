@@ -23,6 +23,7 @@ from typing import Any
 from adprof.backends.base import (
     CLOCK,
     DEFAULT_CALLS,
+    INSTALL_HINT,
     REPEATS,
     PhaseCallback,
     PointFailure,
@@ -35,8 +36,6 @@ from adprof.backends.base import (
 )
 from adprof.chain import Chain
 from adprof.model import Point, lower_quartile_index
-
-INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:

@@ -69,8 +69,7 @@ def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, ver
             if verbose and not enabled:
                 tail = s.error or s.stopped or ""
                 err.print(
-                    f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
-                    f"{[p.depth for p in s.points]} {tail}",
+                    f"measured {s.label}: depths {[p.depth for p in s.points]} {tail}",
                     markup=False,
                     highlight=False,
                 )

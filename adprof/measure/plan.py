@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adprof import backends as backends_pkg
-from adprof.backends import BACKEND_PROFILES
+from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
 from adprof.chain import KNOWN_MODES, parse_target
 from adprof.measure.client import Worker, list_chains
 from adprof.measure.series import SeriesSpec
@@ -20,14 +19,6 @@ class UsageError(Exception):
 
 def csv_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
-
-
-#: Fallback when ``adprof.backends`` has no ``BACKEND_MODES`` table.
-_BACKEND_MODES: dict[str, tuple[str, ...]] = {
-    "engine": ("traced", "eager"),
-    "jax": ("traced", "compile", "eager"),
-    "torch": ("traced", "eager"),
-}
 
 
 def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | None = None) -> list[dict[str, Any]]:
@@ -62,8 +53,7 @@ def select(value: str | None, known: Sequence[str], what: str, backend: str = ""
 
 def backend_modes(backend: str) -> tuple[str, ...]:
     """Modes a backend can measure (``compile`` only where the backend has it)."""
-    table = getattr(backends_pkg, "BACKEND_MODES", None) or _BACKEND_MODES
-    return tuple(table.get(backend, KNOWN_MODES))
+    return tuple(BACKEND_MODES.get(backend, KNOWN_MODES))
 
 
 def plan_series(

@@ -59,7 +59,7 @@ class SeriesSpec:
 
     @property
     def label(self) -> str:
-        return series_label(self.chain, self.backend, self.profile, self.mode)
+        return series_label(self.chain, self.backend, self.profile, self.mode, self.params)
 
     def new_series(self, **fields: Any) -> Series:
         """An empty :class:`Series` of this spec (``fields``: e.g. ``error`` or ``stopped``)."""

@@ -111,8 +111,8 @@ def sweep_rich_table(results: list[dict]) -> Table | None:
 
 def _head(result: Result) -> Text:
     s, v = result.series, result.verdict
-    head = _t(chain_label(s), "bold")
-    head.append(f" [{backend_label(s)}, {s.mode}]: ", style="bold")
+    head = _t(s.label, "bold")
+    head.append(": ", style="bold")
     head.append(v.kind, style=VERDICT_STYLE.get(v.kind, ""))
     growth = fmt_growth(result)
     if growth != "-":
@@ -202,7 +202,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
     eager = series.mode == "eager"
     main, second = ("backward", "forward") if eager else ("transform", "drop")
     phases = ("backward",) if eager else ("transform", "drop")
-    t = Table(title=escape(f"{series.chain} [{backend_label(series)}, {series.mode}]: per-layer ratios"))
+    t = Table(title=escape(f"{series.label}: per-layer ratios"))
     for col in ("depth", "value ops", f"{main} ms", "ratio", "derivative ops", f"{second} ms",
                 "key comparisons", "lookups"):  # fmt: skip
         t.add_column(col, justify="right")
@@ -248,19 +248,30 @@ def render_halving(rows: Sequence[HalvingRow], console: Console | None = None, p
     return t
 
 
-def render_to_text(report: Report, width: int = 120, verbose: bool = False) -> str:
-    """The console rendering as plain text (no color)."""
-    import io
-
-    buf = io.StringIO()
-    render_report(report, Console(file=buf, width=width, color_system=None), verbose=verbose)
-    return buf.getvalue()
+def render_halving_result(result: Result, console: Console) -> None:
+    """``adprof halve``'s output: the halving tables of the result, the eager call-0/warm line, why it stopped."""
+    s = result.series
+    for phases, rows in result.halving.items():
+        render_halving(rows, console, tuple(phases.split("+")))
+    deep = max((p for p in s.points if not p.censored), key=lambda p: p.depth, default=None)
+    if s.mode == "eager" and deep is not None and "backward0" in deep.times and "backward" in deep.times:
+        cache = deep.extra.get("cache", {})
+        console.print(
+            f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
+            f"1..{(deep.calls or 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+            f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
+            f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
+            markup=False,
+            highlight=False,
+        )
+    if s.stop is not None:
+        console.print(s.stop.text(), markup=False, highlight=False)
 
 
 __all__ = [
+    "render_halving_result",
     "render_report",
     "render_ratio_table",
     "render_halving",
-    "render_to_text",
     "summary_table",
 ]

@@ -105,7 +105,7 @@ def _sweeps(report: Report) -> str:
 
 def _title(r: Result) -> str:
     s = r.series
-    return f"{escape(chain_key(r))} [{escape(backend_label(s))}, {escape(s.mode)}]: {_verdict(r.verdict.kind)}"
+    return f"{escape(s.label)}: {_verdict(r.verdict.kind)}"
 
 
 def _paragraph(i: int, r: Result, plot: str) -> str:

@@ -85,7 +85,7 @@ import dataclasses
 from typing import Any
 
 from adprof.constants import __version__
-from adprof.model import Fit, Point, Report, Result, Series, Stop, Verdict
+from adprof.model import Fit, HalvingRow, Point, Report, Result, Series, Stop, Verdict
 
 SCHEMA = 2
 
@@ -160,6 +160,7 @@ def result_to_json(result: Result) -> dict[str, Any]:
     for k in ("counter_fit", "time_fit", "call0_fit"):
         out[k] = beside[k]
     out["points"] = [dataclasses.asdict(p) for p in s.points]
+    out["halving"] = {k: [dataclasses.asdict(row) for row in rows] for k, rows in result.halving.items()}
     return out
 
 
@@ -209,7 +210,8 @@ def result_from_json(d: dict[str, Any]) -> Result:
         verdict.metric_fits[slot.split(".", 1)[1]] = verdict.fit  # type: ignore[assignment]
     elif slot:
         setattr(verdict, slot, verdict.fit)
-    return Result(series=series, verdict=verdict)
+    halving = {k: [HalvingRow(**row) for row in rows] for k, rows in (d.get("halving") or {}).items()}
+    return Result(series=series, verdict=verdict, halving=halving)
 
 
 def load_report(data: dict[str, Any]) -> Report:
