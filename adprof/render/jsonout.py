@@ -56,17 +56,24 @@ Schema (``schema`` 1; every number is a JSON number or null)::
       ]
     }
 
-``load_report(report_to_json(r)) == r`` (also through ``json.dumps``/``json.loads``). Unknown keys
-are ignored on load, so newer files load in older versions.
+Every other field of Series, Verdict and Report is written under its own name too (``machine``: where
+the series was measured, ``loaded_machine``, the report's ``shard``), and the loader reads the dataclasses
+field by field from their type hints (:func:`adprof.plain.from_plain`), so a field added to the model
+needs no loader change. ``load_report(report_to_json(r)) == r`` (also through ``json.dumps``/
+``json.loads``). Unknown keys are ignored on load; a file of another ``schema`` is refused
+(:class:`SchemaError`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from typing import Any
 
 from adprof.constants import __version__
-from adprof.model import Fit, Point, Report, Result, Series, Verdict
+from adprof.model import Fit, Report, Result, Series, Verdict
+from adprof.plain import PlainError, from_plain, to_plain
 
 SCHEMA = 1
 
@@ -91,13 +98,6 @@ _SERIES_FIELDS = ("file", "statistic", "clock", "deciding_metrics", "metric_note
 
 def _fit_to(f: Fit | None) -> dict[str, Any] | None:
     return dataclasses.asdict(f) if f is not None else None
-
-
-def _fit_from(d: dict[str, Any] | None) -> Fit | None:
-    if d is None:
-        return None
-    names = {f.name for f in dataclasses.fields(Fit)}
-    return Fit(**{k: v for k, v in d.items() if k in names})
 
 
 def result_to_json(result: Result) -> dict[str, Any]:
@@ -127,12 +127,32 @@ def result_to_json(result: Result) -> dict[str, Any]:
     out["time_fit"] = _fit_to(v.time_fit)
     out["call0_fit"] = _fit_to(v.call0_fit)
     out["points"] = [dataclasses.asdict(p) for p in s.points]
+    for obj in (s, v):  # every other field (added later to the model), by its own name
+        for f in dataclasses.fields(obj):
+            if f.name not in out and f.name != "kind":
+                out[f.name] = to_plain(getattr(obj, f.name))
     return out
+
+
+def json_safe(x: Any) -> Any:
+    """``x`` with every non-finite float as None (JSON has no inf or nan)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_safe(v) for v in x]
+    return x
+
+
+def report_text(report: Report) -> str:
+    """The report as the text of a ``--json`` file (indented, non-finite numbers as null)."""
+    return json.dumps(json_safe(report_to_json(report)), indent=2) + "\n"
 
 
 def report_to_json(report: Report) -> dict[str, Any]:
     """The whole report as a JSON-ready dict (see the module docstring for the schema)."""
-    return {
+    out = {
         "adprof_version": __version__,
         "schema": SCHEMA,
         "environment": dict(report.environment),
@@ -142,45 +162,37 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "results": [result_to_json(r) for r in report.results],
         "sweeps": [dict(row) for row in report.sweeps],
     }
+    for f in dataclasses.fields(report):  # every other field, by its own name
+        out.setdefault(f.name, to_plain(getattr(report, f.name)))
+    return out
+
+
+class SchemaError(ValueError):
+    """A JSON report this adprof cannot read (another schema version, or not a report at all)."""
 
 
 def result_from_json(d: dict[str, Any]) -> Result:
-    """Inverse of ``result_to_json``."""
-    pnames = {f.name for f in dataclasses.fields(Point)}
-    points = [Point(**{k: v for k, v in p.items() if k in pnames}) for p in d.get("points", [])]
-    series = Series(
-        chain=d["chain"],
-        backend=d["backend"],
-        profile=d.get("profile"),
-        mode=d["mode"],
-        points=points,
-        stopped=d.get("stopped"),
-        error=d.get("error"),
-        declared_reuse=d.get("declared_reuse"),
-        params=dict(d.get("params") or {}),
-    )
-    for name in _SERIES_FIELDS:
-        if d.get(name) is not None:
-            setattr(series, name, d[name])
-    verdict = Verdict(kind=d["verdict"])
-    for name in _VERDICT_FIELDS:
-        if name in d:
-            setattr(verdict, name, d[name])
-    verdict.counter_fit = _fit_from(d.get("counter_fit"))
-    verdict.time_fit = _fit_from(d.get("time_fit"))
-    verdict.call0_fit = _fit_from(d.get("call0_fit"))
-    verdict.fit = _fit_from(d.get("fit"))
-    verdict.metric_fits = {k: f for k, x in (d.get("metric_fits") or {}).items() if (f := _fit_from(x))}
+    """Inverse of ``result_to_json``: the Series and Verdict fields are read by name from the flat
+    object (generic over the dataclasses' fields: a field added to either loads without editing this)."""
+    series = from_plain(Series, d, "series")
+    verdict = from_plain(Verdict, {**d, "kind": d.get("verdict")}, "verdict")
     return Result(series=series, verdict=verdict)
 
 
 def load_report(data: dict[str, Any]) -> Report:
-    """Inverse of ``report_to_json``: a Report from its JSON dict."""
-    return Report(
-        results=[result_from_json(r) for r in data.get("results", [])],
-        environment=dict(data.get("environment") or {}),
-        budget_seconds=data.get("budget_seconds"),
-        elapsed_seconds=data.get("elapsed_seconds"),
-        notes=list(data.get("notes") or []),
-        sweeps=[dict(row) for row in data.get("sweeps") or []],
-    )
+    """Inverse of ``report_to_json``: a Report from its JSON dict. Raises :class:`SchemaError` for a
+    JSON of another schema version or one that does not fit the model."""
+    if not isinstance(data, dict) or "results" not in data:
+        raise SchemaError("not an adprof JSON report (no 'results')")
+    if data.get("schema") != SCHEMA:
+        raise SchemaError(
+            f"written with JSON schema {data.get('schema')!r} (adprof {data.get('adprof_version', '?')}); "
+            f"this adprof {__version__} reads schema {SCHEMA}"
+        )
+    try:
+        results = [result_from_json(r) if isinstance(r, dict) else from_plain(Result, r) for r in data["results"]]
+        report = from_plain(Report, {**data, "results": []})
+    except PlainError as exc:
+        raise SchemaError(f"does not fit schema {SCHEMA}: {exc}") from None
+    report.results = results
+    return report
