@@ -178,7 +178,7 @@ class DaskExecutor:
             task.run,
             task.args,
             sources,
-            key=f"adprof-{self.run_id}-{i}-{uuid.uuid4().hex[:6]}",
+            key=f"adprof-{getattr(task.run, '__name__', 'task')}-{self.run_id}-{i}-{uuid.uuid4().hex[:6]}",
             pure=False,
             workers=[task.affinity] if task.affinity else None,
             allow_other_workers=False,
