@@ -410,6 +410,27 @@ def test_embedded_cluster_one_chain(tmp_path: Path, local_small: dict[str, Any])
 
 
 @needs_dask
+@pytest.mark.slow
+def test_an_interrupt_stops_the_cluster_run_with_a_partial_report(tmp_path: Path) -> None:
+    """SIGINT during ``--scheduler local:2``: exit 130, the series in progress end interrupted, the rest are
+    not measured, the partial JSON is written, and no process of the run (cluster included) is left."""
+    out = tmp_path / "partial.json"
+    proc, tag = start_adprof(["check", "probes/chains.py", "--scheduler", "local:2", "--json", str(out)], REPO, None)
+    try:
+        time.sleep(15)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        left = describe(leftovers(tag))
+        kill_tagged(tag)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert not left, f"processes left behind: {left}"
+    results = json.loads(out.read_text())["results"]
+    assert any(r["stopped"] == "not measured: interrupted by SIGINT" for r in results)
+    assert any(r["points"] and not r["error"] for r in results)
+
+
+@needs_dask
 def test_a_task_whose_workers_all_died_is_a_lost_series() -> None:
     """Past Dask's retries (``allowed-failures``) the series is an `error` naming the lost worker; the run goes on."""
     from distributed.scheduler import KilledWorker

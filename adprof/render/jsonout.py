@@ -9,6 +9,7 @@ Schema (``schema`` 1; every number is a JSON number or null)::
       "budget_seconds": 120.0,         # or null
       "elapsed_seconds": 95.3,         # or null
       "notes": ["..."],
+      "shard": null,                    # --shard K/N: {"index", "count", "planned", "positions", "plan"}
       "results": [
         {
           "chain": "mul", "backend": "engine", "profile": "v08",   # profile null for jax/torch
@@ -37,6 +38,9 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
           "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
           "prediction": {"depth": 400, "value": 8.1},  # the deciding model at the next depth, or null
+          "machine": {"host": "node-7", "cpu_model": "...", "cpus": 40, "load_average": 3.1,
+                      "load_peak": 3.4, "worker": "tcp://10.0.0.7:40123"},  # where it was measured, or null
+          "loaded_machine": false,  # time decided it on a loaded machine (docs/scale-out.md)
           "fit": {...},              # THE deciding model (a Fit: source, model, kind, base/exponent,
                                      # interval, depths, values, curve_depths/curve_values, halving,
                                      # tail exponent, reason); every line above is read from it
