@@ -430,6 +430,42 @@ def test_an_interrupt_stops_the_cluster_run_with_a_partial_report(tmp_path: Path
     assert any(r["points"] and not r["error"] for r in results)
 
 
+def test_a_chain_file_sent_to_a_worker_without_it_is_copied_and_reported_as_given(tmp_path: Path) -> None:
+    """A worker without the file (or with other bytes at its path) loads a copy of the sent bytes; the series
+    still names the file as the user gave it, in its error messages too."""
+    import hashlib
+
+    from adprof.measure import MeasureConfig, Worker
+    from adprof.measure.dask_executor import _materialize, _RunOnWorker
+    from adprof.measure.executor import TaskContext
+    from adprof.measure.pool import series_task
+
+    source = (
+        b"import adprof\n\n\n@adprof.chain(input_shape=(3,), reuse=1, depths=(1, 2, 3), modes=('traced',))\n"
+        b"def where(xp, x, depth):\n    if depth == 3:\n        raise RuntimeError('failed in ' + __file__)\n"
+        b"    return xp.sum(xp.sin(x))\n"
+    )
+    digest = hashlib.sha256(source).hexdigest()
+    here = tmp_path / "mine.py"
+    here.write_bytes(source)
+    run = _RunOnWorker()
+    assert _materialize(run, "r1", str(here), (str(here), digest, source)) == str(here)  # a shared filesystem
+    here.write_bytes(b"# another version\n")
+    copy = _materialize(run, "r1", "elsewhere/mine.py", (str(here), digest, source))
+    assert copy != str(here) and Path(copy).read_bytes() == source and Path(copy).name == "mine.py"
+
+    spec = SeriesSpec("elsewhere/mine.py", "where", "engine", "fixed", "traced", max_depth=3)
+    worker = Worker()
+    try:
+        ctx = TaskContext(worker, allowance=60.0, paths={spec.file: copy}, where="lane 0")
+        series = series_task(ctx, spec, MeasureConfig(budget=60), {}, None)
+    finally:
+        worker.close()
+    assert [p.depth for p in series.points] == [1, 2] and series.file == "elsewhere/mine.py"
+    assert series.error and "failed in elsewhere/mine.py" in series.error and copy not in series.error
+    assert series.machine is not None and series.machine.worker == "lane 0" and series.machine.cpus
+
+
 @needs_dask
 def test_a_task_whose_workers_all_died_is_a_lost_series() -> None:
     """Past Dask's retries (``allowed-failures``) the series is an `error` naming the lost worker; the run goes on."""

@@ -195,17 +195,29 @@ class DaskExecutor:
         :class:`~adprof.measure.executor.Executor`)."""
         return _Run(self, tasks, on_done, poll, status).go()
 
+    def _on_workers(self, fn: Callable[[str], None], timeout: float = 15.0) -> None:
+        """``fn(run_id)`` on every worker, waited for at most ``timeout`` (a lost scheduler cannot hang adprof)."""
+        client = getattr(self, "client", None)
+        if client is None:
+            return
+
+        def call() -> None:
+            with contextlib.suppress(Exception):
+                client.run(fn, self.run_id, on_error="ignore")
+
+        t = threading.Thread(target=call, name="adprof-dask-call", daemon=True)
+        t.start()
+        t.join(timeout)
+
     def interrupt(self) -> None:
         """Kill every adprof subprocess of this run on every worker (they answer "interrupted")."""
-        with contextlib.suppress(Exception):
-            self.client.run(interrupt_run, self.run_id, on_error="ignore")
+        self._on_workers(interrupt_run)
 
     def close(self) -> None:
         """End the run on the workers (subprocesses, copied files), then the client and any LocalCluster."""
         client = getattr(self, "client", None)
         if client is not None:
-            with contextlib.suppress(Exception):
-                client.run(end_run, self.run_id, on_error="ignore")
+            self._on_workers(end_run)
             with contextlib.suppress(Exception):
                 client.close(timeout=10)
         if self.cluster is not None:
@@ -252,7 +264,14 @@ class _Run:
                 self._finish(i, res)
                 continue
             slot = self.free.pop()
-            fut = self.ex._submit(i, task, allowance, slot, self.topic)
+            try:
+                fut = self.ex._submit(i, task, allowance, slot, self.topic)
+            except Exception as exc:  # the scheduler is gone: this series (and the next) cannot be sent
+                self.free.append(slot)
+                if task.release is not None:
+                    task.release()
+                self._finish(i, WorkerLost(f"worker lost: cannot send it to the cluster ({type(exc).__name__}: {exc})"))
+                continue
             self.inflight[fut] = (i, slot)
             self.slot_task[slot] = i
             fut.add_done_callback(self.done.put)
