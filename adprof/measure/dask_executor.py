@@ -118,6 +118,12 @@ class DaskExecutor:
         except (OSError, TimeoutError) as exc:
             self.close()
             raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        except RuntimeError as exc:  # a LocalCluster whose worker processes did not start
+            self.close()
+            raise SchedulerError(
+                f"--scheduler {scheduler}: the local cluster did not start ({exc}); a script that runs adprof "
+                "in-process needs an `if __name__ == '__main__':` guard (its workers are spawned processes)"
+            ) from None
         self.address = self.client.scheduler.address
         self._check_workers()
 
