@@ -170,12 +170,11 @@ def _charged(result: dict) -> tuple[float, int]:
     """Seconds the points reported beyond their wall time, and the points killed at the timeout."""
     extra, killed = 0.0, 0
     for pt in result.get("points") or []:
-        ex = pt.get("extra") or {}
-        if ex.get("censored"):
-            killed += 1
+        if pt.get("status", "exact") != "exact":
+            killed += pt.get("status") == "killed"
             continue
         reported = sum(float(v) for v in (pt.get("times") or {}).values())
-        extra += max(0.0, reported - float(ex.get("wall_seconds") or 0.0))
+        extra += max(0.0, reported - float(pt.get("wall_seconds") or 0.0))
     return extra, killed
 
 

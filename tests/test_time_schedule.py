@@ -25,11 +25,12 @@ from adprof.measure.time_schedule import (
     FILL,
     REFINE,
     SWEEP,
+    Deepening,
     TimeSchedule,
     informative,
     time_decided,
 )
-from adprof.model import CHOICE_EDGE, MODEL_CHOICES, Fit, Point, Series
+from adprof.model import CHOICE_EDGE, MODEL_CHOICES, Fit, Point, PointStatus, Series
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("synth_law", ROOT / "benchmarks" / "synth_law.py")
@@ -58,8 +59,7 @@ def _drive(law, a, c, noise=0.0, seed=0, max_points=80, hi=256):
         cost = synth.cost(law, step.depth, a, c) * synth.noise_factor(noise, rng)
         worst = max(worst, cost)
         if cost > TIMEOUT:
-            pt = Point(depth=step.depth, times={"transform": TIMEOUT})
-            pt.extra.update(censored=True, killed="killed at the timeout")
+            pt = Point(depth=step.depth, times={"transform": TIMEOUT}, status=PointStatus.KILLED)
         else:
             pt = _point(step.depth, cost)
         s.points.append(pt)
@@ -71,7 +71,7 @@ def test_a_noisy_flat_start_is_explored_by_doublings_to_the_deepest_depth():
     s, worst, front = _drive("linear", 0.02, 0.0004, noise=1.0, seed=3)
     order = [p.depth for p in s.points]
     assert order[:4] == [1, 2, 4, 8] and 256 in order, order
-    assert front.reason == "max-depth" and worst < CAP
+    assert front.reason is Deepening.MAX_DEPTH and worst < CAP
 
 
 def test_an_exponential_under_an_overhead_is_filled_in_with_consecutive_depths():
@@ -80,7 +80,7 @@ def test_an_exponential_under_an_overhead_is_filled_in_with_consecutive_depths()
     depths = sorted({p.depth for p in s.points})
     assert set(range(8, max(depths) + 1)) <= set(depths), depths  # consecutive from the jump on
     assert max(depths) >= 16 and worst < TIMEOUT, (depths, worst)
-    assert front.reason in ("cap", "predicted"), front
+    assert front.reason in (Deepening.CAP, Deepening.PREDICTED), front
 
 
 def test_the_growth_emerging_from_the_overhead_is_bisected_before_the_next_doubling():
@@ -95,11 +95,11 @@ def test_a_model_pinned_at_its_grid_edge_predicts_nothing_and_stops_nothing():
     pinned.depths, pinned.predicts = [1, 2, 4, 8], False  # d^8: depth 16 would cost 256 s by this model
     sched = TimeSchedule(1, 256, "traced", CAP, TIMEOUT)
     pts = [_point(d, 0.02 + 1e-3 * (d == 8)) for d in (1, 2, 4, 8)]
-    assert sched.frontier(pts, pinned).reason == ""
+    assert sched.frontier(pts, pinned).reason is Deepening.OPEN
     step = sched.next_step(pts, pinned)
     assert step is not None and step.depth > 8 and step.why == EXPLORE
     pinned.predicts = True  # the same model, were it to fit, would stop the series before depth 9
-    assert sched.frontier(pts, pinned).reason == "predicted"
+    assert sched.frontier(pts, pinned).reason is Deepening.PREDICTED
 
 
 def test_sweeps_alternate_down_and_up_over_the_informative_depths():

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from adprof.model import Fit, model_cost
+from adprof.model import Fit, lower_quartile, model_cost  # noqa: F401  (lower_quartile: re-exported)
 
 BOOTSTRAP = 200
 CONFIDENCE = 0.95
 
-P_MAX = 8.0  # the power law's grid of exponents: [0, P_MAX]
-B_MAX = 100.0  # the exponential's grid of bases: [1, B_MAX]
+#: The grids' upper edges: a fit pinned there is not a reading (the family is wrong, or one point drives it).
+P_MAX = 8.0
+B_MAX = 100.0
 _P_GRID = np.linspace(0.0, P_MAX, 1601)
 _LOG_B_GRID = np.linspace(0.0, math.log(B_MAX), 1201)
 # the bootstrap refits on coarser grids (interval ends to about ±0.01 in p and ±0.6% in b)
@@ -28,11 +29,6 @@ _FINE = {"power": _P_GRID, "exponential": _LOG_B_GRID}
 #: preempted call on a loaded machine costs several times an undisturbed one (the lower decile).
 STAT_PERCENTILE = 10
 HUBER_K = 1.345  # robust refits: residuals beyond this many robust scales get weight k·s/|r|
-
-
-def lower_quartile(xs: Sequence[float]) -> float:
-    """The lower quartile (25th percentile, linear interpolation) of ``xs``."""
-    return float(np.percentile(np.asarray(xs, float), 25))
 
 
 def low_statistic(xs: Sequence[float]) -> float:

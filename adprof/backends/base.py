@@ -30,19 +30,22 @@ out), ``resource`` (RecursionError, MemoryError).
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import gc
 import importlib.util
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS
-from adprof.model import Point
+from adprof.model import Point, lower_quartile
 
 PhaseCallback = Callable[[str, int | None], None]
+#: What to run when a peer backend's packages are missing (one home: every message says it this way).
+INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
 def describe_type(value: Any) -> str:
@@ -113,32 +116,37 @@ def no_phase(name: str, call: int | None) -> None:
 # --------------------------------------------------------------------------- statistics and timing
 
 
-def lower_quartile(xs: list[float]) -> float:
-    """The lower quartile of ``xs`` (an order statistic, index ``(n - 1) // 4`` of the sorted values)."""
-    ordered = sorted(xs)
-    return ordered[(len(ordered) - 1) // 4]
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """``(wall seconds, fn())`` with :func:`time.perf_counter`: young gc generations collected before,
-    gc disabled during, started on a fresh scheduler slice (:data:`YIELD_BEFORE`)."""
-    wall, _, out = timed_cpu(fn)
-    return wall, out
-
-
-def timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """:func:`timed` with the calling thread's CPU seconds too (``time.thread_time``): a call preempted on a
-    loaded machine takes longer on the wall clock, not on its CPU clock."""
+@contextlib.contextmanager
+def timed_block() -> Iterator[dict[str, Any]]:
+    """Time the ``with`` body: yields a dict that gets ``seconds`` (:func:`time.perf_counter`) and
+    ``cpu_seconds`` (the calling thread's CPU time, ``time.thread_time``: a call preempted on a loaded machine
+    takes longer on the wall clock, not on its CPU clock) when it ends; young gc generations collected
+    before, gc disabled during, started on a fresh scheduler slice (:data:`YIELD_BEFORE`)."""
+    out: dict[str, Any] = {}
     gc.collect(1)
     time.sleep(YIELD_BEFORE)
     gc.disable()
     c0, t0 = time.thread_time(), time.perf_counter()
     try:
-        out = fn()
+        yield out
     finally:
-        t1, c1 = time.perf_counter(), time.thread_time()
+        out["seconds"] = time.perf_counter() - t0
+        out["cpu_seconds"] = time.thread_time() - c0
         gc.enable()
-    return t1 - t0, c1 - c0, out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """``(wall seconds, fn())``, timed as :func:`timed_block` times."""
+    with timed_block() as t:
+        out = fn()
+    return t["seconds"], out
+
+
+def timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """``(wall seconds, CPU seconds of the calling thread, fn())``, timed as :func:`timed_block` times."""
+    with timed_block() as t:
+        out = fn()
+    return t["seconds"], t["cpu_seconds"], out
 
 
 def more_repeats(samples: list[float], repeats: int | None = None, policy: RepeatPolicy = REPEATS) -> bool:
@@ -358,5 +366,6 @@ __all__ = [
     "record_samples",
     "repeat_timed",
     "timed",
+    "timed_block",
     "timed_cpu",
 ]

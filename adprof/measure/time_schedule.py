@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from adprof.model import Fit, Point, cost_phases, model_cost, time_value
 
@@ -58,12 +59,21 @@ class Step:
     expected: float | None = None  # seconds of its cost phases (measured there before, or extrapolated)
 
 
+class Deepening(StrEnum):
+    """Where deepening stands: still going, or why it ended."""
+
+    OPEN = "open"
+    CAP = "cap"  # a deeper point was measured over the cap (or killed at the timeout)
+    PREDICTED = "predicted"  # a model that fits predicts the next depth over the cap
+    MAX_DEPTH = "max-depth"  # the deepest depth of the range is measured
+
+
 @dataclass
 class Frontier:
-    """Why deepening ended (``None`` fields: it has not)."""
+    """Where deepening stands: the deepest depth measured under the cap, and whether (why) it ended."""
 
-    depth: int | None = None  # the deepest depth measured under the cap
-    reason: str = ""  # "cap" | "predicted" | "max-depth" | "" (still deepening)
+    depth: int | None = None
+    reason: Deepening = Deepening.OPEN
     predicted: float | None = None  # the prediction that ended it
 
 
@@ -91,7 +101,7 @@ def by_depth(points: Sequence[Point], mode: str, cap: float) -> tuple[dict[int, 
     over: set[int] = set()
     censored = False
     for p in points:
-        if p.extra.get("censored"):
+        if p.censored:
             censored = True
             over.add(p.depth)
             continue
@@ -171,17 +181,17 @@ class TimeSchedule:
         costs, over, censored = self._by_depth(points)
         under = sorted(d for d in costs if d not in over)
         if not under:
-            return Frontier(None, "cap" if over else "")
+            return Frontier(None, Deepening.CAP if over else Deepening.OPEN)
         top = under[-1]
         if censored or any(d > top for d in over):
-            return Frontier(top, "cap")
+            return Frontier(top, Deepening.CAP)
         if top >= self.hi:
-            return Frontier(top, "max-depth")
+            return Frontier(top, Deepening.MAX_DEPTH)
         if fit is not None and fit.predicts:  # only a model that fits stops the deepening (never an extrapolation)
             m = model_cost(fit, top + 1)
             if m is not None and m * PREDICT_MARGIN > self.cap_cost:
-                return Frontier(top, "predicted", m * self.share)
-        return Frontier(top, "")
+                return Frontier(top, Deepening.PREDICTED, m * self.share)
+        return Frontier(top, Deepening.OPEN)
 
     def next_step(self, points: Sequence[Point], fit: Fit | None) -> Step | None:
         """The next point to measure (None: nothing left; the series loop decides when sweeps end)."""
@@ -194,7 +204,7 @@ class TimeSchedule:
             return None
         low = [min(costs[d]) for d in under]
         front = self.frontier(points, fit)
-        if not front.reason:
+        if front.reason is Deepening.OPEN:
             step = self._deepen(under, low, fit)
             if step is not None:
                 return step
@@ -290,7 +300,7 @@ def phase_share(points: Sequence[Point], mode: str) -> float:
     """The largest phase's time over the classified cost, at the deepest measured depths (the cap applies to
     every phase; the schedule predicts the classified cost)."""
     shares = []
-    for p in sorted((q for q in points if not q.extra.get("censored")), key=lambda q: -q.depth)[:4]:
+    for p in sorted((q for q in points if not q.censored), key=lambda q: -q.depth)[:4]:
         v = point_seconds(p, mode)
         big = max((t for t in p.times.values() if t is not None), default=None)
         if v and big is not None:
