@@ -120,17 +120,19 @@ def cpu_check(series: Series, phases: tuple[str, ...], time_fit: Fit) -> None:
     machine a call longer than a scheduler slice is preempted, so deep (long) calls slow down more than
     short ones and time seems to grow superlinearly. Then time cannot decide: ``inconclusive``, saying so.
     (Eager backward of the peers, whose points carry ``backward_cpu_calls``: the thread's CPU seconds.)"""
-    if time_fit.kind not in PATHOLOGY_KINDS or phases != ("backward",) or series.mode != "eager":
+    if time_fit.kind not in PATHOLOGY_KINDS or phases not in (("backward",), ("backward0",)) or series.mode != "eager":
         return
+    warm = phases == ("backward",)  # the steady calls 1.., else call 0 (the cache miss)
     ds, vs, cs = [], [], []
     for p in series.points:
         calls = p.extra.get("backward_cpu_calls")
         if not isinstance(calls, list) or len(calls) < 2:
             return  # not measured everywhere: no check
         ds.append(p.depth)
-        vs.append([float(x) for x in calls[1:]])
+        vs.append([float(x) for x in calls[1:]] if warm else [float(calls[0])])
         cs.append(p.censored)
-    cpu = fit_growth(ds, vs, metric="cpu time: backward", censored=cs, source="time", clock="thread CPU time")
+    metric = f"cpu time: {phases[0]}"
+    cpu = fit_growth(ds, vs, metric=metric, censored=cs, source="time", clock="thread CPU time")
     time_fit.cpu_kind, time_fit.cpu_figure = cpu.kind, interval_text(cpu)
     if cpu.kind == time_fit.kind or cpu.kind in PATHOLOGY_KINDS[: PATHOLOGY_KINDS.index(time_fit.kind) + 1]:
         return

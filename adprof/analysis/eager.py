@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from adprof import model
-from adprof.analysis.costs import counter_cost, fit_cost
+from adprof.analysis.costs import counter_cost, cpu_check, fit_cost
 from adprof.analysis.growth import fit_growth
 from adprof.model import Fit, Point, Series, Verdict
 
@@ -60,7 +60,12 @@ def amortization(series: Series) -> tuple[bool | None, float | None, list[str]]:
 def call0_fit(series: Series, has_counters: bool) -> Fit | None:
     """Eager call 0 (the cache miss) when it grows while the steady calls do not."""
     call0 = fit_cost(series, ("backward0",), "counters") if has_counters else None
-    return call0 or fit_cost(series, ("backward0",), "time")
+    if call0 is not None:
+        return call0
+    timed = fit_cost(series, ("backward0",), "time")
+    if timed is not None:
+        cpu_check(series, ("backward0",), timed)  # a loaded machine's preemptions are no cache miss
+    return timed
 
 
 CALL0_NOTE = "steady calls are linear; only call 0 grows (the cache miss: transform + first backward)"

@@ -5,20 +5,22 @@ exact series (unit steps, then doublings, stopped by a two-point prediction) doe
 is a pure function of the points measured so far and the current fit (:meth:`TimeSchedule.next_step`):
 
 1. **explore / deepen**: doublings from the first depth (the cost is often flat at first: the growth
-   shows once it is several times the first point's), each step as long as a *pessimistic* local
-   extrapolation (the larger of the per-layer rate of the totals and of the marginal cost per layer,
-   which sees an exponential still hidden under an overhead) stays under the kill limit (80% of the
-   timeout), and under the cap by the deciding model's point estimate when that model predicts
-   (``Fit.predicts``: it fits, is not pinned at a grid edge, its interval is closed at the top), else by
-   the pessimistic extrapolation. A step of one layer is always allowed unless a model that predicts
-   puts it over the cap: a prediction the data cannot support never stops a series; the kill at the
-   timeout is the safety net. A point measured over the cap closes the frontier.
-2. **fill**: a step between two measured depths whose cost grew faster than a power law allows (local
-   exponent above :data:`FILL_EXPONENT`, e.g. x86 from 8 to 16), or any step in the growing range once the
-   fit reads exponential, is bisected: exponentials get consecutive depths.
-3. **refine**: gaps wider than :data:`REFINE_RATIO` are bisected (geometrically), deepest first, for
-   enough depths to fit a model with an overhead and bound its parameter.
-4. **sweep**: every depth under the cap is measured again, alternately downwards and upwards, so that a
+   shows once it is several times the first point's), each step as long as a *pessimistic* extrapolation
+   (the steepest per-layer rate of the totals, of the marginal cost, and of the growing part above the
+   overhead level, which sees an exponential still hidden under an overhead) allows: under the cap, or,
+   when the deciding model predicts (``Fit.predicts``: it fits, is not pinned at a grid edge, its interval
+   is closed at the top), that model's point estimate under the cap and the extrapolation well under the
+   timeout. Only such a model stops the deepening (:attr:`Deepening.PREDICTED`); a step of one layer is
+   otherwise always allowed: a prediction the data cannot support never stops a series, and the kill at
+   the timeout is the safety net (a killed point is bisected below). A point over the cap closes it.
+2. **fill**: a growth that just emerged above the overhead (its rate not measured yet), a step whose cost
+   grew faster than a power law allows (x :data:`FILL_RATIO` with a local exponent above
+   :data:`FILL_EXPONENT`, e.g. x86 from 8 to 16), the step up to the first depth over the cap or killed,
+   and any step in the growing range once the fit reads exponential, are bisected: exponentials get
+   consecutive depths.
+3. **refine**: gaps wider than :data:`REFINE_RATIO` are bisected (geometrically), deepest first, where the
+   growth shows (:func:`informative`), for enough depths to bound the model's parameter.
+4. **sweep**: every informative depth is measured again, alternately downwards and upwards, so that a
    drift of the machine does not look like growth, and each depth gets repeats for a robust statistic.
    The series loop ends the sweeps once the decision holds over two passes (or at the budget).
 """
