@@ -196,3 +196,31 @@ def test_a_predicting_model_is_neither_pinned_nor_open_at_the_top():
         assert not fit.predicts
     clean = fit_growth(depths, [0.01 + 1e-3 * d**2 for d in depths], source="time", bootstrap=False)
     assert clean.predicts and clean.kind == "superlinear"
+
+
+# -- the CPU-time check of eager time ---------------------------------------------------------------------------
+
+
+def _eager_series(wall_power: float, cpu_power: float) -> Series:
+    """Torch-like eager points: 7 calls per depth, the wall time growing as d^wall_power (preempted long
+    calls on a loaded machine), the thread's CPU time as d^cpu_power."""
+    pts = []
+    for d in (25, 50, 100, 200, 400, 800):
+        wall = [1e-5 * d**wall_power * (1 + 0.01 * k) for k in range(7)]
+        cpu = [1e-5 * d**cpu_power * (1 + 0.01 * k) for k in range(7)]
+        p = Point(depth=d, times={"forward0": wall[0], "backward0": wall[0], "forward": wall[1], "backward": wall[1]})
+        p.samples = {"backward": wall[1:], "forward": wall[1:]}
+        p.extra.update(backward_calls=wall, backward_cpu_calls=cpu, forward_calls=wall)
+        p.calls = 7
+        pts.append(p)
+    return Series(chain="c", backend="torch", profile=None, mode="eager", points=pts)
+
+
+def test_a_wall_time_pathology_that_cpu_time_does_not_show_is_a_loaded_machine():
+    from adprof.analysis.classify import decide
+
+    v = decide(_eager_series(1.6, 1.0))
+    assert v.kind == "inconclusive" and v.fit is not None
+    assert v.fit.cpu_kind == "linear" and "CPU time" in v.fit.reason
+    real = decide(_eager_series(1.6, 1.6))  # the work itself grows: the pathology stands
+    assert real.kind == "superlinear-backward" and real.fit.cpu_kind == "superlinear"
