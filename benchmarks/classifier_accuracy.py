@@ -294,6 +294,31 @@ def confusion_markdown(trials: list[Trial]) -> str:
     return "\n".join(lines)
 
 
+def compact_markdown(trials: list[Trial]) -> str:
+    """Two short tables: the share right per law and noise level (both overheads), and the confusion of the
+    expected class against the verdict at noise <= 0.15."""
+    noises = sorted({t.noise for t in trials})
+    head = ["law", *(f"noise {n:g}" for n in noises)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for law in LAWS:
+        cells = [law.label]
+        for n in noises:
+            ts = [t for t in trials if t.law == law.name and t.noise == n]
+            cells.append(f"{sum(t.right for t in ts)}/{len(ts)}" if ts else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    quiet = [t for t in trials if t.noise <= 0.15]
+    lines += [
+        "",
+        "| expected \\ verdict (noise <= 0.15) | " + " | ".join(KINDS) + " |",
+        "|" + "---|" * (len(KINDS) + 1),
+    ]
+    for expected in ("linear", "mild", "superlinear", "exponential"):
+        ts = [t for t in quiet if LAW_BY_NAME[t.law].expected == expected]
+        counts = Counter(t.column for t in ts)
+        lines.append(f"| {expected} | " + " | ".join(str(counts[k]) for k in KINDS) + " |")
+    return "\n".join(lines)
+
+
 def summary(trials: list[Trial]) -> tuple[list[str], list[str]]:
     """(summary lines, broken acceptance rules)."""
     lines, broken = [], []
@@ -420,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             saved = {"argv": sys.argv, "startup_seconds": STARTUP[0], "trials": [asdict(t) for t in trials]}
             Path(args.out).write_text(json.dumps(saved, indent=0))
-    table = confusion_markdown(trials)
+    table = compact_markdown(trials) + "\n\n" + confusion_markdown(trials)
     lines, broken = summary(trials)
     if args.markdown and args.markdown != "-":
         Path(args.markdown).write_text(table + "\n")
