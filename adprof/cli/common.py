@@ -7,6 +7,8 @@ import json
 import math
 import os
 import platform
+import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,12 +22,16 @@ from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureCo
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.model import Report, Result
 from adprof.report import fmt_growth
+from adprof.util.files import OutputPathError, check_output_path, write_atomic
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+EXIT_SIGINT, EXIT_SIGTERM, EXIT_SIGHUP = 130, 143, 129
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+HTML_SUFFIXES = (".html", ".htm")
+#: The signals that stop a run with a partial report (a hang-up is a stop, like SIGTERM).
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 class UsageError(Exception):
@@ -33,9 +39,58 @@ class UsageError(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that it stops a run exactly like Ctrl-C does."""
+    """SIGTERM or SIGHUP, raised in the main thread so that it stops a run exactly like Ctrl-C does."""
 
-    signal_name = "SIGTERM"
+    def __init__(self, signal_name: str = "SIGTERM") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def exit_status_of(signal_name: str) -> int:
+    """The shell's status for a run stopped by ``signal_name``: 128 + its number (130, 143, 129)."""
+    return 128 + int(signal.Signals[signal_name]) if signal_name in signal.Signals.__members__ else EXIT_SIGINT
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP during a command (one instance, :data:`SIGNALS`).
+
+    The first signal stops the measuring: it is raised in the main thread as a KeyboardInterrupt
+    (:class:`Terminated` for SIGTERM/SIGHUP). Every later one is only remembered: a second Ctrl-C 50 ms
+    after the first, or a SIGTERM while the partial report is written, must not cut the report short,
+    nor land in the interpreter's teardown. Once the measuring is over (:meth:`defer`), signals are
+    remembered and answered after the report: the command still exits 130/143/129."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self.raising = True
+
+    def reset(self) -> None:
+        self.received, self.raising = None, True
+
+    def defer(self) -> None:
+        """The measuring is over: from now on a signal waits until the report is out."""
+        self.raising = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        first = self.received is None
+        if first:
+            self.received = signal.Signals(signum).name
+        if first and self.raising:
+            self.raise_now()
+
+    def raise_now(self) -> None:
+        name = self.received or "SIGINT"
+        raise KeyboardInterrupt() if name == "SIGINT" else Terminated(name)
+
+    def poll(self) -> None:
+        """Called while a pool of lanes collects results: a signal received but not acted upon (its
+        KeyboardInterrupt swallowed where Python ignores exceptions, e.g. a weakref callback) is raised
+        again, where the pool handles it."""
+        if self.received is not None and self.raising:
+            self.raise_now()
+
+
+SIGNALS = StopSignals()
 
 
 def positive_int_arg(value: str) -> int:
@@ -48,34 +103,48 @@ def positive_int_arg(value: str) -> int:
     return n
 
 
-def check_output_path(option: str, path: str | None, suffixes: Sequence[str] | None = None) -> None:
-    """Raise :class:`UsageError` unless ``path`` can be written as a regular file (checked before measuring)."""
-    if path is None or (path == "-" and option == "--json"):
-        return
-    if not path:
-        raise UsageError(f"{option}: empty path")
-    p = Path(path)
-    if suffixes is not None and p.suffix.lower() not in suffixes:
-        raise UsageError(f"{option} {path}: unknown file type {p.suffix or '(none)'!r}; use {', '.join(suffixes)}")
-    if p.is_dir():
-        raise UsageError(f"{option} {path}: is a directory (give a file name)")
-    if p.exists() and not p.is_file():
-        raise UsageError(f"{option} {path}: not a regular file (cannot write a report there)")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: cannot write there (no such directory {parent})")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise UsageError(f"{option} {path}: cannot write there (permission denied)")
-    if p.resolve().is_relative_to("/proc") or p.resolve().is_relative_to("/sys"):
-        raise UsageError(f"{option} {path}: cannot write there (a kernel file system)")
+def run_inputs(args: argparse.Namespace) -> list[str]:
+    """The files a run reads (chain files of its targets, the files a ``--cmd`` template names): no
+    output may overwrite them."""
+    files: list[str] = []
+    targets = list(getattr(args, "targets", None) or [])
+    if getattr(args, "target", None):
+        targets.append(args.target)
+    for target in targets:
+        files.append(str(target).split("::", 1)[0])
+    template = getattr(args, "cmd", None)
+    if template:
+        try:
+            words = shlex.split(template)
+        except ValueError:
+            words = []
+        files.extend(w for w in words if "{" not in w and os.path.isfile(w))
+    return files
+
+
+def check_outputs(args: argparse.Namespace, outputs: Sequence[tuple[str, str | None, Sequence[str] | None]]) -> None:
+    """Every output path of a command checked before measuring (:func:`adprof.util.files.check_output_path`):
+    ``(option, path, suffixes)``; raises :class:`UsageError` (one line, exit 2)."""
+    inputs = run_inputs(args)
+    others = [(option, path) for option, path, _ in outputs]
+    for option, path, suffixes in outputs:
+        try:
+            check_output_path(option, path, suffixes, inputs=inputs, others=others, stdout_ok=option == "--json")
+        except OutputPathError as exc:
+            raise UsageError(exc.message) from None
 
 
 def check_options(args: argparse.Namespace) -> None:
     """Every option that can be checked without loading anything (output paths, empty lists): bad input
     is one line and exit 2 before any measuring."""
-    check_output_path("--json", getattr(args, "json", None))
-    check_output_path("--html", getattr(args, "html", None), (".html", ".htm"))
-    check_output_path("--plot", getattr(args, "plot", None), PLOT_SUFFIXES)
+    check_outputs(
+        args,
+        [
+            ("--json", getattr(args, "json", None), None),
+            ("--html", getattr(args, "html", None), HTML_SUFFIXES),
+            ("--plot", getattr(args, "plot", None), PLOT_SUFFIXES),
+        ],
+    )
     for option in ("backend", "mode", "profile"):
         value = getattr(args, option, None)
         if isinstance(value, str) and not csv_list(value):
@@ -182,9 +251,11 @@ def add_cmd_options(p: argparse.ArgumentParser) -> None:
 
 def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
     """(report console, stderr console). With ``--json -`` the report goes to stderr."""
+    from adprof.render.console import SafeConsole  # escapes the control characters of users' strings
+
     kw: dict[str, Any] = {"no_color": True} if args.no_color else {}
-    err = Console(stderr=True, highlight=False, **kw)
-    out = err if args.json == "-" else Console(highlight=False, **kw)
+    err = SafeConsole(stderr=True, highlight=False, **kw)
+    out = err if args.json == "-" else SafeConsole(highlight=False, **kw)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out.width = max(out.width, 150)  # piped: wide enough for the summary table
     return out, err
@@ -301,12 +372,12 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
             sys.stdout.flush()
         else:
             try:
-                Path(args.json).write_text(text + "\n", encoding="utf-8")
+                write_atomic(args.json, text + "\n")
             except OSError as exc:
                 failed("--json", args.json, exc)
     if getattr(args, "html", None):
         try:
-            Path(args.html).write_text(render_html(report), encoding="utf-8")
+            write_atomic(args.html, render_html(report))
         except OSError as exc:
             failed("--html", args.html, exc)
     if getattr(args, "plot", None):
@@ -322,12 +393,19 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
 
 
 def finish(report: Report, args: argparse.Namespace, err: Console, interrupted: str | None, code: int) -> int:
-    """The exit status after the report is out: 130/143 when interrupted (one line says so), 2 when an
-    output could not be written, else ``code``."""
+    """The exit status after the report is out: 130/143/129 when interrupted (one line says so; a signal
+    that came while the report was written counts too), 2 when an output could not be written, else
+    ``code``."""
+    if interrupted is None and SIGNALS.received is not None:
+        secs = report.elapsed_seconds or 0.0
+        err.print(
+            f"adprof: stopped by {SIGNALS.received} after the run ({secs:.1f} s): the report is whole", markup=False
+        )
+        return exit_status_of(SIGNALS.received)
     if interrupted is not None:
         secs = report.elapsed_seconds or 0.0
         err.print(f"adprof: interrupted by {interrupted} after {secs:.1f} s (partial report)", markup=False)
-        return EXIT_SIGTERM if interrupted == "SIGTERM" else EXIT_SIGINT
+        return exit_status_of(interrupted)
     return code
 
 

@@ -3,10 +3,12 @@ the depth-halving table. Renderers only read results; they never measure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +23,34 @@ from adprof.model import (
     fmt_seconds,
 )
 from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
+from adprof.util.text import terminal_safe
+
+#: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
+MIN_WIDTH = 80
+
+
+class SafeConsole(Console):
+    """A rich Console through which no control character of a user's string reaches the terminal (a
+    chain's ``ValueError("\\x1b]0;PWNED\\x07")``, a program's stderr): strings are escaped before
+    the layout (``\\x1b``), and every rendered segment once more before it is written. rich's own
+    styles and cursor movements are control segments of their own, kept as they are."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.width < MIN_WIDTH:
+            self.width = MIN_WIDTH
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(terminal_safe(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control or not seg.text:
+                yield seg
+            else:
+                safe = terminal_safe(seg.text)
+                yield seg if safe is seg.text else Segment(safe, seg.style, seg.control)
+
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -42,8 +72,9 @@ ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM
 
 
 def _t(text: str, style: str = "") -> Text:
-    """User-supplied text as a rich Text: never parsed as markup (a ``[x]`` in a message stays as written)."""
-    return Text(text, style=style)
+    """User-supplied text as a rich Text: never parsed as markup (a ``[x]`` in a message stays as written),
+    control characters escaped."""
+    return Text(terminal_safe(text), style=style)
 
 
 def _decided(result: Result) -> str:
@@ -256,11 +287,13 @@ def render_to_text(report: Report, width: int = 120, verbose: bool = False) -> s
     import io
 
     buf = io.StringIO()
-    render_report(report, Console(file=buf, width=width, color_system=None), verbose=verbose)
+    render_report(report, SafeConsole(file=buf, width=width, color_system=None), verbose=verbose)
     return buf.getvalue()
 
 
 __all__ = [
+    "MIN_WIDTH",
+    "SafeConsole",
     "render_report",
     "render_ratio_table",
     "render_halving",
