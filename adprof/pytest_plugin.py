@@ -16,12 +16,15 @@ cause, remedies). Limits: arguments > marker > ``--adprof-max-base/--adprof-max-
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from adprof.backends import BACKEND_MODES, BACKEND_PROFILES, UnknownBackendError, check_backend
 from adprof.guard import GuardConfigError, GuardLimits, GuardReport, guard_chain, pyproject_guard_table, resolve_chain
+from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
 _MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend"}
@@ -49,6 +52,37 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None): "
         "scaling limits and settings for the adprof_guard fixture",
     )
+
+
+def _usage(message: str) -> None:
+    """A bad setting of the guard: the test fails with one line (as the CLI's exit 2), no traceback."""
+    pytest.fail(f"adprof_guard: {terminal_safe(message)}", pytrace=False)
+
+
+def _limit_value(name: str, value: Any) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not ok:
+        _usage(f"{name}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _check_settings(mode: Any, profile: Any, backend: Any, depths: Any) -> None:
+    """Backend, mode, profile and depths as the CLI checks them: a wrong value is a usage error, never
+    a limit exceeded."""
+    try:
+        check_backend(backend)
+    except UnknownBackendError as exc:
+        _usage(str(exc))
+    modes = BACKEND_MODES.get(backend, ("traced", "eager"))
+    if mode not in modes:
+        _usage(f"unknown mode {mode!r} for backend {backend}; known: {', '.join(modes)}")
+    profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p]
+    if profiles and profile is not None and profile not in profiles:
+        _usage(f"unknown profile {profile!r} for backend {backend}; known: {', '.join(profiles)}")
+    if depths is not None:
+        ok = isinstance(depths, Sequence) and not isinstance(depths, str) and len(depths) > 0
+        if not ok or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths):
+            _usage(f"depths: expected positive integers, e.g. (1, 2, 4, 8), got {depths!r}")
 
 
 class ScalingGuard:
@@ -94,18 +128,27 @@ class ScalingGuard:
     ) -> GuardReport:
         """Measure and check without failing the test; returns the report."""
         limits = GuardLimits(
-            max_base=float(self._pick("max_base", max_base, GuardLimits.max_base)),
-            max_exponent=float(self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
+            max_base=_limit_value("max_base", self._pick("max_base", max_base, GuardLimits.max_base)),
+            max_exponent=_limit_value(
+                "max_exponent", self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)
+            ),
         )
+        settings = {
+            "mode": self._pick("mode", mode, "traced"),
+            "profile": self._pick("profile", profile, "fixed"),
+            "backend": self._pick("backend", backend, "engine"),
+            "depths": self._pick("depths", depths, None),
+        }
+        _check_settings(**settings)
         report = GuardReport()
         for ch in resolve_chain(chain):
             r = guard_chain(
                 ch,
-                self._pick("mode", mode, "traced"),
-                profile=self._pick("profile", profile, "fixed"),
+                settings["mode"],
+                profile=settings["profile"],
                 limits=limits,
-                depths=self._pick("depths", depths, None),
-                backend=self._pick("backend", backend, "engine"),
+                depths=settings["depths"],
+                backend=settings["backend"],
             )
             report.checks.extend(r.checks)
         self.reports.append(report)
@@ -115,7 +158,7 @@ class ScalingGuard:
         """Like :meth:`check`, but fail the test with the evidence table when a limit is exceeded."""
         report = self.check(chain, mode, **kwargs)
         if not report.ok:
-            pytest.fail("adprof guard: scaling limit exceeded\n" + report.text(), pytrace=False)
+            pytest.fail("adprof guard: scaling limit exceeded\n" + terminal_safe(report.text()), pytrace=False)
         return report
 
 

@@ -176,7 +176,20 @@ def positive_arg(value: str) -> float:
     return x
 
 
-def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> None:
+#: The smallest ``--cap``: a phase is not timed finer than a millisecond (a smaller cap would stop every
+#: series at its first depth and say nothing).
+MIN_CAP = 0.001
+
+
+def cap_arg(value: str) -> float:
+    x = positive_arg(value)
+    if x < MIN_CAP:
+        raise argparse.ArgumentTypeError(f"{value} s is too small: the cap must be at least {MIN_CAP:g} s")
+    return x
+
+
+def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, budget: float = DEFAULT_BUDGET) -> None:
+    """The options of every measuring command; ``cap`` and ``budget``: the command's defaults (its help says them)."""
     p.add_argument(
         "--backend",
         default="engine",
@@ -184,7 +197,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
     )
     p.add_argument(
         "--cap",
-        type=positive_arg,
+        type=cap_arg,
         default=cap,
         help=f"seconds per phase; a series stops past it, or when the next point is predicted "
         f"to pass it; a phase running 4x longer is killed (default {cap:g})",
@@ -192,8 +205,8 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
     p.add_argument(
         "--budget",
         type=positive_arg,
-        default=DEFAULT_BUDGET,
-        help=f"seconds of wall time for the whole run, shared by all series (default {DEFAULT_BUDGET:g})",
+        default=budget,
+        help=f"seconds of wall time for the whole run, shared by all series (default {budget:g})",
     )
     p.add_argument(
         "--calls",
@@ -285,7 +298,7 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
 
 
 def backends_arg(value: str) -> list[str]:
-    names = csv_list(value)
+    names = list(dict.fromkeys(csv_list(value)))
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
     for n in names:

@@ -26,6 +26,11 @@ from adprof.cli.common import (
 from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
 from adprof.guard import DEFAULT_DEPTHS, GuardLimits, GuardReport, check_result, tolerance_for
 
+#: guard's defaults: a phase may take 15 s (fixed depths: nothing stops them sooner), so a hang is killed
+#: after 4 x 15 = 60 s, which a CI job can afford; the whole run gets 10 minutes.
+GUARD_CAP = 15.0
+GUARD_BUDGET = 600.0
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     guard = sub.add_parser(
@@ -43,9 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
     guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
     guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")
-    add_common_options(guard, cap=60.0)
+    add_common_options(guard, cap=GUARD_CAP, budget=GUARD_BUDGET)
     add_cmd_options(guard)
-    guard.set_defaults(budget=600.0)
     guard.set_defaults(run=cmd_guard)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -23,7 +24,7 @@ from adprof.chain import KNOWN_MODES, parse_target
 from adprof.cli.common import SIGNALS, UsageError, backends_arg, csv_list, environment
 from adprof.measure import MeasureConfig, Measured, SeriesSpec, Worker, list_chains, measure_all
 from adprof.model import Report, Series
-from adprof.report import analyze_structures, build_report
+from adprof.report import analyze_structures, backend_label, build_report, chain_label
 
 #: Fallback when ``adprof.backends`` has no ``BACKEND_MODES`` table.
 _BACKEND_MODES: dict[str, tuple[str, ...]] = {
@@ -53,7 +54,7 @@ def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | 
 def select(value: str | None, known: Sequence[str], what: str, backend: str = "") -> list[str] | None:
     if value is None:
         return None
-    chosen = csv_list(value)
+    chosen = list(dict.fromkeys(csv_list(value)))  # "traced,traced" measures traced once
     bad = [v for v in chosen if v not in known]
     if bad or not chosen:
         where = f" for backend {backend}" if backend else ""
@@ -78,6 +79,7 @@ def plan_series(
     if profiles is not None and not with_profiles:
         raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
     specs: list[SeriesSpec] = []
+    seen: set[tuple[str, str, str, str | None, str]] = set()  # a target given twice is measured once
     for backend in backends:
         known_profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p is not None]
         chosen_profiles: list[str | None] = list(known_profiles) or [None]
@@ -93,6 +95,10 @@ def plan_series(
             depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
+                    key = (str(Path(m["file"]).resolve()), m["name"], backend, prof, md)
+                    if key in seen:
+                        continue
+                    seen.add(key)
                     specs.append(
                         SeriesSpec(
                             file=m["file"],
@@ -178,7 +184,7 @@ def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, ver
             if verbose and not enabled:
                 tail = s.error or s.stopped or ""
                 err.print(
-                    f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
+                    f"measured {chain_label(s)} [{backend_label(s)}, {s.mode}]: depths "
                     f"{[p.depth for p in s.points]} {tail}",
                     markup=False,
                     highlight=False,

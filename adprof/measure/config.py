@@ -11,6 +11,9 @@ from adprof.model import Series
 DEFAULT_BUDGET = 60.0
 DEFAULT_TIMEOUT_FACTOR = 4.0
 LOAD_TIMEOUT = 30.0  # importing a chain file
+#: The shortest hard timeout of a phase, whatever the cap: below it a loaded machine's scheduling delays,
+#: not the chain, would decide that a point hangs.
+MIN_TIMEOUT = 0.25
 STARTUP_TIMEOUT = 60.0  # a worker importing numpy, scipy and the engine
 
 
@@ -41,4 +44,5 @@ class MeasureConfig:
 
     @property
     def timeout(self) -> float:
-        return self.timeout_factor * self.cap
+        """The hard timeout of a phase: ``timeout_factor`` x ``cap``, at least :data:`MIN_TIMEOUT`."""
+        return max(self.timeout_factor * self.cap, MIN_TIMEOUT)

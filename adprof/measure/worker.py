@@ -204,6 +204,12 @@ def main() -> None:
         except Exception as exc:  # a bug of ours, or a chain failing outside a point (e.g. its input)
             msg = str(exc).splitlines()[0] if str(exc) else ""
             w.send({"ok": False, "kind": "internal", "error": f"{type(exc).__name__}: {msg}".rstrip(": ")})
+        except (SystemExit, KeyboardInterrupt, GeneratorExit):
+            raise  # the chain ends the worker: a crash, reported with its exit status
+        except BaseException as exc:  # a chain's own BaseException subclass: its failure, named by its class
+            msg = str(exc).splitlines()[0] if str(exc) else ""
+            what = f"{type(exc).__name__} (a BaseException, not an Exception): {msg}".rstrip(": ")
+            w.send({"ok": False, "kind": "chain", "error": what})
 
 
 if __name__ == "__main__":

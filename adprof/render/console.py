@@ -4,6 +4,7 @@ the depth-halving table. Renderers only read results; they never measure."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -94,13 +95,17 @@ def _time_caption(report: Report) -> str:
 def summary_table(report: Report) -> Table:
     """One row per result."""
     t = Table(title="adprof summary", show_lines=False, caption=_time_caption(report))
+    files = _file_column(report)
+    if files:
+        t.add_column("file")
     for col in ("chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "worst time"):
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
     t.add_column("stopped", overflow="fold")
-    for r in report.results:
+    for r, file in zip(report.results, files or [None] * len(report.results), strict=True):
         s, v = r.series, r.verdict
         chain = chain_label(s)
         t.add_row(
+            *([_t(file or "-")] if files else []),
             _t(chain),
             _t(backend_label(s)),
             _t(s.mode),
@@ -112,6 +117,24 @@ def summary_table(report: Report) -> Table:
             _t(s.error or s.stopped or ""),
         )
     return t
+
+
+def _file_column(report: Report) -> list[str] | None:
+    """The chains' files, when one chain name comes from two files (the rows would look alike), else None.
+    Each file as its shortest distinct tail (``a/x.py``, ``b/x.py``)."""
+    by_name: dict[str, set[str]] = {}
+    for r in report.results:
+        by_name.setdefault(chain_label(r.series), set()).add(r.series.file or "")
+    if all(len(fs) < 2 for fs in by_name.values()):
+        return None
+    paths = {f: Path(f).parts for f in {r.series.file or "" for r in report.results}}
+    short: dict[str, str] = {}
+    for f, parts in paths.items():
+        n = 1
+        while n < len(parts) and sum(p[-n:] == parts[-n:] for p in paths.values()) > 1:
+            n += 1
+        short[f] = str(Path(*parts[-n:])) if parts else ""
+    return [short[r.series.file or ""] for r in report.results]
 
 
 def sweep_rich_table(results: list[dict]) -> Table | None:
