@@ -12,6 +12,11 @@
 On failure the test fails with the guard's evidence table (limit vs measured, cost per depth,
 cause, remedies). Limits: arguments > marker > ``--adprof-max-base/--adprof-max-exponent`` >
 ``[tool.adprof.guard]`` in pyproject.toml > defaults (max_base 1.1, max_exponent 1.3).
+
+The fixture measures exactly as ``adprof guard`` does (:func:`adprof.guard.guard_targets`): each chain in a
+supervised worker process, under the guard's cap, timeouts, counter budget and run budget, so a chain that
+hangs fails the test instead of hanging it. A chain object or function must therefore be defined at module
+level in a file (the worker loads it from there).
 """
 
 from __future__ import annotations
@@ -22,12 +27,24 @@ from typing import Any
 
 import pytest
 
-from adprof.backends import BACKEND_MODES, BACKEND_PROFILES, UnknownBackendError, check_backend
-from adprof.guard import GuardConfigError, GuardLimits, GuardReport, guard_chain, pyproject_guard_table, resolve_chain
+from adprof.backends import UnknownBackendError
+from adprof.chain import ChainError
+from adprof.guard import (
+    GUARD_BUDGET,
+    GUARD_CAP,
+    GuardConfigError,
+    GuardLimits,
+    GuardReport,
+    guard_config,
+    guard_targets,
+    pyproject_guard_table,
+)
+from adprof.measure.client import LoadError
+from adprof.measure.plan import UsageError
 from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
-_MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend"}
+_MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend", "cap", "budget"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,40 +66,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None): "
+        f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None, "
+        "cap=None, budget=None): "
         "scaling limits and settings for the adprof_guard fixture",
     )
 
 
 def _usage(message: str) -> None:
     """A bad setting of the guard: the test fails with one line (as the CLI's exit 2), no traceback."""
-    pytest.fail(f"adprof_guard: {terminal_safe(message)}", pytrace=False)
+    pytest.fail(f"adprof guard: {terminal_safe(message)}", pytrace=False)
 
 
-def _limit_value(name: str, value: Any) -> float:
+def _positive(name: str, value: Any) -> float:
+    """A limit, cap or budget: a positive finite number (``max_base="abc"`` is a usage error, not a ValueError)."""
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
     if not ok:
         _usage(f"{name}: expected a positive number, got {value!r}")
     return float(value)
-
-
-def _check_settings(mode: Any, profile: Any, backend: Any, depths: Any) -> None:
-    """Backend, mode, profile and depths as the CLI checks them: a wrong value is a usage error, never
-    a limit exceeded."""
-    try:
-        check_backend(backend)
-    except UnknownBackendError as exc:
-        _usage(str(exc))
-    modes = BACKEND_MODES.get(backend, ("traced", "eager"))
-    if mode not in modes:
-        _usage(f"unknown mode {mode!r} for backend {backend}; known: {', '.join(modes)}")
-    profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p]
-    if profiles and profile is not None and profile not in profiles:
-        _usage(f"unknown profile {profile!r} for backend {backend}; known: {', '.join(profiles)}")
-    if depths is not None:
-        ok = isinstance(depths, Sequence) and not isinstance(depths, str) and len(depths) > 0
-        if not ok or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths):
-            _usage(f"depths: expected positive integers, e.g. (1, 2, 4, 8), got {depths!r}")
 
 
 class ScalingGuard:
@@ -125,32 +125,30 @@ class ScalingGuard:
         profile: str | None = None,
         depths: Sequence[int] | None = None,
         backend: str | None = None,
+        cap: float | None = None,
+        budget: float | None = None,
     ) -> GuardReport:
-        """Measure and check without failing the test; returns the report."""
+        """Measure and check without failing the test; returns the report. ``cap`` and ``budget`` (seconds)
+        default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test)."""
         limits = GuardLimits(
-            max_base=_limit_value("max_base", self._pick("max_base", max_base, GuardLimits.max_base)),
-            max_exponent=_limit_value(
-                "max_exponent", self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)
-            ),
+            max_base=_positive("max_base", self._pick("max_base", max_base, GuardLimits.max_base)),
+            max_exponent=_positive("max_exponent", self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
         )
-        settings = {
-            "mode": self._pick("mode", mode, "traced"),
-            "profile": self._pick("profile", profile, "fixed"),
-            "backend": self._pick("backend", backend, "engine"),
-            "depths": self._pick("depths", depths, None),
-        }
-        _check_settings(**settings)
-        report = GuardReport()
-        for ch in resolve_chain(chain):
-            r = guard_chain(
-                ch,
-                settings["mode"],
-                profile=settings["profile"],
-                limits=limits,
-                depths=settings["depths"],
-                backend=settings["backend"],
+        try:
+            report, _ = guard_targets(
+                [chain],
+                limits,
+                mode=self._pick("mode", mode, "traced"),
+                profile=self._pick("profile", profile, None),
+                depths=self._pick("depths", depths, None),
+                backend=self._pick("backend", backend, "engine"),
+                cfg=guard_config(
+                    cap=_positive("cap", self._pick("cap", cap, GUARD_CAP)),
+                    budget=_positive("budget", self._pick("budget", budget, GUARD_BUDGET)),
+                ),
             )
-            report.checks.extend(r.checks)
+        except (UsageError, ChainError, LoadError, UnknownBackendError) as exc:
+            _usage(str(getattr(exc, "message", None) or exc))
         self.reports.append(report)
         return report
 

@@ -6,11 +6,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adprof import model
-from adprof.analysis.classify import classify, sweep_table
+from adprof.analysis.classify import decide, sweep_table
+from adprof.analysis.halving import halving_rows
 from adprof.analysis.structure import Structure, analyze_recording
 from adprof.constants import EXPONENTIAL_RATIO
-from adprof.model import Report, Result, Series, Verdict, cost_phases, fmt_seconds, time_value
+from adprof.model import (
+    HalvingRow,
+    Report,
+    Result,
+    Series,
+    StopReason,
+    chain_name,
+    cost_phases,
+    fmt_seconds,
+    time_value,
+)
 
 
 def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
@@ -25,22 +35,13 @@ def _structure_of(series: Series, structures: Mapping[Any, Structure]) -> Struct
     return structures.get(series.chain) if series.file is None else None
 
 
-def series_verdict(series: Series, structure: Structure | None) -> Verdict:
-    """The verdict of one series, with its chain's structure summary as the first evidence line."""
-    pb = structure.predicted_base if structure is not None else None
-    if not series.points and not series.error:
-        v = Verdict(
-            kind=model.INCONCLUSIVE,
-            predicted_base=pb,
-            evidence=[series.stopped or "no points measured"],
-            cause="not measured",
-            remedies=["rerun with a larger --budget or fewer chains"],
-        )
-    else:
-        v = classify(series, predicted_base=pb, structure=structure)
-    if structure is not None:
-        v.evidence.insert(0, structure.summary())
-    return v
+def halving_tables(series: Series) -> dict[str, list[HalvingRow]]:
+    """The depth-halving rows of a series' cost phases, and of ``forward`` in eager mode (``adprof halve``)."""
+    phases = cost_phases(series.mode)
+    out = {"+".join(phases): halving_rows(series.points, phases)}
+    if series.mode == "eager" and any("forward" in p.times for p in series.points):
+        out["forward"] = halving_rows(series.points, ("forward",))
+    return out
 
 
 def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], notes: Sequence[str]) -> list[str]:
@@ -54,11 +55,12 @@ def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], n
             f"structure (before timing): at risk, predicted base > {EXPONENTIAL_RATIO}: "
             + ", ".join(f"{n} ({b:.2f})" for n, b in risky),
         )
-    stopped = [r.series for r in results if r.series.stopped and "budget" in r.series.stopped]
+    by_budget = (StopReason.BUDGET, StopReason.BUDGET_SHARE, StopReason.CENSORED)
+    stopped = [r.series for r in results if r.series.stop is not None and r.series.stop.reason in by_budget]
     if stopped:
         out.append(
             f"{len(stopped)} series stopped by the budget: "
-            + ", ".join(f"{s.chain} [{s.profile}, {s.mode}]" for s in stopped[:8])
+            + ", ".join(s.label for s in stopped[:8])
             + (" ..." if len(stopped) > 8 else "")
         )
     return out
@@ -72,10 +74,15 @@ def build_report(
     environment: dict[str, Any] | None = None,
     budget_seconds: float | None = None,
     elapsed_seconds: float | None = None,
+    trust: str | None = None,
 ) -> Report:
-    """Classify every measured series into a Report (``recordings``: the structure recordings by (file, chain))."""
+    """Decide every measured series into a Report (``recordings``: the structure recordings by (file, chain);
+    ``trust``: which of a deterministic metric and time decides when they contradict each other)."""
     structures = analyze_structures(recordings)
-    results = [Result(series=s, verdict=series_verdict(s, _structure_of(s, structures))) for s in series]
+    results = [
+        Result(series=s, verdict=decide(s, _structure_of(s, structures), trust=trust), halving=halving_tables(s))
+        for s in series
+    ]
     return Report(
         results=results,
         environment=dict(environment or {}),
@@ -98,11 +105,17 @@ def fmt_growth(result: Result) -> str:
     return result.verdict.interval_text or "-"
 
 
+def one_line_reason(result: Result) -> str:
+    """Why a result gets one line (inconclusive, runaway, error, mild): the verdict's reason, else its
+    deciding model's, else the cause (every renderer prints this)."""
+    v = result.verdict
+    why = v.reason or (v.fit.reason if v.fit is not None else "") or v.cause
+    return why or (v.evidence[0] if v.evidence else "")
+
+
 def chain_label(series: Series) -> str:
     """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
-    if not series.params or series.chain.endswith("]"):
-        return series.chain
-    return series.chain + "[" + ",".join(f"{k}={x}" for k, x in series.params.items()) + "]"
+    return chain_name(series.chain, series.params)
 
 
 def backend_label(series: Series) -> str:
@@ -111,8 +124,8 @@ def backend_label(series: Series) -> str:
 
 def depth_reached(series: Series) -> str:
     """Deepest exact depth, plus the deepest censored one as ``>=``."""
-    exact = [p.depth for p in series.points if not p.extra.get("censored")]
-    cens = [p.depth for p in series.points if p.extra.get("censored")]
+    exact = [p.depth for p in series.points if not p.censored]
+    cens = [p.depth for p in series.points if p.censored]
     s = str(max(exact)) if exact else "-"
     if cens and (not exact or max(cens) > max(exact)):
         s += f" (>={max(cens)} cens.)"
@@ -127,7 +140,7 @@ def worst_time_text(series: Series) -> str:
     for p in series.points:
         t = time_value(p, phases)
         if t is not None and (best is None or t > best[0]):
-            best = (t, bool(p.extra.get("censored")))
+            best = (t, p.censored)
     if best is None:
         return "-"
     return (">=" if best[1] else "") + fmt_seconds(best[0])
@@ -141,6 +154,6 @@ __all__ = [
     "chain_label",
     "depth_reached",
     "fmt_growth",
-    "series_verdict",
+    "one_line_reason",
     "worst_time_text",
 ]

@@ -81,7 +81,7 @@ def _assert_good_kept(
 ) -> None:
     report = _assert_partial_report(tmp_path, code, expected, out, err, left)
     (good,) = rows(report, "good")
-    assert good["verdict"] == "linear" and good["points"], "the healthy chain's results are kept"
+    assert good["points"] and not good["error"], "the healthy chain's results are kept"
 
 
 def test_two_quick_sigints_keep_the_results(tmp_path: Path) -> None:
@@ -90,6 +90,7 @@ def test_two_quick_sigints_keep_the_results(tmp_path: Path) -> None:
     _assert_good_kept(tmp_path, code, 130, out, err, left)
 
 
+@pytest.mark.slow
 def test_sighup_is_a_stop_like_sigterm(tmp_path: Path) -> None:
     """N20: a hang-up (terminal closed): exit 129 with the partial report and JSON (main: no report at all)."""
     code, out, err, left = _signalled(tmp_path, [(0.0, signal.SIGHUP, False)])

@@ -21,7 +21,8 @@ from adprof.cli.common import (
     report_errors,
     write_outputs,
 )
-from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
+from adprof.cli.run import make_report, measure_specs
+from adprof.measure.plan import load_targets, plan_series
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +65,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("nothing to measure: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
     measured.notes[:0] = notes
-    report = make_report(measured, cfg, argv)
+    report = make_report(measured, cfg, argv, args.trust)
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files

@@ -17,9 +17,11 @@ from typing import Any
 from rich.console import Console
 
 from adprof import model
+from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS, check_backend
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
 from adprof.measure.config import LOAD_TIMEOUT
+from adprof.measure.plan import UsageError, csv_list
 from adprof.model import Report, Result
 from adprof.report import fmt_growth
 from adprof.util.files import OutputPathError, check_output_path, write_atomic
@@ -32,10 +34,6 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 HTML_SUFFIXES = (".html", ".htm")
 #: The signals that stop a run with a partial report (a hang-up is a stop, like SIGTERM).
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
-class UsageError(Exception):
-    """Bad input: printed as one line, exit 2."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -152,10 +150,6 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"--{option}: no {option} given (got {value!r}){known}")
 
 
-def csv_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
 def depths_arg(value: str) -> tuple[int, ...]:
     try:
         ds = tuple(sorted({int(v) for v in csv_list(value)}))
@@ -230,6 +224,13 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         help="all evidence of every series, tracebacks on errors, more detail on stderr",
     )
     p.add_argument("--no-color", action="store_true", help="no colors")
+    p.add_argument(
+        "--trust",
+        choices=TRUST_CHOICES,
+        default=None,
+        help="when a deterministic metric reads healthy but wall time confidently grows (the metric may be "
+        "blind to the work), decide on this one (default: neither; the verdict is inconclusive)",
+    )
 
 
 def add_cmd_options(p: argparse.ArgumentParser) -> None:
@@ -332,21 +333,9 @@ def json_safe(x: Any) -> Any:
     return x
 
 
-#: Verdicts that are findings (exit 1): the pathologies, a failing chain, a chain killed at its timeout.
-FINDINGS = frozenset({*model.PATHOLOGIES, model.ERROR, getattr(model, "RUNAWAY", "runaway")})
-
-
 def exit_code(report: Report) -> int:
-    """1 if some series is a finding (a pathology, an error, a runaway/killed point), else 0.
-
-    A point killed at its own timeout is a finding whatever the verdict says (a hang is never healthy)."""
-    bad = any(r.verdict.kind in FINDINGS or killed_message(r.series) for r in report.results)
-    return EXIT_FINDING if bad else EXIT_OK
-
-
-def killed_message(series: Any) -> str | None:
-    """The message of a point of ``series`` killed at its own timeout (a hang), else None."""
-    return next((p.extra["killed"] for p in series.points if p.extra.get("killed")), None)
+    """1 if some series is a finding (a pathology, an error, a runaway, a point killed at its timeout), else 0."""
+    return EXIT_FINDING if any(r.verdict.is_finding for r in report.results) else EXIT_OK
 
 
 def report_errors(report: Report, err: Console) -> None:
@@ -355,7 +344,7 @@ def report_errors(report: Report, err: Console) -> None:
     names = [r.series.chain for r in report.results]
     for r in report.results:
         s = r.series
-        msg = s.error or killed_message(s)
+        msg = s.error or (model.killed_text(s.killed) if s.killed is not None else None)
         if msg:
             chain = s.chain
             if s.file and names.count(chain) > 1 and len({x.series.file for x in report.results}) > 1:

@@ -23,7 +23,7 @@ from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.config import MeasureConfig
 from adprof.measure.series import SeriesSpec, budget_stopped, run_series
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS
-from adprof.model import Series
+from adprof.model import Series, Stop, StopReason
 
 
 class LanePool:
@@ -155,7 +155,8 @@ def _structure_job(
             why = "the budget ran out" if to.by_deadline else "killed"
             return {
                 "hang": f"recording the chain{where} did not finish within {to.elapsed:.1f} s ({why}): "
-                "the chain hangs or is far too slow"
+                "the chain hangs or is far too slow",
+                "hang_depth": at[-1] if at else None,
             }
         except WorkerCrashed as cr:
             if cr.interrupted:
@@ -211,10 +212,13 @@ def _series_job(
     """Measure (or, with ``resume``, continue) one series on a lane with its claim on the budget."""
 
     def job(worker: Worker, lane: int) -> Series:
-        # a recording that hung, or crashed at its first depth: the points would too (a crash at a
-        # deeper depth is measured: the depths before it are kept)
-        first = structure.get("crash_depth") in (None, min(STRUCTURE_DEPTHS))
-        blocked = structure.get("hang") or (structure.get("crash") if first else None)
+        # a recording that hung or crashed at its first depth: the points would too (a hang or crash at a
+        # deeper depth is measured: the depths before it are kept, and the point that hangs is killed at
+        # its own timeout, a runaway)
+        first = min(STRUCTURE_DEPTHS)
+        blocked = (structure.get("hang") if structure.get("hang_depth") in (None, first) else None) or (
+            structure.get("crash") if structure.get("crash_depth") in (None, first) else None
+        )
         allowance = budget.claim()
         try:
             if resume is not None:
@@ -223,29 +227,21 @@ def _series_job(
             elif blocked:
                 return spec.new_series(error=blocked)
             elif allowance <= 0:
-                return spec.new_series(stopped=f"not measured: {_budget_note(budget, cfg)}")
+                return spec.new_series(stop=Stop(StopReason.NOT_MEASURED, seconds=budget.elapsed(), limit=cfg.budget))
             more = " (more)" if resume is not None else ""
 
             def say(text: str) -> None:
                 status(lane, f"{spec.label}{more} {text}")
 
             series = run_series(spec, worker, cfg, allowance, budget.deadline, say, resume=resume)
-            if structure.get("crash") and not series.points and not series.error:  # the budget cut it short
-                series.error = structure["crash"]
+            failure = structure.get("crash") or structure.get("hang")
+            if failure and not series.points and not series.error:  # the budget cut it short
+                series.error = failure
             return series
         finally:
             budget.release()
 
     return job
-
-
-def _reserve(cfg: MeasureConfig, n_specs: int) -> float:
-    """Seconds of the budget kept for classifying and rendering: about 35 ms per *measured* series
-    (240 series: 5-6 s classifying, 2-3 s rendering on a loaded 2-core machine), much less for one
-    not measured; so 25 ms per series plus 0.5 s, at most 60 % of the budget."""
-    if cfg.reserve is not None:
-        return cfg.reserve
-    return min(0.5 + 0.025 * n_specs, 0.6 * cfg.budget)
 
 
 def measure_all(
@@ -262,7 +258,7 @@ def measure_all(
     ``{"hang" | "crash" | "error": message}`` for a chain whose recording failed.
     """
     lanes = max(1, min(cfg.jobs, len(specs) or 1))
-    budget = Budget(cfg.budget, lanes, cfg.started, _reserve(cfg, len(specs)))
+    budget = Budget(cfg.budget, lanes, cfg.started, cfg.reserve_for(len(specs)))
     pool = LanePool(lanes)
 
     def st(lane: int, text: str) -> None:
@@ -316,6 +312,6 @@ def _final_series(spec: SeriesSpec, res: Any, interrupted: str | None) -> Series
     if isinstance(res, Series):
         return res
     if res is None:  # never started (interrupted)
-        return spec.new_series(stopped=f"not measured: interrupted by {interrupted or 'SIGINT'}")
+        return spec.new_series(stop=Stop(StopReason.NOT_MEASURED, interrupt=interrupted or "SIGINT"))
     # an exception in a job is a bug of ours: keep the run going, report it on the series
     return spec.new_series(error=f"internal error: {type(res).__name__}: {res}")

@@ -23,7 +23,15 @@ from adprof.model import (
     counter_totals,
     fmt_seconds,
 )
-from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import (
+    SWEEP_COLUMNS,
+    backend_label,
+    chain_label,
+    depth_reached,
+    fmt_growth,
+    one_line_reason,
+    worst_time_text,
+)
 from adprof.util.text import terminal_safe
 
 #: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
@@ -65,11 +73,6 @@ VERDICT_STYLE = {
     model.MILD_BACKWARD: "yellow",
     model.RUNAWAY: "bold magenta",
 }
-
-
-#: Verdicts that get a paragraph in the concise report (the others get one line, or only a table row).
-PARAGRAPH = set(model.PATHOLOGIES)
-ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
 
 
 def _t(text: str, style: str = "") -> Text:
@@ -162,8 +165,8 @@ def sweep_rich_table(results: list[dict]) -> Table | None:
 
 def _head(result: Result) -> Text:
     s, v = result.series, result.verdict
-    head = _t(chain_label(s), "bold")
-    head.append(f" [{backend_label(s)}, {s.mode}]: ", style="bold")
+    head = _t(s.label, "bold")
+    head.append(": ", style="bold")
     head.append(v.kind, style=VERDICT_STYLE.get(v.kind, ""))
     growth = fmt_growth(result)
     if growth != "-":
@@ -199,14 +202,8 @@ def render_paragraph(result: Result, console: Console) -> None:
 
 def one_line(result: Result) -> Text:
     """Inconclusive, runaway, error and mildly superlinear series: what and why, in one line."""
-    s, v = result.series, result.verdict
-    why = s.error if v.kind == model.ERROR and s.error else None
-    if why is None and v.fit is not None and v.fit.reason:
-        why = v.fit.reason
-    if why is None:
-        why = v.cause or (v.evidence[0] if v.evidence else "")
     line = _head(result)
-    line.append(f": {why}")
+    line.append(f": {one_line_reason(result)}")
     return line
 
 
@@ -224,10 +221,10 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
             render_result_details(r, console)
     else:
         for r in report.results:
-            if r.verdict.kind in PARAGRAPH:
+            if r.verdict.presentation == "paragraph":
                 console.print()
                 render_paragraph(r, console)
-        lines = [r for r in report.results if r.verdict.kind in ONE_LINE]
+        lines = [r for r in report.results if r.verdict.presentation == "line"]
         if lines:
             console.print()
         for r in lines:
@@ -259,7 +256,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
     eager = series.mode == "eager"
     main, second = ("backward", "forward") if eager else ("transform", "drop")
     phases = ("backward",) if eager else ("transform", "drop")
-    t = Table(title=escape(f"{series.chain} [{backend_label(series)}, {series.mode}]: per-layer ratios"))
+    t = Table(title=escape(f"{series.label}: per-layer ratios"))
     for col in ("depth", "value ops", f"{main} ms", "ratio", "derivative ops", f"{second} ms",
                 "key comparisons", "lookups"):  # fmt: skip
         t.add_column(col, justify="right")
@@ -271,7 +268,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
             ratio = f"{tm / prev[p.depth - 1]:.2f}"
         if tm is not None:
             prev[p.depth] = tm
-        depth = f"{p.depth}" + (" (censored)" if p.extra.get("censored") else "")
+        depth = f"{p.depth}" + (" (censored)" if p.censored else "")
         t.add_row(
             depth,
             _count(p.ops.get("value_ops")),
@@ -305,21 +302,32 @@ def render_halving(rows: Sequence[HalvingRow], console: Console | None = None, p
     return t
 
 
-def render_to_text(report: Report, width: int = 120, verbose: bool = False) -> str:
-    """The console rendering as plain text (no color)."""
-    import io
-
-    buf = io.StringIO()
-    render_report(report, SafeConsole(file=buf, width=width, color_system=None), verbose=verbose)
-    return buf.getvalue()
+def render_halving_result(result: Result, console: Console) -> None:
+    """``adprof halve``'s output: the halving tables of the result, the eager call-0/warm line, why it stopped."""
+    s = result.series
+    for phases, rows in result.halving.items():
+        render_halving(rows, console, tuple(phases.split("+")))
+    deep = max((p for p in s.points if not p.censored), key=lambda p: p.depth, default=None)
+    if s.mode == "eager" and deep is not None and "backward0" in deep.times and "backward" in deep.times:
+        cache = deep.extra.get("cache", {})
+        console.print(
+            f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
+            f"1..{(deep.calls or 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+            f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
+            f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
+            markup=False,
+            highlight=False,
+        )
+    if s.stop is not None:
+        console.print(s.stop.text(), markup=False, highlight=False)
 
 
 __all__ = [
     "MIN_WIDTH",
     "SafeConsole",
+    "render_halving_result",
     "render_report",
     "render_ratio_table",
     "render_halving",
-    "render_to_text",
     "summary_table",
 ]

@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from html import escape
 
-from adprof import model
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
-from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import (
+    SWEEP_COLUMNS,
+    backend_label,
+    chain_label,
+    depth_reached,
+    fmt_growth,
+    one_line_reason,
+    worst_time_text,
+)
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -96,13 +103,9 @@ def _sweeps(report: Report) -> str:
     )
 
 
-PARAGRAPH = set(model.PATHOLOGIES)
-ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
-
-
 def _title(r: Result) -> str:
     s = r.series
-    return f"{escape(chain_key(r))} [{escape(backend_label(s))}, {escape(s.mode)}]: {_verdict(r.verdict.kind)}"
+    return f"{escape(s.label)}: {_verdict(r.verdict.kind)}"
 
 
 def _paragraph(i: int, r: Result, plot: str) -> str:
@@ -122,9 +125,7 @@ def _paragraph(i: int, r: Result, plot: str) -> str:
 
 
 def _one_line(i: int, r: Result) -> str:
-    v, s = r.verdict, r.series
-    why = (s.error if v.kind == model.ERROR else None) or (v.fit.reason if v.fit is not None else "") or v.cause
-    return f'<li id="{_anchor(i)}">{_title(r)}: {escape(why or "")}</li>'
+    return f'<li id="{_anchor(i)}">{_title(r)}: {escape(one_line_reason(r))}</li>'
 
 
 def _details(i: int, r: Result) -> str:
@@ -146,12 +147,12 @@ def _body(report: Report) -> list[str]:
     shown: set[str] = set()
     findings = []
     for i, r in enumerate(report.results):
-        if r.verdict.kind in PARAGRAPH:
+        if r.verdict.presentation == "paragraph":
             key = chain_key(r)
             plot = "" if key in shown else _svg(key, panels[key])
             shown.add(key)
             findings.append(_paragraph(i, r, plot))
-    lines = [_one_line(i, r) for i, r in enumerate(report.results) if r.verdict.kind in ONE_LINE]
+    lines = [_one_line(i, r) for i, r in enumerate(report.results) if r.verdict.presentation == "line"]
     rest = [f'<div class="plot"><h3>{escape(k)}</h3>{_svg(k, rs)}</div>' for k, rs in panels.items() if k not in shown]
     return [
         _summary(report) if report.results else "<p>No results.</p>",

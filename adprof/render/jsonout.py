@@ -1,10 +1,10 @@
 """JSON form of a Report (``report_to_json``) and its inverse (``load_report``).
 
-Schema (``schema`` 1; every number is a JSON number or null)::
+Schema (``schema`` 2; every number is a JSON number or null)::
 
     {
       "adprof_version": "0.1.0",
-      "schema": 1,
+      "schema": 2,
       "environment": {...},            # python, platform, backend versions, ...
       "budget_seconds": 120.0,         # or null
       "elapsed_seconds": 95.3,         # or null
@@ -27,8 +27,15 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "reuse_agrees": true,      # |base - declared_reuse| <= 0.25, exponential verdicts only
           "warm_to_call1": null,     # eager: median cost of calls 2..5 / call 1 at the deepest point
           "metric": "counters[transform+drop]: key_comparisons+metadata_lookups+nodes_visited",
-          "stopped": "stopped after depth 18: ...",                 # or null
+          "stop": {"reason": "predicted cap", "after": 18, "depth": 19, "phase": "transform",
+                   "seconds": 2.1, "limit": 1.5, ...},              # why the schedule stopped, or null
+                                     # reason: cap | predicted cap | budget share | budget | counter budget |
+                                     #   censored | runaway | timeout | not measured
+          "stopped": "stopped after depth 18: ...",                 # the sentence of "stop", or null
           "error": null,             # one-line error if the chain failed
+          "reason": "",              # why the verdict is inconclusive, runaway or an error ("" otherwise)
+          "killed": false,           # a point was killed at its own timeout (a hang): a finding
+          "finding": true,           # exit 1 / a guard fails on it
           "cause": "...", "remedies": ["..."], "evidence": ["..."],
           "file": "probes/chains.py",  # the chain's source file (null for --cmd)
           "interval_text": "d^1.72 [1.55, 1.90]",  # the deciding model's figure with its interval
@@ -40,17 +47,23 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "fit": {...},              # THE deciding model (a Fit: source, model, kind, base/exponent,
                                      # interval, depths, values, curve_depths/curve_values, halving,
                                      # tail exponent, reason); every line above is read from it
+          "decided_by": "counter_fit",  # which evidence slot the deciding model came from (it is not
+                                     # repeated there): counter_fit | time_fit | call0_fit |
+                                     # metric_fits.NAME | "" (a fit of its own, e.g. the tree sizes)
           "metric_fits": {"python_calls": {...}},  # deterministic work metrics, as evidence
           "counter_fit": {...} | null, "time_fit": {...} | null, "call0_fit": {...} | null,
-                                     # the adprof.model.Fit fields: metric, kind, base, exponent,
-                                     # halving_ratio, tail_ratios, r2_exponential, r2_power, depths,
-                                     # values, method, tail_depths, local_powers, ...
+                                     # the fits beside the deciding one (adprof.model.Fit fields:
+                                     # metric, kind, base, exponent, halving_ratio, tail_ratios, depths,
+                                     # values, method, tail_depths, local_powers, ...)
           "points": [
             {"depth": 1,
              "times": {"record": 0.0001, "transform": 0.002, ...},          # seconds per phase
              "counters": {"transform": {"key_comparisons": 12, ...}, ...},  # per phase
              "ops": {"value_ops": 3, "derivative_ops": 9, "program_ops": 8},
-             "extra": {"censored": false, "backward_calls": [...], ...}}
+             "status": "exact",      # exact | censored (a lower bound) | killed (at its own timeout)
+             "censor_reason": null,  # censored/killed: timeout | budget | counter budget
+             "censored_phase": null, "calls": null, "wall_seconds": 0.12,
+             "extra": {"backward_calls": [...], ...}}   # what the backend adds
           ]
         }
       ]
@@ -58,6 +71,12 @@ Schema (``schema`` 1; every number is a JSON number or null)::
 
 ``load_report(report_to_json(r)) == r`` (also through ``json.dumps``/``json.loads``). Unknown keys
 are ignored on load, so newer files load in older versions.
+
+Schema changes. 2: ``stop`` (typed) beside its sentence ``stopped``; ``reason``, ``killed``, ``finding``;
+points carry ``status``, ``censor_reason``, ``censored_phase``, ``calls`` and ``wall_seconds`` (no longer
+``extra["censored"]``, ``extra["killed"]``, ``extra["calls"]``, ``extra["wall_seconds"]``); the deciding
+fit is stored once, in ``fit``, and ``decided_by`` names the slot it came from; the never-set Fit fields
+``r2_exponential``, ``r2_power`` and ``log_*`` are gone.
 """
 
 from __future__ import annotations
@@ -66,21 +85,24 @@ import dataclasses
 from typing import Any
 
 from adprof.constants import __version__
-from adprof.model import Fit, Point, Report, Result, Series, Verdict
+from adprof.model import Fit, HalvingRow, Point, Report, Result, Series, Stop, Verdict
 
-SCHEMA = 1
+SCHEMA = 2
 
+#: Written from the verdict (the first five are read from its deciding fit); the settable ones load back.
 _VERDICT_FIELDS = (
     "base",
     "exponent",
     "halving_ratio",
+    "metric",
+    "interval_text",
     "predicted_base",
     "amortized",
     "reuse_agrees",
     "warm_to_call1",
-    "metric",
-    "interval_text",
     "prediction",
+    "reason",
+    "killed",
     "key_evidence",
     "cause",
     "remedies",
@@ -100,6 +122,13 @@ def _fit_from(d: dict[str, Any] | None) -> Fit | None:
     return Fit(**{k: v for k, v in d.items() if k in names})
 
 
+def _slots(v: Verdict) -> dict[str, Fit | None]:
+    """The evidence slots of a verdict's fits, by their JSON name."""
+    out: dict[str, Fit | None] = {"counter_fit": v.counter_fit, "time_fit": v.time_fit, "call0_fit": v.call0_fit}
+    out.update({f"metric_fits.{k}": f for k, f in v.metric_fits.items()})
+    return out
+
+
 def result_to_json(result: Result) -> dict[str, Any]:
     """One result, flattened (see the module docstring)."""
     s, v = result.series, result.verdict
@@ -115,18 +144,23 @@ def result_to_json(result: Result) -> dict[str, Any]:
     for name in _VERDICT_FIELDS:
         val = getattr(v, name)
         out[name] = list(val) if isinstance(val, list) else val
+    out["finding"] = v.is_finding
+    out["stop"] = dataclasses.asdict(s.stop) if s.stop is not None else None
     out["stopped"] = s.stopped
     out["error"] = s.error
     for name in _SERIES_FIELDS:
         val = getattr(s, name)
         out[name] = type(val)(val) if isinstance(val, list | dict) else val
     out["interval"] = list(v.fit.interval) if v.fit is not None and v.fit.interval else None
-    out["fit"] = _fit_to(v.fit)  # THE deciding model; the fits below are evidence beside it
-    out["metric_fits"] = {k: _fit_to(f) for k, f in v.metric_fits.items()}
-    out["counter_fit"] = _fit_to(v.counter_fit)
-    out["time_fit"] = _fit_to(v.time_fit)
-    out["call0_fit"] = _fit_to(v.call0_fit)
+    out["fit"] = _fit_to(v.fit)  # THE deciding model, once; the slots below hold the fits beside it
+    slots = _slots(v)
+    out["decided_by"] = next((k for k, f in slots.items() if f is not None and f is v.fit), "")
+    beside = {k: (None if f is v.fit else _fit_to(f)) for k, f in slots.items()}
+    out["metric_fits"] = {k: beside[f"metric_fits.{k}"] for k in v.metric_fits}
+    for k in ("counter_fit", "time_fit", "call0_fit"):
+        out[k] = beside[k]
     out["points"] = [dataclasses.asdict(p) for p in s.points]
+    out["halving"] = {k: [dataclasses.asdict(row) for row in rows] for k, rows in result.halving.items()}
     return out
 
 
@@ -145,7 +179,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
 
 
 def result_from_json(d: dict[str, Any]) -> Result:
-    """Inverse of ``result_to_json``."""
+    """Inverse of ``result_to_json`` (the deciding fit is put back in the slot ``decided_by`` names)."""
     pnames = {f.name for f in dataclasses.fields(Point)}
     points = [Point(**{k: v for k, v in p.items() if k in pnames}) for p in d.get("points", [])]
     series = Series(
@@ -154,7 +188,7 @@ def result_from_json(d: dict[str, Any]) -> Result:
         profile=d.get("profile"),
         mode=d["mode"],
         points=points,
-        stopped=d.get("stopped"),
+        stop=Stop(**d["stop"]) if d.get("stop") else None,
         error=d.get("error"),
         declared_reuse=d.get("declared_reuse"),
         params=dict(d.get("params") or {}),
@@ -162,16 +196,22 @@ def result_from_json(d: dict[str, Any]) -> Result:
     for name in _SERIES_FIELDS:
         if d.get(name) is not None:
             setattr(series, name, d[name])
-    verdict = Verdict(kind=d["verdict"])
+    settable = {f.name for f in dataclasses.fields(Verdict)}
+    verdict = Verdict(kind=d["verdict"], fit=_fit_from(d.get("fit")))
     for name in _VERDICT_FIELDS:
-        if name in d:
+        if name in d and name in settable:
             setattr(verdict, name, d[name])
     verdict.counter_fit = _fit_from(d.get("counter_fit"))
     verdict.time_fit = _fit_from(d.get("time_fit"))
     verdict.call0_fit = _fit_from(d.get("call0_fit"))
-    verdict.fit = _fit_from(d.get("fit"))
     verdict.metric_fits = {k: f for k, x in (d.get("metric_fits") or {}).items() if (f := _fit_from(x))}
-    return Result(series=series, verdict=verdict)
+    slot = d.get("decided_by") or ""
+    if slot.startswith("metric_fits."):
+        verdict.metric_fits[slot.split(".", 1)[1]] = verdict.fit  # type: ignore[assignment]
+    elif slot:
+        setattr(verdict, slot, verdict.fit)
+    halving = {k: [HalvingRow(**row) for row in rows] for k, rows in (d.get("halving") or {}).items()}
+    return Result(series=series, verdict=verdict, halving=halving)
 
 
 def load_report(data: dict[str, Any]) -> Report:

@@ -56,6 +56,8 @@ _state: dict[str, Any] = {
     "supervised": False,
 }
 _HAVE_PROC = os.path.isdir("/proc")
+#: ``/proc/PID/task/TID/children`` (CONFIG_PROC_CHILDREN); without it the children are found by a scan.
+_HAVE_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 
 
 # --------------------------------------------------------------------------- this process
@@ -140,22 +142,21 @@ def _supervise() -> None:
 
 def children(pid: int) -> list[int]:
     """Direct children of ``pid`` (``/proc/PID/task/*/children``, else a scan of ``/proc``)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    found: list[int] = []
-    try:
+    if _HAVE_CHILDREN_FILES:
+        found: list[int] = []
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return []
         for tid in tasks:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                found.extend(int(x) for x in f.read().split())
-        return found
-    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN (or the task ended): scan
-        pass
-    except OSError:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    found.extend(int(x) for x in f.read().split())
+            except OSError:  # the thread ended meanwhile
+                continue
         return found
     out = []
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir("/proc") if _HAVE_PROC else ():
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", "rb") as f:
