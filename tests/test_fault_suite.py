@@ -170,7 +170,10 @@ def _judge(
     for name, (_, text, left) in zip(("signalled run", "other run"), results, strict=True):
         if left:
             problems.append(f"{name} left processes: {left}")
-        if TRACEBACK in text or "Exception ignored" in text or "internal error" in text:
+        # a signal in the interpreter's first milliseconds (importing its site module, before any adprof code)
+        # is Python's to report; everything after is adprof's
+        before_adprof = "init_import_site" in text
+        if not before_adprof and (TRACEBACK in text or "Exception ignored" in text or "internal error" in text):
             problems.append(f"{name} printed a traceback: {text[-600:]}")
     if reader.bad:
         problems.append(f"{len(reader.bad)} damaged reads of {reader.reads + len(reader.bad)}: {reader.bad[:3]}")
@@ -188,6 +191,8 @@ def _judge(
         problems.append(f"temporary files left: {[t.name for t in temps]}")
     # the first signal decides (or none: the run had just given its answer, when signals are ignored)
     expected_v = {0, 1} | ({-9 if sent[0] == "SIGKILL" else 128 + int(signal.Signals[sent[0]])} if sent else set())
+    if "init_import_site" in results[0][1]:
+        expected_v.add(1)  # the interpreter's own "Fatal Python error" exit
     if code_v not in expected_v:
         problems.append(f"signalled run exit {code_v}, expected {sorted(expected_v)}")
     if code_o not in (0, 1):

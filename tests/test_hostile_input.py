@@ -379,3 +379,31 @@ def test_json_protocol_of_the_fuzz_programs() -> None:
         [sys.executable, str(MISBEHAVE), "typo", "3"], capture_output=True, text=True, timeout=30
     ).stdout
     assert json.loads(out.splitlines()[-1])["colour"] == "blue"
+
+
+# --------------------------------------------------------------------------- issue 19 item 7: flame imports in a worker
+
+
+def test_flame_loads_the_chain_file_in_a_subprocess_under_a_timeout(tmp_path: Path, capsys, monkeypatch) -> None:
+    """`adprof flame` imported the chain file in its own process, with no timeout: an import that hangs hung
+    adprof. Now the file is loaded in a subprocess, killed past the load timeout (one line, exit 2)."""
+    import time
+
+    import adprof.flame.command as flame_command
+
+    (tmp_path / "where.py").write_text(
+        f"import os\nopen({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\n" + "import adprof\n\n\n"
+        "@adprof.chain(input_shape=(3,))\ndef c(xp, x, depth):\n    return xp.sum(x)\n"
+    )
+    code = main(["flame", f"{tmp_path / 'where.py'}::nope", "--depth", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no chain or function named 'nope'" in err, err
+    assert int((tmp_path / "pid").read_text()) != os.getpid(), "the chain file was imported by adprof itself"
+
+    (tmp_path / "hangs.py").write_text("import time\ntime.sleep(120)\n")
+    monkeypatch.setattr(flame_command, "LOAD_TIMEOUT", 1.0)
+    t0 = time.monotonic()
+    code = main(["flame", f"{tmp_path / 'hangs.py'}::c", "--depth", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "did not finish within 1 s" in err, err
+    assert time.monotonic() - t0 < 15

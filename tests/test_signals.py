@@ -139,3 +139,37 @@ def test_only_the_first_signal_is_raised() -> None:
     s.received = "SIGTERM"  # received, but its KeyboardInterrupt was swallowed (a weakref callback)
     with pytest.raises(Terminated):
         s.poll()  # the lanes' poll raises it again where the pool handles it
+
+
+def test_a_swallowed_interrupt_prints_no_ignored_exception() -> None:
+    """N29: a KeyboardInterrupt raised inside a weakref callback is "Exception ignored" by Python; during a run it
+    is not printed (the lanes' poll raises the remembered signal again), anything else still is."""
+    import types
+
+    from adprof.cli import _unraisable
+
+    seen = []
+    hook = _unraisable(seen.append)
+    hook(types.SimpleNamespace(exc_value=KeyboardInterrupt()))
+    assert seen == []
+    other = types.SimpleNamespace(exc_value=ValueError("x"))
+    hook(other)
+    assert seen == [other]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)])
+def test_a_signal_during_the_start_up_is_one_line(tmp_path: Path, sig: int) -> None:
+    """A Ctrl-C while adprof's own imports run (the fault suite's random moments): one line and the shell's
+    status, never a traceback from inside an import (main: a KeyboardInterrupt traceback, death by SIGINT)."""
+    for delay in (0.2, 0.35, 0.5):
+        proc, tag = start_adprof(["check", str(FAULTS / "calm.py"), *ARGS, "--budget", "20"], tmp_path, None)
+        try:
+            time.sleep(delay)
+            (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            kill_tagged(tag)
+        if "init_import_site" in err:  # still the interpreter's own start-up (its site module): before adprof
+            continue
+        assert proc.returncode in (128 + sig, 0), f"exit {proc.returncode} after {delay} s\n{err[-1500:]}"
+        assert TRACEBACK not in out + err and "Exception ignored" not in err, err[-1500:]

@@ -25,6 +25,7 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
@@ -75,6 +76,19 @@ def _safe_streams() -> None:
                 pass
 
 
+def _unraisable(hook: Any) -> Any:
+    """sys.unraisablehook for a run: a stop signal's KeyboardInterrupt raised where Python cannot propagate it
+    (a weakref callback, a __del__) is not printed as "Exception ignored ..."; the signal is remembered and
+    acted upon by the lanes' poll. Anything else goes to ``hook``."""
+
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            return
+        hook(info)
+
+    return unraisable
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns (and, via ``__main__``, exits with) the status.
 
@@ -90,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if in_main_thread:
         for s in sigs:
             signal.signal(s, SIGNALS.handler)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable(previous_hook)
     _safe_streams()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
@@ -104,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif in_main_thread:
             for s, handler in previous.items():
                 signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if argv is not None:
+            sys.unraisablehook = previous_hook
 
 
 def _interrupted(exc: BaseException, args: argparse.Namespace | None, start: float | None) -> int:
