@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _interrupted(exc: BaseException, args: argparse.Namespace | None, start: float | None) -> int:
-    """One line, the (empty) report files when the command had not written them yet, 130/143."""
+    """One line, the (empty) report files when the command had not written them yet, 130/143/129."""
     name = getattr(exc, "signal_name", "SIGINT")
     secs = time.monotonic() - start if start is not None else 0.0
     if args is not None and not getattr(args, "outputs_written", False) and (args.json or getattr(args, "html", None)):
