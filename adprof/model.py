@@ -203,6 +203,26 @@ RUNAWAY_FACTOR = 20.0
 
 
 @dataclass
+class Machine:
+    """Where a series was measured: the host, its CPU, and its load while the series ran."""
+
+    host: str = ""
+    cpu_model: str = ""
+    cpus: int | None = None  # logical CPUs of the host (what the load average is shared by)
+    #: The 1-minute load average sampled about once a second while the series ran: mean and peak.
+    load_average: float | None = None
+    load_peak: float | None = None
+    worker: str = ""  # which worker of the executor ran it ("lane 0", a Dask worker's address)
+
+    @property
+    def load_per_core(self) -> float | None:
+        """Mean load average per logical CPU (None when unknown)."""
+        if self.load_average is None or not self.cpus:
+            return None
+        return self.load_average / self.cpus
+
+
+@dataclass
 class Series:
     """All points of one (chain, backend, profile, mode), in measured order."""
 
@@ -224,6 +244,7 @@ class Series:
     statistic: str = ""
     clock: str = ""
     file: str | None = None  # the chain's source file (chains of the same name in two files differ)
+    machine: Machine | None = None  # where its points were measured (all on one machine)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):
@@ -331,6 +352,9 @@ class Verdict:
     reuse_agrees: bool | None = None  # when the chain declares `reuse`
     warm_to_call1: float | None = None  # eager: median cost of calls 2..5 / cost of call 1 (deepest point)
     prediction: dict[str, float] | None = None  # the deciding model at the next depth: {"depth", "value"}
+    #: Time decided the verdict and the machine was loaded while the series ran (load per core above
+    #: :data:`adprof.constants.LOADED_PER_CORE`): other work may have inflated the times.
+    loaded_machine: bool = False
 
     @property
     def base(self) -> float | None:
@@ -409,6 +433,17 @@ class HalvingRow:
 
 
 @dataclass
+class Shard:
+    """A report of one shard of a run (``--shard K/N``): which part of the whole plan it holds."""
+
+    index: int  # K, from 1
+    count: int  # N
+    planned: int  # series in the whole (unsharded) plan
+    positions: list[int] = field(default_factory=list)  # plan positions of this report's results, in order
+    plan: str = ""  # fingerprint of the whole plan: shards of one run share it
+
+
+@dataclass
 class Report:
     results: list[Result] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -417,6 +452,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: Rows of the sweep table (measured vs predicted base per reuse count), built with the report.
     sweeps: list[dict[str, Any]] = field(default_factory=list)
+    shard: Shard | None = None  # set on the report of one shard (``--shard K/N``)
 
 
 # --------------------------------------------------------------------------- helpers on points

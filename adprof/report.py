@@ -9,12 +9,13 @@ from typing import Any
 from adprof.analysis.classify import decide, sweep_table
 from adprof.analysis.halving import halving_rows
 from adprof.analysis.structure import Structure, analyze_recording
-from adprof.constants import EXPONENTIAL_RATIO
+from adprof.constants import EXPONENTIAL_RATIO, LOADED_PER_CORE
 from adprof.model import (
     HalvingRow,
     Report,
     Result,
     Series,
+    Shard,
     StopReason,
     chain_name,
     cost_phases,
@@ -93,6 +94,63 @@ def build_report(
     )
 
 
+class MergeError(ValueError):
+    """Reports that do not merge into one (two copies of a shard, shards of different plans): one line."""
+
+
+def merge_reports(reports: Sequence[Report]) -> Report:
+    """One report of several: the shards of one run (``--shard K/N``) back in the plan's order, or whole
+    reports one after another. Notes are kept once each, the sweep table is rebuilt over all results,
+    the elapsed time is the longest one (shards run side by side). Raises :class:`MergeError`."""
+    if len(reports) == 1 and reports[0].shard is None:
+        return reports[0]
+    shards = [r.shard for r in reports]
+    notes: list[str] = []
+    if all(sh is not None for sh in shards):
+        results = _merge_shards(reports, [sh for sh in shards if sh is not None], notes)
+    elif any(sh is not None for sh in shards):
+        raise MergeError("cannot merge the report of a shard (--shard) with whole reports")
+    else:
+        results = [r for rep in reports for r in rep.results]
+    for rep in reports:
+        notes.extend(n for n in rep.notes if n not in notes)
+    elapsed = [r.elapsed_seconds for r in reports if r.elapsed_seconds is not None]
+    return Report(
+        results=results,
+        environment=dict(reports[0].environment),
+        budget_seconds=reports[0].budget_seconds,
+        elapsed_seconds=max(elapsed) if elapsed else None,
+        notes=notes,
+        sweeps=sweep_table(results),
+    )
+
+
+def _merge_shards(reports: Sequence[Report], shards: Sequence[Shard], notes: list[str]) -> list[Result]:
+    first = shards[0]
+    if any(sh.count != first.count or sh.planned != first.planned or sh.plan != first.plan for sh in shards):
+        raise MergeError("these shards come from different runs (other targets, options or --shard N)")
+    seen: set[int] = set()
+    for sh in shards:
+        if sh.index in seen:
+            raise MergeError(f"shard {sh.index}/{sh.count} is given twice")
+        seen.add(sh.index)
+    placed: dict[int, Result] = {}
+    for rep, sh in zip(reports, shards, strict=True):
+        if len(sh.positions) != len(rep.results):
+            raise MergeError(f"shard {sh.index}/{sh.count}: {len(rep.results)} results for {len(sh.positions)} series")
+        for pos, res in zip(sh.positions, rep.results, strict=True):
+            if pos in placed:
+                raise MergeError(f"series {pos} of the plan is in two shards")
+            placed[pos] = res
+    missing = sorted(set(range(1, first.count + 1)) - seen)
+    if missing:
+        notes.append(
+            f"merged {len(seen)} of {first.count} shards: shard {', '.join(f'{k}/{first.count}' for k in missing)} "
+            f"missing ({first.planned - len(placed)} of {first.planned} series not in this report)"
+        )
+    return [placed[pos] for pos in sorted(placed)]
+
+
 # --------------------------------------------------------------------------- what the renderers show
 
 #: Columns of the sweep table (measured vs predicted base per reuse count), shared by the renderers.
@@ -122,6 +180,37 @@ def backend_label(series: Series) -> str:
     return f"{series.backend}/{series.profile}" if series.profile else series.backend
 
 
+#: How the renderers mark a time-decided verdict measured on a loaded machine (``Verdict.loaded_machine``).
+LOADED_MARK = "loaded"
+LOADED_NOTE = (
+    f"{LOADED_MARK}: time decided it and the machine was loaded while the series ran (load average per CPU "
+    f"above {LOADED_PER_CORE:g}): other work may have inflated the times; rerun on a quiet machine"
+)
+
+
+def machine_host(series: Series) -> str:
+    """The host that measured the series (``-`` when unknown)."""
+    return series.machine.host if series.machine is not None and series.machine.host else "-"
+
+
+def several_machines(results: Sequence[Result]) -> bool:
+    """True when the results were measured on more than one host (the summary then shows which)."""
+    return len({r.series.machine.host for r in results if r.series.machine is not None}) > 1
+
+
+def machine_text(series: Series) -> str:
+    """Where and under what load a series was measured, in one line (empty when unknown)."""
+    m = series.machine
+    if m is None:
+        return ""
+    cpus = f", {m.cpus} CPUs" if m.cpus else ""
+    text = f"measured on {m.host or '?'} ({m.cpu_model or 'CPU unknown'}{cpus})"
+    if m.load_average is not None:
+        per_core = f", {m.load_per_core:.2f} per CPU" if m.load_per_core is not None else ""
+        text += f", load average {m.load_average:.2f} (peak {m.load_peak or m.load_average:.2f}){per_core}"
+    return text + (f", by {m.worker}" if m.worker else "")
+
+
 def depth_reached(series: Series) -> str:
     """Deepest exact depth, plus the deepest censored one as ``>=``."""
     exact = [p.depth for p in series.points if not p.censored]
@@ -147,7 +236,10 @@ def worst_time_text(series: Series) -> str:
 
 
 __all__ = [
+    "LOADED_MARK",
+    "LOADED_NOTE",
     "SWEEP_COLUMNS",
+    "MergeError",
     "analyze_structures",
     "backend_label",
     "build_report",
@@ -155,5 +247,9 @@ __all__ = [
     "depth_reached",
     "fmt_growth",
     "one_line_reason",
+    "machine_host",
+    "machine_text",
+    "merge_reports",
+    "several_machines",
     "worst_time_text",
 ]

@@ -15,6 +15,7 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.constants", "model"),
     ("adprof.model", "model"),
     ("adprof.util", "model"),  # standard-library helpers (processes, output files, terminal text)
+    ("adprof.plain", "model"),
     ("adprof.chain", "chain"),
     ("adprof.backends", "backends"),
     ("adprof.measure", "measure"),

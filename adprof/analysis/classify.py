@@ -43,9 +43,11 @@ from adprof.analysis.eager import (
 )
 from adprof.analysis.evidence import beside_evidence, describe_fit, describe_halving, describe_tail, fit_evidence
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
+from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.analysis.sweeps import REUSE_TOLERANCE, sweep_table
 from adprof.analysis.tree import TREE_PROPORTION, follows_tree
+from adprof.constants import LOADED_PER_CORE
 from adprof.model import COUNTER_KEYS, Fit, Point, Result, Series, Verdict, cost_phases, counter_value, time_value
 
 __all__ = [
@@ -97,11 +99,12 @@ _KIND = {
     ("mild", True): model.MILD_BACKWARD,
 }
 
-#: Time contradicts a healthy deterministic reading when its own fit is confidently a pathology: the lower end
-#: of its interval at least this base (exponential) or exponent (power law), over at least this cost growth.
+#: Time contradicts a healthy deterministic reading when its own fit is confidently a pathology (the lower end
+#: of its interval at least this base, exponential, or exponent, power law) and time grows this many times more
+#: than the metric over the same depths (load bursts on a few points do not: the metric grows too).
 CONTRADICTING_BASE = 1.3
 CONTRADICTING_EXPONENT = 1.6
-CONTRADICTING_GROWTH = 3.0
+CONTRADICTING_EXCESS = 4.0
 #: ``trust``: which side decides when a deterministic metric and time contradict each other.
 TRUST_CHOICES = ("counters", "time")
 
@@ -129,7 +132,15 @@ def decide(
     v = _verdict(series, structure, predicted_base, trust)
     if isinstance(structure, Structure):
         v.evidence.insert(0, structure.summary())
+    v.loaded_machine = loaded_machine(series, v)
     return v
+
+
+def loaded_machine(series: Series, verdict: Verdict) -> bool:
+    """Time decided the verdict and the machine that measured the series was loaded meanwhile."""
+    per_core = series.machine.load_per_core if series.machine is not None else None
+    timed = verdict.fit is not None and verdict.fit.source == "time"
+    return bool(timed and per_core is not None and per_core > LOADED_PER_CORE)
 
 
 def _verdict(series: Series, structure: Any, predicted_base: float | None, trust: str | None) -> Verdict:
@@ -247,15 +258,30 @@ def _runaway_bound(v: Verdict, fit: Fit) -> None:
     v.key_evidence.insert(0, v.reason)
 
 
-def _confident_pathology(fit: Fit) -> bool:
-    """A time fit that reads exponential or superlinear with its whole interval well inside that band."""
-    lo = fit.interval[0] if fit.interval else None
-    grows = len(fit.values) >= 2 and min(fit.values) > 0 and max(fit.values) >= CONTRADICTING_GROWTH * min(fit.values)
-    if fit.kind == "exponential":
-        return grows and lo is not None and lo >= CONTRADICTING_BASE
-    if fit.kind == "superlinear":
-        return grows and lo is not None and lo >= CONTRADICTING_EXPONENT
-    return False
+def _growth(fit: Fit, lo: int, hi: int) -> float | None:
+    """The fit's value at depth ``hi`` over its value at ``lo`` (None unless both are measured and positive)."""
+    at = dict(zip(fit.depths, fit.values, strict=True))
+    a, b = at.get(lo), at.get(hi)
+    return b / a if a and b and a > 0 else None
+
+
+def _confident_pathology(timed: Fit, metric: Fit) -> bool:
+    """A time fit that reads exponential or superlinear with its whole interval well inside that band and not
+    pinned at the grid's edge, and that grows far more than the deterministic metric up to each of the two
+    deepest depths both measured (one slow point, a load burst, does not make a contradiction)."""
+    if not timed.interval:
+        return False
+    lo, hi = timed.interval
+    common = sorted(set(timed.depths) & set(metric.depths))
+    if len(common) < 4:
+        return False
+    for deep in common[-2:]:
+        t, m = _growth(timed, common[0], deep), _growth(metric, common[0], deep)
+        if t is None or m is None or t < CONTRADICTING_EXCESS * m:
+            return False
+    if timed.kind == "exponential":
+        return CONTRADICTING_BASE <= lo and hi < B_MAX
+    return timed.kind == "superlinear" and CONTRADICTING_EXPONENT <= lo and hi < P_MAX
 
 
 def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit, labels: dict[str, str]) -> None:
@@ -266,7 +292,7 @@ def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: 
     if v.time_fit.kind not in ("exponential", "superlinear"):
         return
     timed = fit_cost(series, phases, "time")  # with its interval: only when it may contradict
-    if timed is None or not _confident_pathology(timed):
+    if timed is None or not _confident_pathology(timed, fit):
         return
     v.time_fit = timed
     figure = interval_text(timed)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -23,6 +22,7 @@ from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureCo
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, csv_list
 from adprof.model import Report, Result
+from adprof.render.jsonout import json_safe  # noqa: F401  (re-exported: its home is the JSON renderer)
 from adprof.report import fmt_growth
 from adprof.util.files import OutputPathError, check_output_path, write_atomic
 
@@ -30,8 +30,6 @@ EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_SIGHUP = 130, 143, 129
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-HTML_SUFFIXES = (".html", ".htm")
 #: The signals that stop a run with a partial report (a hang-up is a stop, like SIGTERM).
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -105,7 +103,7 @@ def run_inputs(args: argparse.Namespace) -> list[str]:
     """The files a run reads (chain files of its targets, the files a ``--cmd`` template names): no
     output may overwrite them."""
     files: list[str] = []
-    targets = list(getattr(args, "targets", None) or [])
+    targets = list(getattr(args, "targets", None) or []) + list(getattr(args, "files", None) or [])
     if getattr(args, "target", None):
         targets.append(args.target)
     for target in targets:
@@ -135,14 +133,9 @@ def check_outputs(args: argparse.Namespace, outputs: Sequence[tuple[str, str | N
 def check_options(args: argparse.Namespace) -> None:
     """Every option that can be checked without loading anything (output paths, empty lists): bad input
     is one line and exit 2 before any measuring."""
-    check_outputs(
-        args,
-        [
-            ("--json", getattr(args, "json", None), None),
-            ("--html", getattr(args, "html", None), HTML_SUFFIXES),
-            ("--plot", getattr(args, "plot", None), PLOT_SUFFIXES),
-        ],
-    )
+    from adprof.render import FILE_RENDERERS
+
+    check_outputs(args, [(r.option, getattr(args, r.option.lstrip("-"), None), r.suffixes) for r in FILE_RENDERERS])
     for option in ("backend", "mode", "profile"):
         value = getattr(args, option, None)
         if isinstance(value, str) and not csv_list(value):
@@ -323,16 +316,6 @@ def environment(cfg: MeasureConfig, argv: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def json_safe(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [json_safe(v) for v in x]
-    return x
-
-
 def exit_code(report: Report) -> int:
     """1 if some series is a finding (a pathology, an error, a runaway, a point killed at its timeout), else 0."""
     return EXIT_FINDING if any(r.verdict.is_finding for r in report.results) else EXIT_OK
@@ -355,42 +338,30 @@ def report_errors(report: Report, err: Console) -> None:
 
 
 def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> bool:
-    """Write ``--json``, ``--html`` and ``--plot``; False (after one line on stderr each) if one failed."""
-    from adprof.render import render_html, report_to_json  # rich/HTML only when writing
+    """Write the file outputs asked for (``--json``, ``--html``, ``--plot``: one renderer each,
+    :data:`adprof.render.FILE_RENDERERS`); False (after one line on stderr each) if one failed."""
+    from adprof.render import FILE_RENDERERS  # rich/HTML only when writing
 
     ok = True
     args.outputs_written = True
-
-    def failed(option: str, path: str, exc: BaseException) -> None:
-        nonlocal ok
-        ok = False
-        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False, highlight=False)
-
-    if args.json:
-        text = json.dumps(json_safe(report_to_json(report)), indent=2)
-        if args.json == "-":
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
-        else:
-            try:
-                write_atomic(args.json, text + "\n")
-            except OSError as exc:
-                failed("--json", args.json, exc)
-    if getattr(args, "html", None):
+    for renderer in FILE_RENDERERS:
+        option = renderer.option
+        path = getattr(args, option.lstrip("-"), None)
+        if not path:
+            continue
         try:
-            write_atomic(args.html, render_html(report))
-        except OSError as exc:
-            failed("--html", args.html, exc)
-    if getattr(args, "plot", None):
-        try:
-            from adprof.render.plot import plot_report
-
-            plot_report(report, args.plot)
+            text = renderer.render(report, path)
+            if text is not None and path == "-" and option == "--json":
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            elif text is not None:
+                write_atomic(path, text)  # a reader (or a second run) never sees it half written
         except ImportError as exc:  # matplotlib missing: the report is still fine
-            err.print(f"adprof: cannot write the plot {args.plot}: {exc}", markup=False)
+            err.print(f"adprof: cannot write {option} {path}: {exc}", markup=False)
         except (OSError, ValueError) as exc:
-            failed("--plot", args.plot, exc)
+            ok = False
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False, highlight=False)
     return ok
 
 

@@ -4,6 +4,8 @@ a progress display, and the report of the run."""
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,8 +22,9 @@ from rich.progress import (
 from adprof.backends import BACKEND_PROFILES
 from adprof.cli.common import SIGNALS, UsageError, backends_arg, environment
 from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
+from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
-from adprof.model import Report, Series
+from adprof.model import Report, Series, Shard
 from adprof.report import analyze_structures, build_report
 
 
@@ -59,9 +62,12 @@ class _Progress:
         self.progress.advance(self.task)
 
 
-def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool) -> Measured:
+def measure_specs(
+    specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool, executor: Executor | None = None
+) -> Measured:
+    """Measure ``specs`` with a progress display: on local lanes, or on ``executor`` (e.g. a Dask cluster)."""
     enabled = err.is_terminal
-    lanes = max(1, min(cfg.jobs, len(specs)))
+    lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs)))
     with _Progress(err, len(specs), lanes, enabled) as prog:
 
         def on_series(s: Series) -> None:
@@ -83,10 +89,39 @@ def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, ver
 
         try:
             return measure_all(
-                specs, cfg, status=prog.status, on_series=on_series, poll=SIGNALS.poll, on_structures=on_structures
+                specs,
+                cfg,
+                status=prog.status,
+                on_series=on_series,
+                poll=SIGNALS.poll,
+                on_structures=on_structures,
+                executor=executor,
             )
         finally:
             SIGNALS.defer()  # measured: a signal from now on waits until the report is written
+
+
+def _shard_key(spec: SeriesSpec) -> str:
+    """What names a series across machines: its file (relative to here when inside), chain, backend,
+    profile and mode."""
+    file = spec.file
+    if file and os.path.isabs(file) and os.path.abspath(file).startswith(os.getcwd() + os.sep):
+        file = os.path.relpath(file)
+    parts = (os.path.normpath(file) if file else "", spec.chain, spec.backend, spec.profile or "", spec.mode)
+    return "\x1f".join(parts)
+
+
+def shard_specs(specs: Sequence[SeriesSpec], index: int, count: int) -> tuple[list[SeriesSpec], Shard]:
+    """The series of shard ``index`` of ``count`` (a hash of each series' name, not its place in the list:
+    every shard of one command picks the same split, whatever the order), and the :class:`Shard` record
+    that lets ``adprof report`` put the shards back in the plan's order."""
+    keys = [_shard_key(s) for s in specs]
+    plan = hashlib.sha256("\x1e".join(keys).encode()).hexdigest()[:16]
+    positions = [
+        i for i, k in enumerate(keys) if int(hashlib.sha256(k.encode()).hexdigest()[:12], 16) % count == index - 1
+    ]
+    shard = Shard(index=index, count=count, planned=len(specs), positions=positions, plan=plan)
+    return [specs[i] for i in positions], shard
 
 
 def one_chain(target: str, timeout: float, hard_deadline: float | None = None) -> dict[str, Any]:

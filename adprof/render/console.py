@@ -24,12 +24,17 @@ from adprof.model import (
     fmt_seconds,
 )
 from adprof.report import (
+    LOADED_MARK,
+    LOADED_NOTE,
     SWEEP_COLUMNS,
     backend_label,
     chain_label,
     depth_reached,
     fmt_growth,
+    machine_host,
+    machine_text,
     one_line_reason,
+    several_machines,
     worst_time_text,
 )
 from adprof.util.text import terminal_safe
@@ -85,14 +90,16 @@ def _decided(result: Result) -> str:
     fit = result.verdict.fit
     if fit is None:
         return "-"
-    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    by = {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    return f"{by} ({LOADED_MARK})" if result.verdict.loaded_machine else by
 
 
 def _time_caption(report: Report) -> str:
     timed = [r.series for r in report.results if r.verdict.fit is not None and r.verdict.fit.source == "time"]
     stats = sorted({f"{s.statistic or 'lower quartile of repeats'}, {s.clock or 'wall (perf_counter)'}" for s in timed})
     base = "growth: the deciding model's per-layer base or exponent (time: with its 95% interval)"
-    return base + (f"; time: {'; '.join(stats)}" if stats else "")
+    loaded = f"\n{LOADED_NOTE}" if any(r.verdict.loaded_machine for r in report.results) else ""
+    return base + (f"; time: {'; '.join(stats)}" if stats else "") + loaded
 
 
 def summary_table(report: Report) -> Table:
@@ -101,13 +108,16 @@ def summary_table(report: Report) -> Table:
     files = _file_column(report)
     if files:
         t.add_column("file")
+    machines = several_machines(report.results)  # which host measured it, when there are several
     for col in ("chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "worst time"):
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
+    if machines:
+        t.add_column("machine")
     t.add_column("stopped", overflow="fold")
     for r, file in zip(report.results, files or [None] * len(report.results), strict=True):
         s, v = r.series, r.verdict
         chain = chain_label(s)
-        t.add_row(
+        cells = [
             *([_t(file or "-")] if files else []),
             _t(chain),
             _t(backend_label(s)),
@@ -117,8 +127,8 @@ def summary_table(report: Report) -> Table:
             _t(_decided(r)),
             _t(depth_reached(s)),
             _t(worst_time_text(s)),
-            _t(s.error or s.stopped or ""),
-        )
+        ]
+        t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(s.error or s.stopped or ""))
     return t
 
 
@@ -180,6 +190,8 @@ def render_result_details(result: Result, console: Console) -> None:
     console.print(_head(result))
     if s.error:
         console.print(_t(f"  error: {s.error}"))
+    if s.machine is not None:
+        console.print(_t(f"  {machine_text(s)}"))
     for e in v.evidence:
         console.print(_t(f"  - {e}"))
     if v.cause:

@@ -10,12 +10,17 @@ from html import escape
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
 from adprof.report import (
+    LOADED_MARK,
+    LOADED_NOTE,
     SWEEP_COLUMNS,
     backend_label,
     chain_label,
     depth_reached,
     fmt_growth,
+    machine_host,
+    machine_text,
     one_line_reason,
+    several_machines,
     worst_time_text,
 )
 
@@ -34,11 +39,19 @@ th { background: #f3f3f3; }
 .result { border-top: 2px solid #ddd; margin-top: 2em; padding-top: 1em; }
 .plot svg { max-width: 100%; height: auto; }
 .cause { font-style: italic; }
+.loaded { color: #a66300; font-size: 0.85em; margin-left: 0.4em; }
 """
 
 
 def _verdict(kind: str) -> str:
     return f'<span class="verdict verdict-{escape(kind)}">{escape(kind)}</span>'
+
+
+def _loaded(r: Result) -> str:
+    """The mark of a time-decided verdict measured on a loaded machine (its explanation as the tooltip)."""
+    if not r.verdict.loaded_machine:
+        return ""
+    return f'<span class="loaded" title="{escape(LOADED_NOTE)}">{escape(LOADED_MARK)}</span>'
 
 
 def _svg(title: str, results: list[Result]) -> str:
@@ -53,19 +66,9 @@ def _anchor(i: int) -> str:
 
 
 def _summary(report: Report) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "chain",
-            "backend/profile",
-            "mode",
-            "verdict",
-            "base / exponent",
-            "depth",
-            "worst time",
-            "stopped",
-        )
-    )
+    machines = several_machines(report.results)  # which host measured it, when there are several
+    cols = ["chain", "backend/profile", "mode", "verdict", "base / exponent", "depth", "worst time"]
+    head = "".join(f"<th>{h}</th>" for h in (*cols, *(["machine"] if machines else []), "stopped"))
     rows = []
     for i, r in enumerate(report.results):
         s = r.series
@@ -73,12 +76,15 @@ def _summary(report: Report) -> str:
             "<tr>"
             f'<td><a href="#{_anchor(i)}">{escape(chain_label(s))}</a></td>'
             f"<td>{escape(backend_label(s))}</td><td>{escape(s.mode)}</td>"
-            f"<td>{_verdict(r.verdict.kind)}</td><td>{escape(fmt_growth(r))}</td>"
+            f"<td>{_verdict(r.verdict.kind)}{_loaded(r)}</td><td>{escape(fmt_growth(r))}</td>"
             f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
-            f"<td>{escape(s.error or s.stopped or '')}</td>"
+            + (f'<td class="machine">{escape(machine_host(s))}</td>' if machines else "")
+            + f"<td>{escape(s.error or s.stopped or '')}</td>"
             "</tr>"
         )
-    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    loaded = any(r.verdict.loaded_machine for r in report.results)
+    note = f'<p class="loaded-note">{escape(LOADED_NOTE)}</p>' if loaded else ""
+    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}'
 
 
 def _sweeps(report: Report) -> str:
@@ -130,7 +136,8 @@ def _one_line(i: int, r: Result) -> str:
 
 def _details(i: int, r: Result) -> str:
     v = r.verdict
-    items = "".join(f"<li>{escape(e)}</li>" for e in v.evidence)
+    where = machine_text(r.series)
+    items = "".join(f"<li>{escape(e)}</li>" for e in ([where] if where else []) + v.evidence)
     rem = "".join(f"<li>{escape(x)}</li>" for x in v.remedies)
     return (
         f'<details class="detail" id="detail-{i}"><summary>{_title(r)}</summary><ul class="evidence">{items}</ul>'

@@ -116,8 +116,12 @@ def _start_guardian() -> None:
     finally:
         os.close(read)
     os.set_blocking(write, False)
-    _own[guardian.pid] = ""
-    _state.update(guardian=guardian, pipe=write)
+    with _lock:
+        _own[guardian.pid] = ""
+        _state.update(guardian=guardian, pipe=write)
+        for pid, token in list(_own.items()):  # the groups started before it was up
+            if token:
+                _tell_guardian(f"+{pid}")
 
 
 def _tell_guardian(line: str) -> None:
@@ -133,7 +137,8 @@ def _supervise() -> None:
     if not _state["supervised"]:
         _state["supervised"] = True
         become_subreaper()
-        _start_guardian()
+        # started beside the first process, not before it: a run's first worker does not wait for it
+        threading.Thread(target=_start_guardian, daemon=True, name="adprof-guardian").start()
         atexit.register(sweep)
 
 
