@@ -100,7 +100,7 @@ def run_flame(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except FlameError as exc:
-        print(str(exc), file=sys.stderr)
+        print(terminal_safe(str(exc)), file=sys.stderr)
         return exc.code
 
 
