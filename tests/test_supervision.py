@@ -84,16 +84,16 @@ def _gone(tag: str, seconds: float = 3.0) -> set[int]:
 
 def test_a_program_that_closes_its_pipes_is_waited_for(tag: str) -> None:
     """N1: a program that closes stdout and stderr and works 50 ms more exits 0: not 'killed by signal 9'."""
-    from adprof.util import procs
-
-    done = procs.run(["sh", "-c", "echo '{}'; exec >&- 2>&-; sleep 0.05; exit 0"], timeout=10, output_limit=1 << 20)
-    assert done.returncode == 0 and not done.timed_out
-    assert done.seconds >= 0.05
     pt = run_command_point(misbehave("closed"), 2, "traced", timeout=10)
     assert pt.times["transform"] == pytest.approx(2e-4)
     for template in ("true {depth}", "echo {depth}"):
         pt = run_command_point(template, 3, "traced", timeout=10)
         assert pt.times == {"process": pt.extra["process_seconds"]}
+    from adprof.util import procs
+
+    done = procs.run(["sh", "-c", "echo '{}'; exec >&- 2>&-; sleep 0.05; exit 0"], timeout=10, output_limit=1 << 20)
+    assert done.returncode == 0 and not done.timed_out
+    assert done.seconds >= 0.05
 
 
 def test_check_and_guard_on_true_are_healthy(tmp_path: Path) -> None:
