@@ -86,14 +86,12 @@ def test_unknown_protocol_keys_are_named() -> None:
     assert "'transfrom_seconds' (did you mean 'transform_seconds'?)" in note and "'colour'" in note
 
 
-def test_unknown_protocol_keys_are_warned_about_by_default(tmp_path: Path) -> None:
+def test_unknown_protocol_keys_are_warned_about_by_default(tmp_path: Path, capsys) -> None:
     """N6 end to end: the note is printed without --verbose, and kept in the JSON."""
     out = tmp_path / "r.json"
-    run = run_adprof(
-        ["check", "--cmd", misbehave("typo"), "--depths", "1,2,3", "--json", str(out)], tmp_path, timeout=60
-    )
-    assert_clean(run)
-    assert "did you mean 'transform_seconds'" in run.out, run.summary()
+    code = main(["check", "--cmd", misbehave("typo"), "--depths", "1,2,3", "--no-color", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code in (0, 1) and "did you mean 'transform_seconds'" in text, text
     assert any("transfrom_seconds" in n for n in load_json(out)["notes"])
 
 
