@@ -475,7 +475,7 @@ def run_series(
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     if spec.cmd is not None:
-        worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
+        worker = CommandPoints(spec.cmd, worker)  # type: ignore[assignment]  # same request interface
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
     adaptive = not (spec.depths or cfg.depths or cfg.unit_steps)
     while (depth := sched.next_depth(series.points)) is not None:
