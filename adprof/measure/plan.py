@@ -11,7 +11,6 @@ from typing import Any
 from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
 from adprof.chain import KNOWN_MODES, parse_target
 from adprof.measure.client import Worker, list_chains
-from adprof.measure.schedule import geometric_depths
 from adprof.measure.series import SeriesSpec
 
 
@@ -117,8 +116,3 @@ def time_only_range(declared: Sequence[int] | None) -> tuple[int, int]:
     if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
         lo, hi = min(declared), max(declared)
     return lo, 2 * hi
-
-
-def time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
-    """The 2^(1/3) steps over :func:`time_only_range` (what a deciding deterministic metric gets)."""
-    return geometric_depths(*time_only_range(declared), step=2 ** (1 / 3))
