@@ -3,7 +3,8 @@ that can tell them apart (pure; see :mod:`adprof.analysis.noisy`).
 
 * **grid edge**: a family whose best parameter is pinned at the end of its grid (p = 8, b = 100) cannot
   follow the data: that is a sign that the family is wrong, not a reading. When only the power law is
-  pinned, and the exponential fits with a base that grows, the exponential is chosen.
+  pinned (or its interval is open at the top of the grid, :func:`open_to_exponential`), and the
+  exponential fits with a base that grows, the exponential is chosen.
 * **information criterion**: AICc of both fits on the same relative residuals; the families have the same
   number of parameters, so the difference is ``n·ln(SSE_power / SSE_exponential)``; it decides beyond
   :data:`IC_MARGIN` (a decisive difference, not a preference).
@@ -120,6 +121,15 @@ def choose_family(d: np.ndarray, v: np.ndarray, pw: ModelFit, ex: ModelFit, w: n
     if out.family in edge:  # a family pinned at its grid edge is the wrong family, never a reading
         out.family, out.evidence = None, CHOICE_CONFLICT
     return out
+
+
+def open_to_exponential(choice: Choice, ex: ModelFit) -> bool:
+    """Whether a power law whose interval is open at the top of its grid may give way to the exponential: it
+    grows, is not pinned itself, and no evidence speaks for the power law."""
+    ic_for_power = choice.ic_delta is not None and choice.ic_delta < -IC_MARGIN
+    ho = choice.holdout_errors
+    ho_for_power = bool(ho) and ho.get("power", math.inf) * HOLDOUT_RATIO < ho.get("exponential", math.inf)
+    return ex.param >= EXP_MIN_BASE and not pinned(ex) and not ic_for_power and not ho_for_power
 
 
 def choice_text(evidence: str, family: str, ic: float | None, errors: dict[str, float]) -> str:

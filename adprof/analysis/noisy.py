@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from adprof.analysis.bands import SUPERLINEAR_MIN, band, power_kind
-from adprof.analysis.choice import EXP_MIN_BASE, Choice, choose_family
+from adprof.analysis.choice import EXP_MIN_BASE, Choice, choose_family, open_to_exponential
 from adprof.analysis.models import (
     B_MAX,
     CONFIDENCE,
@@ -20,7 +20,7 @@ from adprof.analysis.models import (
     replicates,
     robust_weights,
 )
-from adprof.model import Fit
+from adprof.model import CHOICE_EDGE, Fit
 
 FLAT_SHARE = 0.05  # growing part below this share of the deepest value: no measurable growth
 OVERHEAD_POINTS = 5  # from this many depths the fixed overhead is fitted
@@ -184,6 +184,13 @@ def noisy_reading(
     exp_wins = choice.family == "exponential"
     chosen = ex if exp_wins else pw
     plo, phi = profile_interval(chosen.family, d, v, overhead, w, coarse)
+    if not exp_wins and phi >= P_MAX - 1e-9 and open_to_exponential(choice, ex):
+        # the power law's interval is open at the top of its grid: the power family cannot bound the growth
+        # (the d^7.71 [7.03, 8.00] for a 2^d law); the exponential, which fits too, reads it
+        choice.family, choice.evidence, choice.edge = "exponential", CHOICE_EDGE, sorted({*choice.edge, "power"})
+        _record_choice(fit, choice)
+        exp_wins, chosen = True, ex
+        plo, phi = profile_interval("exponential", d, v, overhead, w, coarse)
     if not bootstrap or coarse:
         _point_estimate(chosen, exp_wins, fit)
         fit.interval_method += "; profile interval [" + f"{plo:.3g}, {phi:.3g}]"

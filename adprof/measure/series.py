@@ -63,6 +63,7 @@ from adprof.model import (
 MIN_CALLS = 3
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 REFIT_AFTER = 3  # time schedule: new depths (not deeper than the deepest) before the quick fit is redone
+ESTIMATE_MARGIN = 1.5  # time schedule: a point's budget estimate over its expected cost (a burst of load)
 
 
 @dataclass
@@ -189,22 +190,25 @@ class _SeriesRun:
         return None
 
     def _charged_estimate(self, step: Step) -> float:
-        """Seconds the budget will be charged for ``step``: the nearest measured point's, scaled by its cost."""
+        """Seconds the budget will be charged for ``step``: the slowest measured point of the nearest depth,
+        scaled by the step's expected cost, with a margin for the noise (a run may be slower than any so far)."""
         mode = self.spec.mode
-        best: tuple[float, float, float, float] | None = None  # (distance, overhead, cost, seconds)
+        best: tuple[float, float, float, float] | None = None  # (distance, -cost, overhead, cost / seconds)
         for p in self.series.points:
             secs = point_seconds(p, mode)
             if p.wall_seconds is None or not secs or p.censored:
                 continue
             cost = point_cost(p.times, mode, p.calls or self.calls)
-            dist = abs(math.log(step.depth / max(p.depth, 1)))
-            if best is None or dist < best[0]:
-                best = (dist, max(0.0, p.wall_seconds - cost), cost, secs)
+            key = (abs(math.log(step.depth / max(p.depth, 1))), -cost)
+            if best is None or key < best[:2]:
+                best = (*key, max(0.0, p.wall_seconds - cost), cost / secs)
         if best is None:
             return 0.0
-        _, overhead, cost, secs = best
-        scale = (step.expected / secs) if step.expected is not None and math.isfinite(step.expected) else 1.0
-        return overhead + cost * max(scale, 0.0) if math.isfinite(scale) else math.inf
+        dist, neg_cost, overhead, per_second = best
+        expected = step.expected if step.expected is not None else None
+        if dist == 0.0 or expected is None:  # measured here before (a sweep): its slowest run so far
+            return overhead + ESTIMATE_MARGIN * -neg_cost
+        return overhead + ESTIMATE_MARGIN * per_second * expected if math.isfinite(expected) else math.inf
 
     def stop_before(self, depth: int, last: int, exponential: bool) -> Stop | None:
         """Why the point at ``depth`` is not run (predicted over the cap or the budget), else None.
