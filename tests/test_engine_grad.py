@@ -234,8 +234,11 @@ def _reference_run(program, *arrays):
     return [env[o] for o in program.outputs]
 
 
+_STEP = st.tuples(st.sampled_from("sin cos tanh add mul sub T reshape svd".split()), st.integers(0, 99))
+
+
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("sin cos tanh add mul sub T reshape svd".split()), st.integers(0, 99)), min_size=4, max_size=14))
+@given(st.lists(_STEP, min_size=4, max_size=14))
 def test_prepared_storage_reuse_keeps_bits_and_inputs(steps):
     """Large intermediates reuse slots and ufunc buffers (``out=``) only where no view or later use can
     see it: random programs of ufuncs, views (transpose, reshape) and a multi-output SVD whose results
