@@ -239,8 +239,9 @@ class StoragePlan:
     last use of a large value, and ``out=`` buffers taken over from dead large operands.
 
     A buffer is written only when a ufunc made it and only ufuncs read it (so no view of it exists),
-    the writing equation is a ufunc, it is the buffer's last use, and shape and dtype match. Program
-    inputs, bindings and outputs are never written, freed or renamed.
+    the writing equation is a ufunc, it is the buffer's last use, shape and dtype match, and (checked
+    when the program runs) every operand is C-contiguous. Program inputs, bindings and outputs are
+    never written, freed or renamed.
     """
 
     def __init__(self, program: Program, eqns: list[Eqn], outputs: list[int]) -> None:
@@ -339,8 +340,12 @@ class Prepared:
                 ns[name] = kernel
             args = ", ".join([local[i] for i in e.ins])
             if n in plan.inplace:
-                args += f", out={local[plan.inplace[n]]}"
-            if len(e.outs) == 1:
+                # a fresh result of C-contiguous operands is C-contiguous: only then is the buffer's
+                # layout the one numpy would pick, which later reductions' summation order depends on
+                contiguous = " and ".join([f"{local[i]}.flags.c_contiguous" for i in dict.fromkeys(e.ins)])
+                call = f"{name}({args}, out={local[plan.inplace[n]]}) if {contiguous} else {name}({args})"
+                body.append(f"    {local[e.outs[0]]} = {call}")
+            elif len(e.outs) == 1:
                 body.append(f"    {local[e.outs[0]]} = {name}({args})")
             else:
                 body.append(f"    {', '.join([local[o] for o in e.outs])}, = {name}({args})")

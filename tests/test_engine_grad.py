@@ -237,7 +237,7 @@ def _reference_run(program, *arrays):
 _STEP = st.tuples(st.sampled_from("sin cos tanh add mul sub T reshape svd".split()), st.integers(0, 99))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(st.lists(_STEP, min_size=4, max_size=14))
 def test_prepared_storage_reuse_keeps_bits_and_inputs(steps):
     """Large intermediates reuse slots and ufunc buffers (``out=``) only where no view or later use can
