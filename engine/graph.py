@@ -171,7 +171,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
             t = aliases[id(t)][1]
         roots.append(t)
     stack = [(t.node, False) for t in roots if t.node is not None]
-    visits = 0
     while stack:
         node, done = stack.pop()
         nid = id(node)
@@ -182,7 +181,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
             continue
         if nid in state:
             continue
-        visits += 1
         state[nid] = 1
         stack.append((node, True))
         for p in node.inputs:
@@ -190,7 +188,7 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
                 p = aliases[id(p)][1]
             if p.node is not None and id(p.node) not in state:
                 stack.append((p.node, False))
-    COUNTERS.nodes_visited += visits
+    COUNTERS.nodes_visited += len(state)  # each node visited once
     return order
 
 

@@ -61,6 +61,7 @@ class Program:
         self.outputs: list[int] = outputs
         self._fingerprint: bytes | None = None
         self.tags: list | None = None  # per variable: what it stands for (e.g. the traced tensor)
+        self.live_eqns: int | None = None  # equations the outputs need, when known (see live_eqn_count)
 
     @property
     def op_count(self) -> int:
@@ -144,10 +145,12 @@ def _kernel(eqn: Eqn):
 
 def live_eqn_count(program: Program) -> int:
     """Equations the outputs need (what dead-code elimination would keep)."""
+    if program.live_eqns is not None:  # known from the build that eliminated dead code
+        return program.live_eqns
     live = set(program.outputs)
     count = 0
     for e in reversed(program.eqns):
-        if any(o in live for o in e.outs):
+        if not live.isdisjoint(e.outs):
             count += 1
             live.update(e.ins)
     return count
@@ -161,6 +164,7 @@ def prune_inputs(program: Program) -> tuple[Program, list[int]]:
     kept = [i for i, v in enumerate(program.inputs) if v in used]
     pruned = Program(program.avals, [program.inputs[i] for i in kept], program.bindings, program.eqns, program.outputs)
     pruned.tags = program.tags
+    pruned.live_eqns = program.live_eqns
     return pruned, kept
 
 
@@ -459,6 +463,8 @@ class ProgramBuilder:
             new_eqns.append(Eqn(e.prim, e.params, ins, tuple(outs)))
         outputs_idx = [remap[v] for v in out_idx]
         program = Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
+        if dce and not keep_prefix:  # every equation kept is one the outputs need
+            program.live_eqns = len(new_eqns)
         if self.tags:
             program.tags = [None] * len(avals)
             for v, tag in self.tags.items():
