@@ -96,7 +96,7 @@ class TracedTensor(Tensor):
         opkey = K.op_key(prim, tuple(params.values()), tuple(keys))
         node = Node(prim, params, args, opkey)
         if prim.nout == 1:
-            return TracedTensor(K.value_key(opkey, 0), out_avals[0], node, 0, chain=chain)
+            return TracedTensor(K.value_key(opkey, 0), out_avals[0], node, 0, None, True, None, chain)
         return tuple(
             TracedTensor(K.value_key(opkey, i), aval, node, i, chain=chain) for i, aval in enumerate(out_avals)
         )
@@ -271,7 +271,12 @@ def freeze(
 
     cse_map: dict = {}
     for node in nodes:
-        ins = [var_for(p) for p in node.inputs]
+        ins = []
+        for p in node.inputs:  # (var_for, with the common case inline)
+            if p.node is None or tag:
+                ins.append(var_for(p))
+            else:
+                ins.append(var_of[(id(p.node), p.slot)])
         outs = cse_map.get(node.opkey) if cse else None
         if outs is None:
             r = b.bind(node.prim, ins, node.params)

@@ -9,6 +9,7 @@ calling the same op functions as user code.
 from __future__ import annotations
 
 import hashlib
+from operator import attrgetter
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from .counters import COUNTERS
 from .errors import ShapeError
 from .ops import IMPL_RULES, SHAPE_RULES, Aval, Primitive
 from .ops.operators import Tensor
+
+_aval_of = attrgetter("aval")
+_idx_of = attrgetter("idx")
 
 
 class Var(Tensor):
@@ -408,15 +412,17 @@ class ProgramBuilder:
         return v
 
     def bind(self, prim: Primitive, args, params):
-        out_avals = SHAPE_RULES[prim](*[a.aval for a in args], **params)
-        avals = self.avals
+        out_avals = SHAPE_RULES[prim](*map(_aval_of, args), **params)
+        ins = tuple(map(_idx_of, args))
         if prim.nout == 1:
-            avals.append(out_avals[0])
-            out = Var(len(avals) - 1, out_avals[0], self)
-            self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), (out.idx,)))
-            return out
-        outs = tuple(self._new(a) for a in out_avals)
-        self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), tuple(o.idx for o in outs)))
+            avals = self.avals
+            aval = out_avals[0]
+            idx = len(avals)
+            avals.append(aval)
+            self.eqns.append(Eqn(prim, params, ins, (idx,)))
+            return Var(idx, aval, self)
+        outs = tuple([self._new(a) for a in out_avals])
+        self.eqns.append(Eqn(prim, params, ins, tuple(map(_idx_of, outs))))
         return outs
 
     def build(self, outputs: list[Var], dce: bool = True, keep_prefix: int = 0) -> Program:
@@ -432,7 +438,7 @@ class ProgramBuilder:
             kept = []
             for n in range(len(eqns) - 1, -1, -1):
                 e = eqns[n]
-                if n < keep_prefix or any(o in live for o in e.outs):
+                if n < keep_prefix or not live.isdisjoint(e.outs):
                     kept.append(e)
                     live.update(e.ins)
             eqns = kept[::-1]
@@ -453,14 +459,22 @@ class ProgramBuilder:
             avals.append(src[v])
             new_bindings.append((remap[v], a))
         new_eqns = []
+        renamed = remap.__getitem__
         for e in eqns:
-            ins = tuple([remap[i] for i in e.ins])
-            outs = []
-            for o in e.outs:
-                remap[o] = len(avals)
+            ins = tuple(map(renamed, e.ins))
+            if len(e.outs) == 1:
+                o = e.outs[0]
+                outs = (len(avals),)
+                remap[o] = outs[0]
                 avals.append(src[o])
-                outs.append(remap[o])
-            new_eqns.append(Eqn(e.prim, e.params, ins, tuple(outs)))
+            else:
+                outs = []
+                for o in e.outs:
+                    remap[o] = len(avals)
+                    avals.append(src[o])
+                    outs.append(remap[o])
+                outs = tuple(outs)
+            new_eqns.append(Eqn(e.prim, e.params, ins, outs))
         outputs_idx = [remap[v] for v in out_idx]
         program = Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
         if dce and not keep_prefix:  # every equation kept is one the outputs need
