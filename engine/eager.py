@@ -27,14 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import profiles
+from . import context, profiles
 from .ad import derivative_traces_from_program, vjp_program
 from .counters import COUNTERS
 from .errors import DTypeError, EngineError, TransformError
-from .graph import TracedTensor, freeze
+from .graph import TracedTensor, constant, freeze
 from .keys import InputKey
 from .ops import IMPL_RULES, Aval, Primitive, add_p
-from .ops.operators import Tensor
+from .tensor import Tensor
 
 ENGINE_TARGET = "cpu-numpy"
 _new_aval = tuple.__new__  # Aval(...) without its keyword wrapper
@@ -54,6 +54,15 @@ profiles.on_change(_on_profile)
 def current_session() -> EagerSession | None:
     """The innermost open eager session, if any."""
     return _SESSION
+
+
+def _context_constant(array) -> EagerTensor | TracedTensor:
+    """A constant in the active context: the innermost open eager session, else the traced graph."""
+    session = _SESSION
+    return session.constant(array) if session is not None else constant(array)
+
+
+context.make_constant = _context_constant
 
 
 # A trace not recorded yet (fixed profile: recorded on first need) is a list, cheaper to build than an

@@ -18,8 +18,8 @@ from .checkpoint_chain import merge_chains
 from .counters import COUNTERS
 from .errors import DTypeError, TransformError
 from .ops import SHAPE_RULES, Aval, Primitive
-from .ops.operators import Tensor
 from .program import Program, ProgramBuilder
+from .tensor import Tensor
 
 
 class Node:

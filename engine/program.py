@@ -16,7 +16,7 @@ import numpy as np
 from .counters import COUNTERS
 from .errors import ShapeError
 from .ops import IMPL_RULES, SHAPE_RULES, Aval, Primitive
-from .ops.operators import Tensor
+from .tensor import Tensor
 
 _aval_of = attrgetter("aval")
 _idx_of = attrgetter("idx")
