@@ -229,9 +229,11 @@ LARGE_BYTES = 1 << 16
 
 
 def _fresh_elementwise(e: Eqn) -> bool:
-    """Whether ``e``'s kernel is a numpy ufunc called without parameters: it returns a new array and
-    takes an ``out=`` buffer of the result's shape and dtype."""
-    return not e.params and isinstance(IMPL_RULES[e.prim], np.ufunc)
+    """Whether ``e``'s kernel is an elementwise numpy ufunc (not a generalized one such as matmul)
+    called without parameters: it returns a new array and takes an ``out=`` buffer of the result's
+    shape and dtype, even one of its operands."""
+    impl = IMPL_RULES[e.prim]
+    return not e.params and isinstance(impl, np.ufunc) and impl.signature is None
 
 
 def _nbytes(aval: Aval) -> int:

@@ -234,15 +234,15 @@ def _reference_run(program, *arrays):
     return [env[o] for o in program.outputs]
 
 
-_STEP = st.tuples(st.sampled_from("sin cos tanh add mul sub T reshape svd".split()), st.integers(0, 99))
+_STEP = st.tuples(st.sampled_from("sin cos tanh add mul sub matmul T reshape svd".split()), st.integers(0, 99))
 
 
 @settings(max_examples=10, deadline=None)
 @given(st.lists(_STEP, min_size=4, max_size=14))
 def test_prepared_storage_reuse_keeps_bits_and_inputs(steps):
     """Large intermediates reuse slots and ufunc buffers (``out=``) only where no view or later use can
-    see it: random programs of ufuncs, views (transpose, reshape) and a multi-output SVD whose results
-    go partly unused run bit for bit like an equation-by-equation evaluation, and inputs stay intact."""
+    see it: random programs of ufuncs, matmul, views (transpose, reshape) and a multi-output SVD whose
+    results go partly unused run bit for bit like an equation-by-equation evaluation, inputs intact."""
     from engine.program import LARGE_BYTES, StoragePlan, execution_plan
 
     n = 96  # 96 x 96 float64 = 72 KiB: every matrix counts as large
@@ -255,6 +255,8 @@ def test_prepared_storage_reuse_keeps_bits_and_inputs(steps):
             vals.append(getattr(xnp, op)(a))
         elif op in ("add", "mul", "sub"):
             vals.append({"add": a + b, "mul": a * b, "sub": a - b}[op])
+        elif op == "matmul":
+            vals.append((a @ b) * 0.01)
         elif op == "T":
             vals.append(xnp.transpose(a))
         elif op == "reshape":
