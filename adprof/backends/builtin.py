@@ -12,11 +12,9 @@ import importlib
 from types import ModuleType
 from typing import Any, ClassVar
 
-from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, no_phase
+from adprof.backends.base import DEFAULT_CALLS, INSTALL_HINT, Backend, PhaseCallback, no_phase
 from adprof.chain import Chain
 from adprof.model import Point
-
-PEERS_HINT = "pip install 'adprof[peers]'"
 
 _EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
 _PROGRAM_SIZE = (
@@ -106,7 +104,7 @@ class JaxBackend(ModuleBackend):
         "eager": {},
     }
     requires = ("jax", "jaxlib")
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class TorchBackend(ModuleBackend):
@@ -129,7 +127,7 @@ class TorchBackend(ModuleBackend):
         },
     }
     requires = ("torch", "array_api_compat")
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class AutogradBackend(ModuleBackend):
@@ -143,7 +141,7 @@ class AutogradBackend(ModuleBackend):
     deciding_metrics = {"eager": ("python_calls",)}
     metric_notes = {"eager": {}}
     requires = ("autograd",)
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class TinygradBackend(ModuleBackend):
@@ -171,7 +169,7 @@ class TinygradBackend(ModuleBackend):
         },
     }
     requires = ("tinygrad",)
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class CmdBackend(ModuleBackend):
