@@ -14,7 +14,8 @@ chi 16) vs ``jax.make_jaxpr(jax.grad(f))``; eager forward, eager backward and th
 grad program of the 400-layer sin chain (n = 10) vs torch; time to first gradient at depth 400 vs
 JAX ``jit(grad(f))``'s first call; the traced grad of sum(sin(x) x^2) at n = 1e6 vs numpy by hand;
 staged TRG (eager and traced) value + grad per beta vs torch eager TRG with the Lorentzian SVD rule;
-and counters on vs off (the engine copy without counter updates of ``counter_overhead.py``).
+and counters on vs off (two fresh copies of the engine, with and without counter updates, from
+``counter_overhead.py``).
 
 A second table gives the floors, what bounds a figure from outside the engine, measured in the same
 run: numpy's ufunc calls alone against torch's eager forward; CPython's ``compile()`` of the first
@@ -453,24 +454,27 @@ def floor_first_gradient(r: int, jax_seconds: float, depth: int = 400) -> Floor:
 
 
 def fig_counters(r: int) -> list[Figure]:
+    """Two fresh copies of the engine, with and without counter updates (counter_overhead.engine_copy):
+    after the other figures the engine itself carries their state, which a fresh copy does not."""
     import counter_overhead  # benchmarks/counter_overhead.py
 
-    off, _removed = counter_overhead.uncounted_engine()
+    on, _ = counter_overhead.engine_copy(counted=True)
+    off, _removed = counter_overhead.engine_copy(counted=False)
     xs = sin.make_input()
     figs = []
-    with engine.profile("fixed"), off.profile("fixed"):
+    with on.profile("fixed"), off.profile("fixed"):
         ours, peer = interleaved(
-            lambda: counter_overhead.mul_transform(engine), lambda: counter_overhead.mul_transform(off), r
+            lambda: counter_overhead.mul_transform(on), lambda: counter_overhead.mul_transform(off), r
         )
         figs.append(Figure("counters on/off: record + grad, mul 200", "same, counters off", ours, peer, 1.05))
-        rts = {id(engine): engine.EagerRuntime(), id(off): off.EagerRuntime()}
+        rts = {id(on): on.EagerRuntime(), id(off): off.EagerRuntime()}
         ours, peer = interleaved(
-            lambda: counter_overhead.sin_eager(engine, rts[id(engine)], xs),
+            lambda: counter_overhead.sin_eager(on, rts[id(on)], xs),
             lambda: counter_overhead.sin_eager(off, rts[id(off)], xs),
             r,
         )
         figs.append(Figure("counters on/off: eager fwd + bwd, sin 400", "same, counters off", ours, peer, 1.05))
-        on_run, off_run = counter_overhead.sin_program(engine), counter_overhead.sin_program(off)
+        on_run, off_run = counter_overhead.sin_program(on), counter_overhead.sin_program(off)
         ours, peer = interleaved(lambda: on_run(xs), lambda: off_run(xs), 3 * r)
         figs.append(Figure("counters on/off: prepared grad run, sin 400", "same, counters off", ours, peer, 1.05))
     return figs
