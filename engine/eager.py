@@ -78,6 +78,10 @@ class EagerTensor(Tensor):
     In the ``fixed`` profile the trace is recorded lazily: only a derivative request that misses
     the cache (or ``create_graph``, or reading ``.trace``) records it, as tenferro defers the
     metadata analysis of eager traces; ``v08`` records it with every op, as traced mode does.
+
+    Built by :func:`_eager_tensor` (and inline, field by field, on the hot path of ``_bind``): the
+    class has no ``__init__``, since filling the slots of a bare instance costs about half as much as
+    an ``__init__`` call on every eager op.
     """
 
     __slots__ = (
