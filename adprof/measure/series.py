@@ -312,7 +312,8 @@ def run_series(
     """
     series = resume if resume is not None else spec.new_series()
     series.stopped = None
-    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
+    # explicit --depths win over the depths planned for the series (time-only defaults, a chain's declared depths)
+    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, cfg.depths or spec.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     if spec.cmd is not None:
