@@ -47,7 +47,7 @@ def fake_compilers(tmp_path):
     log = tmp_path / "calls.log"
     for name in COMPILERS:
         script = bin_dir / name
-        script.write_text(f"#!/bin/sh\necho {name} \"$@\" >> {log}\nexit 1\n")
+        script.write_text(f'#!/bin/sh\necho {name} "$@" >> {log}\nexit 1\n')
         script.chmod(0o755)
     return bin_dir, log
 
