@@ -86,10 +86,17 @@ class Series:
     deciding_metrics: list[str] = field(default_factory=list)
     #: Metric name -> why it may not decide here (e.g. "blind to XLA's C++ compile").
     metric_notes: dict[str, str] = field(default_factory=dict)
+    #: Metrics that count work the phase must do (graph nodes walked, ops traced): they decide when they grow
+    #: superlinearly or exponentially (the work grows at least as fast), never to call a cost linear.
+    lower_bound_metrics: list[str] = field(default_factory=list)
     #: How ``Point.times`` was taken from the repeats: statistic ("lower quartile", "min", "median") and clock.
     statistic: str = ""
     clock: str = ""
     file: str | None = None  # the chain's source file (chains of the same name in two files differ)
+    #: What a depth counts (the chain's ``axis``: ``layer``, ``order``, ``unroll``, ``seq_len``, ...).
+    axis: str = "layer"
+    #: The phases whose cost is classified when the chain names them (empty: :func:`cost_phases` of the mode).
+    classified_phases: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -135,6 +142,7 @@ class Fit:
     curve_depths: list[float] = field(default_factory=list)  # the deciding model's curve, for plots
     curve_values: list[float] = field(default_factory=list)
     reason: str = ""  # inconclusive: why, and the remedy ("raise --cap", "add depths")
+    axis: str = "layer"  # what a depth step counts: the base is "x2.15 per order"
 
 
 @dataclass
@@ -162,6 +170,11 @@ class Verdict:
     interval_text: str = ""  # e.g. "d^1.72 [1.55, 1.90]" or "x2.00/layer [1.99, 2.00]"
     prediction: dict[str, float] | None = None  # the deciding model at the next depth: {"depth", "value"}
     key_evidence: list[str] = field(default_factory=list)  # the decisive lines (the concise report prints these)
+    #: Multi-phase modes (compile): the phase whose cost grows most between the first and last depth
+    #: ("" when one phase or none grows), each phase's share of that growth, and each phase's own time fit.
+    growing_phase: str = ""
+    phase_shares: dict[str, float] = field(default_factory=dict)
+    phase_fits: dict[str, Fit] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,13 +215,26 @@ class Report:
 COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 
 
-def cost_phases(mode: str) -> tuple[str, ...]:
-    """The phases whose cost is classified (and watched by the depth schedule) for a mode."""
+#: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
+#: partition), Inductor's lowering/fusion/codegen and its C++ compile.
+TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
+
+
+def cost_phases(mode: str, backend: str = "") -> tuple[str, ...]:
+    """The phases whose cost is classified (and watched by the depth schedule) for a mode (torch's compile
+    mode has its own: :data:`TORCH_COMPILE_PHASES`)."""
     if mode == "eager":
         return ("backward",)
     if mode == "compile":
+        if backend == "torch":
+            return TORCH_COMPILE_PHASES
         return ("transform", "lower", "compile", "drop")
     return ("transform", "drop")
+
+
+def classified_phases(series: Series) -> tuple[str, ...]:
+    """The phases classified for a series: the chain's own (``cost_phases=``) or the mode's."""
+    return tuple(series.classified_phases) or cost_phases(series.mode, series.backend)
 
 
 def counter_totals(

@@ -10,7 +10,7 @@ from adprof import model
 from adprof.analysis.classify import classify, sweep_table
 from adprof.analysis.structure import Structure, analyze_recording
 from adprof.constants import EXPONENTIAL_RATIO
-from adprof.model import Report, Result, Series, Verdict, cost_phases, fmt_seconds, time_value
+from adprof.model import Report, Result, Series, Verdict, classified_phases, fmt_seconds, time_value
 
 
 def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
@@ -122,7 +122,7 @@ def depth_reached(series: Series) -> str:
 def worst_time_text(series: Series) -> str:
     """The largest cost-phase time over the points (transform+drop, or steady backward), formatted, with
     ``>=`` when the worst point is a censored lower bound."""
-    phases = cost_phases(series.mode)
+    phases = classified_phases(series)
     best: tuple[float, bool] | None = None
     for p in series.points:
         t = time_value(p, phases)

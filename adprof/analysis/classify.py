@@ -37,8 +37,16 @@ from adprof.analysis.eager import (
     amortization_evidence,
     eager_decision,
 )
-from adprof.analysis.evidence import beside_evidence, describe_fit, describe_halving, describe_tail, fit_evidence
+from adprof.analysis.evidence import (
+    beside_evidence,
+    describe_fit,
+    describe_halving,
+    describe_tail,
+    fit_evidence,
+    phase_evidence,
+)
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
+from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.analysis.sweeps import REUSE_TOLERANCE, sweep_table
 from adprof.analysis.tree import TREE_PROPORTION, follows_tree
@@ -136,6 +144,8 @@ def classify(
     _set_reading(v, fit, backward_kind)
     fit_evidence(v, series, fit, label, call0_note)
     dominant = beside_evidence(v, series, phases, fit, labels)
+    v.growing_phase, v.phase_shares, v.phase_fits = growing_phase(series, phases, fit)
+    phase_evidence(v, series, fit)
     if series.mode == "eager":
         amortization_evidence(v, series)
     _cross_checks(v, series, predicted_base, structure_note, structure)
@@ -150,11 +160,21 @@ def classify(
         label=label,
         source=fit.source,
         reason=fit.reason,
+        axis=series.axis,
+        phase=v.growing_phase,
+        phase_share=v.phase_shares.get(v.growing_phase),
+        bound=_bound_name(series, fit),
     )
     v.remedies = explain.remedies(
-        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source
+        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source, axis=series.axis
     )
     return v
+
+
+def _bound_name(series: Series, fit: Fit) -> str:
+    """The lower-bound metric that decided, or ""."""
+    name = fit.metric.split(":", 1)[0] if fit.source == "metric" else ""
+    return name if name in series.lower_bound_metrics else ""
 
 
 def _deciding_fit(v: Verdict, source: str, labels: dict[str, str]) -> tuple[Fit | None, str]:

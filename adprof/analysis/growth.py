@@ -59,6 +59,7 @@ __all__ = [
     "Fit",
     "Observation",
     "band",
+    "depth_symbol",
     "fit_growth",
     "halving_pair",
     "halving_reading",
@@ -209,15 +210,20 @@ def _num(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def depth_symbol(axis: str) -> str:
+    """The power law's variable: ``d`` for layers, else the axis (``seq_len^1.98``)."""
+    return "d" if axis in ("", "layer") else axis
+
+
 def interval_text(fit: Fit) -> str:
-    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]``, ``flat`` or ``""``."""
+    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]`` (``x2.15/order``: the fit's axis), ``flat`` or ``""``."""
     iv = fit.interval
     if fit.kind == "exponential" and fit.base is not None:
-        s = f"x{fit.base:.2f}/layer"
+        s = f"x{fit.base:.2f}/{fit.axis or 'layer'}"
         return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
     if fit.exponent is not None and fit.kind in ("linear", "mild", "superlinear", "inconclusive"):
         if fit.exponent == 0.0:
             return "flat"
-        s = f"d^{fit.exponent:.2f}"
+        s = f"{depth_symbol(fit.axis)}^{fit.exponent:.2f}"
         return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
     return ""

@@ -57,13 +57,13 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     cfg = measure_config(args, depths=depths, jobs=1, structure=False)
     report = measure_cmd(args, argv, cfg, err, "eager") if on_cmd else measure_single(args, argv, cfg, meta, err)
     from adprof.analysis.halving import halving_rows
-    from adprof.model import cost_phases
+    from adprof.model import classified_phases
     from adprof.render import render_halving
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     r = report.results[0]
     s = r.series
-    phases = cost_phases(s.mode)
+    phases = classified_phases(s)
     render_halving(halving_rows(s.points, phases), out, phases)
     if s.mode == "eager" and any("forward" in p.times for p in s.points):
         render_halving(halving_rows(s.points, ("forward",)), out, ("forward",))

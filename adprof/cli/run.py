@@ -72,7 +72,7 @@ def backend_modes(backend: str) -> tuple[str, ...]:
 def plan_series(
     metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
 ) -> list[SeriesSpec]:
-    every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
+    every = tuple(dict.fromkeys(md for b in backends for md in backend_modes(b)))
     want_modes = select(modes, every, "mode")
     with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
     if profiles is not None and not with_profiles:
@@ -84,13 +84,20 @@ def plan_series(
         if profiles is not None and known_profiles:
             chosen_profiles = list(select(profiles, known_profiles, "profile", backend) or [])
         for m in metas:
-            chain_modes = list(m.get("modes") or KNOWN_MODES)
-            # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
+            per_backend = m.get("backend_modes") or {}
+            if per_backend and backend not in per_backend:
+                notes.append(f"{m['name']}: skipped on {backend} (a case for {', '.join(per_backend)})")
+                continue
+            chain_modes = list(per_backend.get(backend) or m.get("modes") or KNOWN_MODES)
+            # the chain's modes; "compile" only when asked for explicitly or declared by the chain
             wanted = want_modes if want_modes is not None else chain_modes
             use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
                 notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
-            depths = None if known_profiles else _time_only_depths(m.get("depths"))
+            if m.get("adaptive", True) is False:  # the chain's own depths, exactly
+                depths: tuple[int, ...] | None = tuple(m.get("depths") or ())
+            else:
+                depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
                     specs.append(
@@ -104,6 +111,9 @@ def plan_series(
                             declared_reuse=m.get("reuse"),
                             params=dict(m.get("params") or {}),
                             depths=depths,
+                            axis=m.get("axis") or "layer",
+                            cap=m.get("cap"),
+                            cost_phases=tuple(m.get("cost_phases") or ()),
                         )
                     )
     return specs
@@ -218,6 +228,9 @@ def measure_single(
         max_depth=max(meta.get("depths") or [8]),
         declared_reuse=meta.get("reuse"),
         params=dict(meta.get("params") or {}),
+        axis=meta.get("axis") or "layer",
+        cap=meta.get("cap"),
+        cost_phases=tuple(meta.get("cost_phases") or ()),
     )
     measured = measure_specs([spec], cfg, err, args.verbose)
     args.interrupted = measured.interrupted  # the command prints the partial report, then exits 130/143

@@ -46,6 +46,14 @@ class SeriesSpec:
     depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
     cmd: CommandSettings | None = None  # a --cmd series: points run the program (measure/cmd_points.py)
     deciding_metrics: tuple[str, ...] = ()  # Series.deciding_metrics of the measured series
+    axis: str = "layer"  # what a depth counts (the chain's axis)
+    cap: float | None = None  # the chain's own per-phase cap (used when --cap is not given)
+    cost_phases: tuple[str, ...] = ()  # the chain's classified phases (empty: the mode's)
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The phases whose cost is classified and watched by the schedule."""
+        return self.cost_phases or cost_phases(self.mode, self.backend)
 
     @property
     def label(self) -> str:
@@ -62,6 +70,8 @@ class SeriesSpec:
             mode=self.mode,
             declared_reuse=self.declared_reuse,
             params=dict(self.params),
+            axis=self.axis,
+            classified_phases=list(self.cost_phases),
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
@@ -109,6 +119,8 @@ class _SeriesRun:
         status: StatusCallback | None,
         series: Series,
     ) -> None:
+        if spec.cap is not None and not cfg.cap_given:  # the chain's own cap (compiles of seconds per point)
+            cfg = dataclasses.replace(cfg, cap=spec.cap)
         self.spec, self.worker, self.cfg, self.series = spec, worker, cfg, series
         self.allowance, self.hard_deadline, self.status = allowance, hard_deadline, status
         self.start = time.monotonic()
@@ -133,7 +145,7 @@ class _SeriesRun:
         by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
         if by_model is not None:  # the deciding model's growth for the classified phases
             growth, figure = by_model
-            for ph in cost_phases(self.spec.mode):
+            for ph in self.spec.phases:
                 if points[-1].times.get(ph) is not None:
                     pred[ph] = points[-1].times[ph] * growth
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
@@ -141,11 +153,7 @@ class _SeriesRun:
             ph, t = max(big.items(), key=lambda kv: kv[1])
             rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
             said = fmt_seconds(t, 0) if math.isfinite(t) else "far"
-            how = (
-                f" by the deciding model ({figure})"
-                if by_model is not None and ph in cost_phases(self.spec.mode)
-                else ""
-            )
+            how = f" by the deciding model ({figure})" if by_model is not None and ph in self.spec.phases else ""
             return (
                 f"stopped after depth {last}: next point (depth {depth}) predicted{how} {ph} {said} {rel} {self.cap_s}"
             )
@@ -313,7 +321,9 @@ def run_series(
     series = resume if resume is not None else spec.new_series()
     series.stopped = None
     # explicit --depths win over the depths planned for the series (time-only defaults, a chain's declared depths)
-    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, cfg.depths or spec.depths, cfg.unit_steps)
+    sched = Schedule(
+        cfg.max_depth or spec.max_depth, spec.mode, cfg.depths or spec.depths, cfg.unit_steps, phases=spec.phases
+    )
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     if spec.cmd is not None:

@@ -19,7 +19,7 @@ Schema (``schema`` 1; every number is a JSON number or null)::
                                                # exponential-backward | superlinear-backward |
                                                # mildly-superlinear-transform | -backward |
                                                # linear | inconclusive | runaway | error
-          "base": 2.01,              # per-layer ratio (exponential verdicts), else null
+          "base": 2.01,              # ratio per depth step (per layer, order, ...; exponential), else null
           "exponent": null,          # power-law exponent (superlinear/linear verdicts), else null
           "halving_ratio": 457.5,    # cost(d)/cost(d/2) at the deepest pair, or null
           "predicted_base": 2.0,     # from the chain's structure, or null
@@ -36,6 +36,12 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "statistic": "lower quartile of 5 repeats", "clock": "wall (perf_counter)",  # how times were taken
           "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
           "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
+          "lower_bound_metrics": ["autograd_nodes"],  # metrics that decide only when they grow fast
+          "axis": "order",           # what a depth counts (layer | order | unroll | seq_len | ...)
+          "classified_phases": [],   # the chain's classified phases ([]: the mode's)
+          "growing_phase": "inductor_codegen",  # multi-phase modes: the phase that grows ("" if none)
+          "phase_shares": {"inductor_codegen": 0.87, ...},  # each phase's share of the time's growth
+          "phase_fits": {"inductor_codegen": {...}},        # each phase's own time fit (evidence)
           "prediction": {"depth": 400, "value": 8.1},  # the deciding model at the next depth, or null
           "fit": {...},              # THE deciding model (a Fit: source, model, kind, base/exponent,
                                      # interval, depths, values, curve_depths/curve_values, halving,
@@ -85,8 +91,19 @@ _VERDICT_FIELDS = (
     "cause",
     "remedies",
     "evidence",
+    "growing_phase",
+    "phase_shares",
 )
-_SERIES_FIELDS = ("file", "statistic", "clock", "deciding_metrics", "metric_notes")
+_SERIES_FIELDS = (
+    "file",
+    "statistic",
+    "clock",
+    "deciding_metrics",
+    "metric_notes",
+    "lower_bound_metrics",
+    "axis",
+    "classified_phases",
+)
 
 
 def _fit_to(f: Fit | None) -> dict[str, Any] | None:
@@ -126,6 +143,7 @@ def result_to_json(result: Result) -> dict[str, Any]:
     out["counter_fit"] = _fit_to(v.counter_fit)
     out["time_fit"] = _fit_to(v.time_fit)
     out["call0_fit"] = _fit_to(v.call0_fit)
+    out["phase_fits"] = {k: _fit_to(f) for k, f in v.phase_fits.items()}
     out["points"] = [dataclasses.asdict(p) for p in s.points]
     return out
 
@@ -171,6 +189,7 @@ def result_from_json(d: dict[str, Any]) -> Result:
     verdict.call0_fit = _fit_from(d.get("call0_fit"))
     verdict.fit = _fit_from(d.get("fit"))
     verdict.metric_fits = {k: f for k, x in (d.get("metric_fits") or {}).items() if (f := _fit_from(x))}
+    verdict.phase_fits = {k: f for k, x in (d.get("phase_fits") or {}).items() if (f := _fit_from(x))}
     return Result(series=series, verdict=verdict)
 
 
