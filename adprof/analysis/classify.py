@@ -24,6 +24,7 @@ from adprof.analysis.costs import (
     deciding_fits,
     metric_names,
     metric_value,
+    metric_where,
     next_depth,
     phases_of,
     predicted_growth,
@@ -103,7 +104,7 @@ _KIND = {
 
 
 def _labels(series: Series, phases: tuple[str, ...]) -> dict[str, str]:
-    where = "steady backward" if series.mode == "eager" else "+".join(phases)
+    where = f"steady {'+'.join(phases)}" if series.mode == "eager" else "+".join(phases)
     return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({where})", "where": where}
 
 
@@ -132,7 +133,7 @@ def classify(
         time_fit=time_fit,
         metric_fits=metric_fits,
     )
-    fit, label = _deciding_fit(v, source, labels)
+    fit, label = _deciding_fit(v, source, labels, series, phases)
     if fit is None:
         v.evidence.append(f"no cost measured for phases {', '.join(phases)}")
         v.cause = explain.cause(model.INCONCLUSIVE, reason="no cost was measured")
@@ -146,7 +147,7 @@ def classify(
     dominant = beside_evidence(v, series, phases, fit, labels)
     v.growing_phase, v.phase_shares, v.phase_fits = growing_phase(series, phases, fit)
     phase_evidence(v, series, fit)
-    if series.mode == "eager":
+    if series.mode == "eager" and phases == ("backward",):
         amortization_evidence(v, series)
     _cross_checks(v, series, predicted_base, structure_note, structure)
     v.cause = explain.cause(
@@ -177,13 +178,15 @@ def _bound_name(series: Series, fit: Fit) -> str:
     return name if name in series.lower_bound_metrics else ""
 
 
-def _deciding_fit(v: Verdict, source: str, labels: dict[str, str]) -> tuple[Fit | None, str]:
+def _deciding_fit(
+    v: Verdict, source: str, labels: dict[str, str], series: Series, phases: tuple[str, ...]
+) -> tuple[Fit | None, str]:
     """The fit of the deciding source, and its label."""
     if source == "counters":
         return v.counter_fit, labels["counters"]
     if source.startswith("metric:"):
         name = source.split(":", 1)[1]
-        return v.metric_fits[name], f"{labels['where']} {name}"
+        return v.metric_fits[name], f"{metric_where(series, phases, name, labels['where'])} {name}"
     return v.time_fit, labels["time"]
 
 

@@ -46,6 +46,12 @@ def time_repeats(point: Point, phases: tuple[str, ...]) -> list[float] | None:
     return None if total is None else [total]
 
 
+def metric_where(series: Series, phases: tuple[str, ...], name: str, where: str) -> str:
+    """Where a metric was counted, for labels: the one phase that carries it in a multi-phase mode, else ``where``."""
+    carrying = {ph for p in series.points for ph in phases if name in p.metrics.get(ph, {})}
+    return next(iter(carrying)) if len(phases) > 1 and len(carrying) == 1 else where
+
+
 def metric_names(series: Series, phases: tuple[str, ...]) -> list[str]:
     """The work metrics any point reports for the phases, in first-seen order."""
     names: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from adprof.analysis.costs import next_depth
+from adprof.analysis.costs import metric_where, next_depth
 from adprof.analysis.explain import phase_name
 from adprof.analysis.growth import halving_reading, interval_text, predict
 from adprof.model import COUNTER_KEYS, Fit, Series, Verdict
@@ -127,7 +127,7 @@ def beside_evidence(
             continue
         note = series.metric_notes.get(name)
         v.evidence.append(
-            f"beside: {describe_fit(mf, labels['where'] + ' ' + name)}"
+            f"beside: {describe_fit(mf, metric_where(series, phases, name, labels['where']) + ' ' + name)}"
             + (f" (does not decide: {note})" if note else "")
         )
     return dominant

@@ -242,7 +242,9 @@ class Backend:
       exponentially (the work grows at least as fast), never to call a cost linear;
     * ``requires``: importable top-level packages; ``install_hint``: how to install them;
     * ``statistic``/``clock``: how ``times`` are taken (copied into every Series);
-    * ``depths``: suggested depths for time-only series (or None).
+    * ``depths``: suggested depths for time-only series (or None); ``mode_depths[mode]``: the depths of a
+      mode's series unless the chain declares its own exactly (``adaptive=False``); ``caps[mode]``: seconds per
+      phase for a mode's series unless ``--cap`` or the chain says otherwise (compiles of seconds per point).
     """
 
     name: ClassVar[str] = ""
@@ -258,6 +260,8 @@ class Backend:
     statistic: ClassVar[str] = REPEATS.describe()
     clock: ClassVar[str] = CLOCK
     depths: ClassVar[tuple[int, ...] | None] = (8, 16, 32, 64, 128)
+    mode_depths: ClassVar[Mapping[str, tuple[int, ...]]] = {}
+    caps: ClassVar[Mapping[str, float]] = {}
     #: The failure class the worker catches (the shared one; a plugin may raise a subclass).
     PointFailure: ClassVar[type[PointFailure]] = PointFailure
 

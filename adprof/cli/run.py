@@ -94,10 +94,6 @@ def plan_series(
             use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
                 notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
-            if m.get("adaptive", True) is False:  # the chain's own depths, exactly
-                depths: tuple[int, ...] | None = tuple(m.get("depths") or ())
-            else:
-                depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
                     specs.append(
@@ -110,13 +106,34 @@ def plan_series(
                             max_depth=max(m.get("depths") or [8]),
                             declared_reuse=m.get("reuse"),
                             params=dict(m.get("params") or {}),
-                            depths=depths,
+                            depths=series_depths(m, backend, md, bool(known_profiles)),
                             axis=m.get("axis") or "layer",
-                            cap=m.get("cap"),
+                            cap=m.get("cap") or _declared(backend, "caps", md),
                             cost_phases=tuple(m.get("cost_phases") or ()),
                         )
                     )
     return specs
+
+
+def _declared(backend: str, attr: str, mode: str) -> Any:
+    """A backend's per-mode declaration ``attr[mode]`` (``caps``, ``mode_depths``), or None."""
+    try:
+        table = getattr(backends_pkg.backend_declaration(backend), attr, None) or {}
+    except backends_pkg.UnknownBackendError:
+        return None
+    return table.get(mode)
+
+
+def series_depths(meta: dict[str, Any], backend: str, mode: str, counters: bool) -> tuple[int, ...] | None:
+    """The depths planned for a series (None: the adaptive schedule): the chain's own when it declares
+    ``adaptive=False``; else the backend's for the mode (torch compile: small steps, compiles cost seconds);
+    else, for a backend without counters, the time-only depths."""
+    if meta.get("adaptive", True) is False:
+        return tuple(meta.get("depths") or ()) or None
+    declared = _declared(backend, "mode_depths", mode)
+    if declared:
+        return tuple(declared)
+    return None if counters else _time_only_depths(meta.get("depths"))
 
 
 #: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,
