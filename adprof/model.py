@@ -218,6 +218,8 @@ COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 #: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
 #: partition), Inductor's lowering/fusion/codegen and its C++ compile.
 TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
+#: Where torch's compile mode puts the metrics of the whole compile (no time of its own): classified too.
+WHOLE_COMPILE = "compile"
 
 
 def cost_phases(mode: str, backend: str = "") -> tuple[str, ...]:
@@ -227,7 +229,7 @@ def cost_phases(mode: str, backend: str = "") -> tuple[str, ...]:
         return ("backward",)
     if mode == "compile":
         if backend == "torch":
-            return TORCH_COMPILE_PHASES
+            return (*TORCH_COMPILE_PHASES, WHOLE_COMPILE)
         return ("transform", "lower", "compile", "drop")
     return ("transform", "drop")
 

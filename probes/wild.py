@@ -110,7 +110,7 @@ def fibonacci_compile(xp: Any, x: Any, depth: int) -> Any:
 @chain(
     input_shape=(4, 4),
     axis="unroll",
-    depths=(1, 2, 4, 6, 8, 12),
+    depths=(1, 2, 4, 6, 8),
     adaptive=False,
     modes={"torch": ("compile",)},
     cap=120,

@@ -52,7 +52,7 @@ def growing_phase(
     if decided_by is not None and decided_by.source == "metric":
         name = decided_by.metric.split(":", 1)[0]
         where = metric_phase(series, name, phases)
-        if where is not None:
+        if where is not None and where in shares:  # a phase with a time of its own
             return where, shares, fits
     top = max(shares, key=shares.__getitem__)
     return (top if shares[top] >= GROWING_SHARE else ""), shares, fits

@@ -110,6 +110,7 @@ class JaxBackend(ModuleBackend):
 
 
 _TORCH_COMPILE_METRICS = (
+    "python_calls",
     "graph_nodes",
     "graph_ops",
     "guards",
@@ -120,6 +121,10 @@ _TORCH_COMPILE_METRICS = (
     "inductor_loop_body_ops",
 )
 _TORCH_COMPILE_NOTES = {
+    "python_calls": (
+        "calls of the whole compile (Dynamo, AOTAutograd and Inductor are Python), blind to the C++ compiler "
+        "(gcc: inductor_compile's time, linear in the generated code) and to work inside a call"
+    ),
     "graph_nodes": (
         "size of Dynamo's graph, a lower bound on Dynamo's and AOTAutograd's work: it decides when it grows "
         "superlinearly, and is blind to what Inductor does with each node"
@@ -154,7 +159,7 @@ class TorchBackend(ModuleBackend):
         "eager": ("python_calls", "autograd_nodes"),
         "compile": _TORCH_COMPILE_METRICS,
     }
-    deciding_metrics = {"traced": ("python_calls",), "eager": (), "compile": ()}
+    deciding_metrics = {"traced": ("python_calls",), "eager": (), "compile": ("python_calls",)}
     lower_bound_metrics = {
         "eager": ("autograd_nodes",),
         "compile": ("inductor_loop_body_ops", "graph_nodes"),

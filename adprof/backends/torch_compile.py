@@ -22,7 +22,10 @@ Metrics (deterministic): ``dynamo``: ``graph_nodes``, ``graph_ops``, ``guards`` 
 forward frames), ``calls_captured``, ``unique_graphs``, ``graph_breaks`` (``torch._dynamo.utils.counters``);
 ``inductor_codegen``: ``inductor_loop_body_ops`` (ops traced into Inductor's kernel loop bodies: every
 pointwise producer inlined into a consumer is traced again, so this counts the inlining that
-pytorch#148073 and #146663 blow up) and ``inductor_ir_nodes`` (``CompilationMetrics.ir_count``).
+pytorch#148073 and #146663 blow up) and ``inductor_ir_nodes`` (``CompilationMetrics.ir_count``);
+``compile`` (the whole, no time of its own): ``python_calls`` of one more fresh compile under cProfile
+(Dynamo, AOTAutograd and Inductor are Python; the C++ compiler is not counted). The first compile of a chain
+in a process does one-time work (about a third more calls): an untimed compile at depth 1 pays it first.
 """
 
 from __future__ import annotations
@@ -37,8 +40,16 @@ from typing import Any
 
 import torch
 
-from adprof.backends.base import PhaseCallback, more_repeats, no_phase, record_metric, record_samples, timed
-from adprof.backends.peer_common import check_finite, check_output, failure
+from adprof.backends.base import (
+    PhaseCallback,
+    count_python_calls,
+    more_repeats,
+    no_phase,
+    record_metric,
+    record_samples,
+    timed,
+)
+from adprof.backends.peer_common import check_finite, check_output, failure, first_time
 from adprof.chain import Chain
 from adprof.model import TORCH_COMPILE_PHASES, Point
 
@@ -185,6 +196,11 @@ def measure_compile(
     walls: list[float] = []
     try:
         warm_up(xp, on_phase)
+        if first_time(chain, "compile"):  # the chain's one-time compile work (first use of its ops), untimed
+            on_phase("warm-up", None)
+            with fresh_compile():
+                x0 = torch.tensor(a, requires_grad=True)
+                torch.compile(bind(chain, 1))(x0).backward()
         metrics: dict[str, dict[str, float]] = {}
         fn: Any = None
         x: Any = None
@@ -220,12 +236,24 @@ def measure_compile(
         for ph, values in metrics.items():
             for name, value in values.items():
                 record_metric(pt, ph, name, value)
+        phase = "compile_calls"
+        on_phase(phase, None)
+        record_metric(pt, "compile", "python_calls", _compile_calls(chain, depth, a, bind))
         pt.extra["compile_seconds"] = min(walls)
         pt.extra["compile_walls"] = list(walls)
         pt.extra["transform_includes"] = "torch.compile(f): Dynamo, AOTAutograd, Inductor (first forward + backward)"
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
     return pt
+
+
+def _compile_calls(chain: Chain, depth: int, a: Any, bind: Callable[[Chain, int], Callable[[Any], Any]]) -> int:
+    """Python calls of one more fresh compile (first forward + first backward), under cProfile."""
+    with fresh_compile():
+        x = torch.tensor(a, requires_grad=True)
+        fn = torch.compile(bind(chain, depth))
+        n, _ = count_python_calls(lambda: fn(x).backward())
+    return n
 
 
 def _steady_run(pt: Point, fn: Any, a: Any, on_phase: PhaseCallback, repeats: int | None) -> None:
