@@ -18,3 +18,7 @@ EXPONENTIAL_RATIO = 1.15
 DEFAULT_COUNTER_BUDGET = 50_000_000
 #: Steady runs per traced point (after one warm-up run).
 RUN_REPEATS = 3
+#: Load average per logical CPU above which a machine counts as loaded while a series ran: at least half a
+#: core's worth of runnable work beyond one per core (adprof's own lanes fill one per core). A time-decided
+#: verdict measured there is flagged (``Verdict.loaded_machine``).
+LOADED_PER_CORE = 1.5

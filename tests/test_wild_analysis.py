@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import adprof
 from adprof import model
 from adprof.analysis import explain
-from adprof.analysis.classify import classify
+from adprof.analysis.classify import decide as classify
 from adprof.analysis.growth import interval_text
 from adprof.chain import ChainError
 from adprof.model import Point, Series

@@ -12,11 +12,9 @@ import importlib
 from types import ModuleType
 from typing import Any, ClassVar
 
-from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, no_phase
+from adprof.backends.base import DEFAULT_CALLS, INSTALL_HINT, Backend, PhaseCallback, no_phase
 from adprof.chain import Chain
 from adprof.model import Point
-
-PEERS_HINT = "pip install 'adprof[peers]'"
 
 _EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
 _PROGRAM_SIZE = (
@@ -106,7 +104,7 @@ class JaxBackend(ModuleBackend):
         "eager": {},
     }
     requires = ("jax", "jaxlib")
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 _TORCH_COMPILE_METRICS = (
@@ -184,7 +182,7 @@ class TorchBackend(ModuleBackend):
     #: ~40 s: a 1.5 s cap would stop every series at its first depth.
     caps = {"compile": 60.0}
     requires = ("torch", "array_api_compat")
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class AutogradBackend(ModuleBackend):
@@ -198,7 +196,7 @@ class AutogradBackend(ModuleBackend):
     deciding_metrics = {"eager": ("python_calls",)}
     metric_notes = {"eager": {}}
     requires = ("autograd",)
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class TinygradBackend(ModuleBackend):
@@ -226,7 +224,7 @@ class TinygradBackend(ModuleBackend):
         },
     }
     requires = ("tinygrad",)
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class CmdBackend(ModuleBackend):

@@ -21,7 +21,9 @@ from adprof.cli.common import (
     report_errors,
     write_outputs,
 )
-from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
+from adprof.cli.run import make_report, measure_specs, shard_specs
+from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
+from adprof.measure.plan import load_targets, plan_series
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     check.add_argument("--no-structure", action="store_true", help="skip the structure (predicted base) probe")
     add_common_options(check)
+    add_scale_options(check)
     add_cmd_options(check)
     check.set_defaults(run=cmd_check)
 
@@ -50,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof check``: measure, classify, render; returns the exit status."""
     out, err = consoles(args)
+    check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
     cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd))
     notes: list[str] = []
@@ -62,9 +66,16 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
         specs = plan_series(metas, backends, args.profile, args.mode, notes)
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
-    measured = measure_specs(specs, cfg, err, args.verbose)
-    measured.notes[:0] = notes
-    report = make_report(measured, cfg, argv)
+    shard = None
+    if args.shard is not None:
+        specs, shard = shard_specs(specs, *args.shard)
+    with open_executor(args, cfg) as executor:
+        measured = measure_specs(specs, cfg, err, args.verbose, executor)
+        measured.notes[:0] = notes + list(getattr(executor, "notes", []))
+        report = make_report(measured, cfg, argv, args.trust)
+        if executor is not None:
+            report.environment["executor"] = executor.describe()
+    report.shard = shard
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
