@@ -35,8 +35,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import inspect
 import shutil
+import sys
 import tempfile
+import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -168,6 +171,25 @@ def compile_metrics() -> dict[str, dict[str, float]]:
     return {"dynamo": dynamo, "inductor_codegen": inductor}
 
 
+@contextlib.contextmanager
+def chain_module(chain: Chain) -> Iterator[None]:
+    """The chain's module importable by name while it compiles: adprof loads chain files in isolation (the
+    module is not left in ``sys.modules``), and Dynamo imports the module of a function whose globals it guards
+    (``No module named '_adprof_chains_...'``). A stand-in module holding the same globals is registered."""
+    fn = inspect.unwrap(chain.fn)
+    name = getattr(fn, "__module__", None)
+    if not name or name in sys.modules or not hasattr(fn, "__globals__"):
+        yield
+        return
+    stand_in = types.ModuleType(name)
+    stand_in.__dict__.update(fn.__globals__)
+    sys.modules[name] = stand_in
+    try:
+        yield
+    finally:
+        sys.modules.pop(name, None)
+
+
 _warm: list[bool] = []
 
 
@@ -196,6 +218,19 @@ def measure_compile(
     backward (a fresh compile each), then the steady compiled run. The repeat policy sees the compile wall time
     (one repeat once it exceeds half a second, as for every phase)."""
     configure()
+    with chain_module(chain):
+        return _measure(chain, depth, xp=xp, bind=bind, on_phase=on_phase, repeats=repeats)
+
+
+def _measure(
+    chain: Chain,
+    depth: int,
+    *,
+    xp: Any,
+    bind: Callable[[Chain, int], Callable[[Any], Any]],
+    on_phase: PhaseCallback,
+    repeats: int | None,
+) -> Point:
     pt = Point(depth=depth)
     a = chain.make_input()
     phase = "compile_forward"
