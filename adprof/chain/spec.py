@@ -161,6 +161,7 @@ class Chain:
         adaptive: False: measure exactly ``depths`` (else they bound the adaptive schedule).
         cap: seconds per phase for this chain's series when ``--cap`` is not given (None: the default).
         cost_phases: the phases whose cost is classified (empty: the mode's, e.g. ``backward`` in eager).
+        repeats: exact repeats of each timed phase (None: the repeat policy, one run past half a second).
     """
 
     name: str
@@ -182,6 +183,7 @@ class Chain:
     adaptive: bool = True
     cap: float | None = None
     cost_phases: tuple[str, ...] = ()
+    repeats: int | None = None
 
     def __call__(self, xp: Any, x: Any, depth: int, *args: Any, **kwargs: Any) -> Any:
         """Run the chain: ``fn(xp, x, depth, ...)`` (a variant's ``fn`` already binds its params)."""
@@ -222,6 +224,7 @@ class Chain:
             "adaptive": self.adaptive,
             "cap": self.cap,
             "cost_phases": list(self.cost_phases),
+            "repeats": self.repeats,
         }
 
     def modes_on(self, backend: str) -> tuple[str, ...]:
@@ -432,6 +435,9 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         raise ChainError(f"chain {name!r}: adaptive must be True or False, got {adaptive!r}")
     cap = _cap_of(opts.pop("cap", None), name)
     phases = _phases_of(opts.pop("cost_phases", None), name)
+    repeats = opts.pop("repeats", None)
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
+        raise ChainError(f"chain {name!r}: repeats must be a positive int, got {repeats!r}")
     inp = opts.pop("input", None)
     input_shape = _input_of(opts.pop("input_shape", None), inp, name)
     dtype = _dtype_of(opts.pop("dtype", "float64"), name)
@@ -463,6 +469,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         adaptive=adaptive,
         cap=cap,
         cost_phases=phases,
+        repeats=repeats,
     )
     try:
         setattr(fn, _CHAIN_ATTR, ch)
@@ -490,6 +497,7 @@ def chain(
     adaptive: bool = True,
     cap: float | None = None,
     cost_phases: Sequence[str] | None = None,
+    repeats: int | None = None,
 ) -> Any:
     """Mark ``fn(xp, x, depth[, sweep params])`` as a chain; returns a callable :class:`Chain`.
 
@@ -498,7 +506,8 @@ def chain(
     the input is a 3x3 float64 matrix, uniform in [0.5, 1.0), seed 0. ``modes``: a tuple, or a dict
     backend -> modes (the chain runs on those backends only); ``axis``: what the depth counts;
     ``adaptive=False``: measure exactly ``depths``; ``cap``: seconds per phase unless ``--cap`` is given;
-    ``cost_phases``: the phases to classify instead of the mode's.
+    ``cost_phases``: the phases to classify instead of the mode's; ``repeats``: exact repeats of each timed
+    phase where one run per point is too noisy (compiles of a second on a loaded machine).
     """
     opts = dict(
         name=name,
@@ -516,6 +525,7 @@ def chain(
         adaptive=adaptive,
         cap=cap,
         cost_phases=cost_phases,
+        repeats=repeats,
     )
     if fn is not None:
         return _make_chain(fn, **opts)

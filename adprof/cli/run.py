@@ -142,6 +142,7 @@ def measure_single(
         axis=meta.get("axis") or "layer",
         cap=meta.get("cap"),
         cost_phases=tuple(meta.get("cost_phases") or ()),
+        repeats=meta.get("repeats"),
     )
     measured = measure_specs([spec], cfg, err, args.verbose)
     args.interrupted = measured.interrupted  # the command prints the partial report, then exits 130/143

@@ -98,6 +98,7 @@ def plan_series(
                             axis=m.get("axis") or "layer",
                             cap=m.get("cap") or _declared(backend, "caps", md),
                             cost_phases=tuple(m.get("cost_phases") or ()),
+                            repeats=m.get("repeats"),
                         )
                     )
     return specs

@@ -59,6 +59,7 @@ class SeriesSpec:
     axis: str = "layer"  # what a depth counts (the chain's axis)
     cap: float | None = None  # the chain's own per-phase cap (used when --cap is not given)
     cost_phases: tuple[str, ...] = ()  # the chain's classified phases (empty: the mode's)
+    repeats: int | None = None  # the chain's exact repeats per timed phase (None: the repeat policy)
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -207,6 +208,7 @@ class _SeriesRun:
             "depth": depth,
             "calls": self.calls,
             "counter_budget": cfg.counter_budget,
+            **({"repeats": spec.repeats} if spec.repeats else {}),
         }
 
         def on_event(ev: dict[str, Any]) -> None:
