@@ -52,7 +52,7 @@ def _deterministic(result: dict) -> bool:
 
 def test_jax_nested_grad_is_exponential_per_order_by_a_deterministic_metric():
     pytest.importorskip("jax")
-    res = _by_series(check_json(f"{WILD}::nested_grad", "--backend", "jax", "--depths", "1,2,3,4,5,6"))
+    res = _by_series(check_json(f"{WILD}::nested_grad", "--backend", "jax", "--depths", "1,2,3,4,5"))
     r = res[("nested_grad", "jax", "traced")]
     assert r["verdict"] == "exponential-transform" and _deterministic(r)
     assert 1.9 <= r["base"] <= 2.4 and r["interval_text"] == f"x{r['base']:.2f}/order"
@@ -64,7 +64,7 @@ def test_jax_nested_grad_is_exponential_per_order_by_a_deterministic_metric():
 
 def test_torch_create_graph_is_exponential_per_order():
     pytest.importorskip("torch")
-    res = _by_series(check_json(f"{WILD}::create_graph_order", "--backend", "torch"))
+    res = _by_series(check_json(f"{WILD}::create_graph_order", "--backend", "torch", "--depths", "1,2,3,4,5,6,7"))
     r = res[("create_graph_order", "torch", "eager")]
     assert r["verdict"] == "exponential-backward" and r["interval_text"].endswith("/order")
     assert r["fit"]["metric"].startswith("autograd_nodes") and 1.8 <= r["base"] <= 2.5
@@ -73,7 +73,7 @@ def test_torch_create_graph_is_exponential_per_order():
 
 def test_autograd_nested_grad_is_exponential_per_order():
     pytest.importorskip("autograd")
-    res = _by_series(check_json(f"{WILD}::nested_grad", "--backend", "autograd", "--depths", "1,2,3,4,5,6,7"))
+    res = _by_series(check_json(f"{WILD}::nested_grad", "--backend", "autograd", "--depths", "1,2,3,4,5,6"))
     r = res[("nested_grad", "autograd", "eager")]
     assert r["verdict"] == "exponential-backward" and _deterministic(r) and 1.9 <= r["base"] <= 2.4
 
@@ -136,12 +136,19 @@ def test_the_zoo_reads_every_case_as_documented_within_its_budget():
     elapsed = time.monotonic() - start
     assert elapsed <= ZOO_BUDGET + 60, elapsed  # the budget, plus starting and rendering
     res = _by_series(report)
+    timed_on_load = []
     for name, case in wild.CASES.items():
         for series, verdict in case.expected.items():
             backend, mode = series.split("/")
             r = res[(name, backend, mode)]
-            assert r["error"] is None and r["stop"] is None or r["stop"]["reason"] in ("cap", "predicted cap"), r
-            assert r["verdict"] == verdict, (name, series, r["verdict"], r["interval_text"], r["cause"])
+            assert r["error"] is None, r["error"]
+            assert r["stop"] is None or r["stop"]["reason"] in ("cap", "predicted cap"), r["stop"]  # not the budget
+            if not _deterministic(r) and r["loaded_machine"]:
+                # time decided on a loaded machine (adprof says so): the reading is not asserted, the flag is
+                timed_on_load.append((name, series, r["verdict"]))
+                continue
+            expected = {verdict, "exponential-transform"} if name == "unrolled_loop" else {verdict}  # a cliff at ~76
+            assert r["verdict"] in expected, (name, series, r["verdict"], r["interval_text"], r["cause"])
     fib = res[("fibonacci_compile", "torch", "compile")]
     assert fib["growing_phase"] == "inductor_codegen" and "Inductor" in fib["cause"]
     assert fib["interval_text"].endswith("/unroll") and 3.0 <= fib["base"] <= 4.2
@@ -149,29 +156,26 @@ def test_the_zoo_reads_every_case_as_documented_within_its_budget():
     grad = res[("nested_grad", "jax", "traced")]
     assert _deterministic(grad) and 1.9 <= grad["base"] <= 2.4
     unrolled, scan = res[("unrolled_loop", "jax", "compile")], res[("scan_loop", "jax", "compile")]
-    assert unrolled["exponent"] > scan["exponent"]
-    assert unrolled["growing_phase"] == "compile"  # XLA's backend compile
+    assert unrolled["growing_phase"] == "compile"  # XLA's backend compile, whatever the load
+    eqns = [p["metrics"]["transform"]["jaxpr_eqns"] for p in scan["points"]]
+    assert len(set(eqns)) == 1  # the scan form traces one body whatever the trip count
+    print("time-decided on a loaded machine (not asserted):", timed_on_load)
 
 
 @pytest.mark.slow
 def test_torch_compile_on_the_standard_chains():
     pytest.importorskip("torch")
-    report = check_json(
-        str(ROOT / "probes" / "chains.py::sin"),
-        str(ROOT / "probes" / "chains.py::matmul"),
-        str(ROOT / "probes" / "chains.py::mul"),
-        "--backend",
-        "torch",
-        "--mode",
-        "compile",
-        "--budget",
-        "900",
-        timeout=1500,
-    )
+    chains = [str(ROOT / "probes" / f"chains.py::{name}") for name in ("matmul", "linear", "sin", "mul")]
+    report = check_json(*chains, "--backend", "torch", "--mode", "compile", "--budget", "1200", timeout=2400)
     res = _by_series(report)
-    for name in ("sin", "matmul"):  # compiled linearly: one fused kernel per direction
+    for name in ("matmul", "linear"):  # compiled linearly
         r = res[(name, "torch", "compile")]
         assert r["verdict"] == "linear" and _deterministic(r), (name, r["interval_text"], r["cause"])
+    # the backward recomputes the forward's sin chain inline: a quadratic of loop-body ops
+    sin = res[("sin", "torch", "compile")]
+    assert sin["verdict"] == "superlinear-transform" and sin["growing_phase"] == "inductor_codegen"
     mul = res[("mul", "torch", "compile")]  # y*y inlined into its consumer: a tree of y's
     assert mul["verdict"] == "exponential-transform" and mul["growing_phase"] == "inductor_codegen"
     assert mul["fit"]["metric"].startswith("inductor_loop_body_ops") and mul["base"] > 2.5
+    for r in (sin, mul):
+        assert "Inductor's lowering, fusion and code generation" in r["cause"]

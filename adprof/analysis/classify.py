@@ -34,6 +34,7 @@ from adprof.analysis.costs import (
     predicted_growth,
     series_values,
     time_repeats,
+    timed_label,
 )
 from adprof.analysis.eager import (
     AMORTIZED_BELOW,
@@ -119,7 +120,8 @@ TRUST_CHOICES = ("counters", "time")
 
 def _labels(series: Series, phases: tuple[str, ...]) -> dict[str, str]:
     where = f"steady {'+'.join(phases)}" if series.mode == "eager" else "+".join(phases)
-    return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({where})", "where": where}
+    timed = f"steady {timed_label(series, phases)}" if series.mode == "eager" else timed_label(series, phases)
+    return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({timed})", "where": where}
 
 
 def decide(

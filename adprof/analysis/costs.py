@@ -46,6 +46,13 @@ def time_repeats(point: Point, phases: tuple[str, ...]) -> list[float] | None:
     return None if total is None else [total]
 
 
+def timed_label(series: Series, phases: tuple[str, ...]) -> str:
+    """The phases that carry times, joined (``transform+lower+compile``): a phase holding only metrics (torch
+    compile's ``compile``) is left out of a time label."""
+    timed = [ph for ph in phases if any(ph in p.times for p in series.points)]
+    return "+".join(timed or phases)
+
+
 def metric_where(series: Series, phases: tuple[str, ...], name: str, where: str) -> str:
     """Where a metric was counted, for labels: the one phase that carries it in a multi-phase mode, else ``where``."""
     carrying = {ph for p in series.points for ph in phases if name in p.metrics.get(ph, {})}
@@ -92,8 +99,8 @@ def fit_cost(
     label = "+".join(phases)
     metric = {
         "counters": f"counters[{label}]: " + "+".join(COUNTER_KEYS),
-        "metric": f"{name}: {label}",
-        "time": f"time: {label}",
+        "metric": f"{name}: {metric_where(series, phases, name, label)}",
+        "time": f"time: {timed_label(series, phases)}",
     }[source]
     clock = series.clock or "wall (perf_counter)" if source == "time" else ""
     fit = fit_growth(
