@@ -292,3 +292,19 @@ def test_the_pytest_guard_measures_in_a_supervised_worker(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*FAIL hang7 [[]engine/fixed, traced[]]: hang*depth 7 killed*", "*module level*"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(min_value=5, max_value=14),
+    burst=st.floats(min_value=1.0, max_value=200.0),
+    noise=st.lists(st.floats(min_value=1.0, max_value=1.9), min_size=14, max_size=14),
+)
+def test_one_slow_point_never_contradicts_exact_counters(n, burst, noise):
+    """A load burst on the deepest point (any size) and right-skewed noise elsewhere: the counters decide."""
+    s = Series("c", "engine", "fixed", "traced")
+    for d in range(1, n + 1):
+        t = (2e-4 + 5e-5 * d) * noise[d - 1] * (burst if d == n else 1.0)
+        s.points.append(Point(depth=d, times={"transform": t}, counters={"transform": {"key_comparisons": 10 * d}}))
+    v = decide(s)
+    assert v.kind == model.LINEAR, v.reason

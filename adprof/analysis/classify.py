@@ -52,6 +52,7 @@ from adprof.analysis.evidence import (
     phase_evidence,
 )
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
+from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.analysis.sweeps import REUSE_TOLERANCE, sweep_table
@@ -290,18 +291,22 @@ def _growth(fit: Fit, lo: int, hi: int) -> float | None:
 
 
 def _confident_pathology(timed: Fit, metric: Fit) -> bool:
-    """A time fit that reads exponential or superlinear with its whole interval well inside that band, and
-    grows far more than the deterministic metric over the depths both measured."""
-    lo = timed.interval[0] if timed.interval else None
+    """A time fit that reads exponential or superlinear with its whole interval well inside that band and not
+    pinned at the grid's edge, and that grows far more than the deterministic metric up to each of the two
+    deepest depths both measured (one slow point, a load burst, does not make a contradiction)."""
+    if not timed.interval:
+        return False
+    lo, hi = timed.interval
     common = sorted(set(timed.depths) & set(metric.depths))
-    if lo is None or len(common) < 3:
+    if len(common) < 4:
         return False
-    t, m = _growth(timed, common[0], common[-1]), _growth(metric, common[0], common[-1])
-    if t is None or m is None or t < CONTRADICTING_EXCESS * m:
-        return False
+    for deep in common[-2:]:
+        t, m = _growth(timed, common[0], deep), _growth(metric, common[0], deep)
+        if t is None or m is None or t < CONTRADICTING_EXCESS * m:
+            return False
     if timed.kind == "exponential":
-        return lo >= CONTRADICTING_BASE
-    return timed.kind == "superlinear" and lo >= CONTRADICTING_EXPONENT
+        return CONTRADICTING_BASE <= lo and hi < B_MAX
+    return timed.kind == "superlinear" and CONTRADICTING_EXPONENT <= lo and hi < P_MAX
 
 
 def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit, labels: dict[str, str]) -> None:

@@ -14,8 +14,11 @@ from adprof.model import Fit, lower_quartile, lower_quartile_index
 BOOTSTRAP = 200
 CONFIDENCE = 0.95
 
-_P_GRID = np.linspace(0.0, 8.0, 1601)
-_LOG_B_GRID = np.linspace(0.0, math.log(100.0), 1201)
+#: The grids' upper edges: a fit pinned there is not a reading (the family is wrong, or one point drives it).
+P_MAX = 8.0
+B_MAX = 100.0
+_P_GRID = np.linspace(0.0, P_MAX, 1601)
+_LOG_B_GRID = np.linspace(0.0, math.log(B_MAX), 1201)
 # the bootstrap refits on coarser grids (interval ends to about ±0.01 in p and ±0.6% in b)
 _COARSE = {"power": _P_GRID[::2], "exponential": _LOG_B_GRID[::3]}
 _FINE = {"power": _P_GRID, "exponential": _LOG_B_GRID}
