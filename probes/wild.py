@@ -234,14 +234,14 @@ def maml_history(xp: Any, x: Any, depth: int) -> Any:
 CASES: dict[str, Case] = {
     "nested_grad": Case(
         reference="jax-ml/jax#520 (Taylor mode, jax.experimental.jet, is the remedy)",
-        reported="time exponential in the order of nested jvp (2019)",
+        reported="time exponential in the order of nested jvp (2019-04)",
         expected={"jax/traced": "exponential-transform", "autograd/eager": "exponential-backward"},
         status="open",
         here="still exponential: x2.15 per order in JAX's and autograd's call counts (and JAX's jaxpr size)",
     ),
     "create_graph_order": Case(
         reference="pytorch/pytorch#111563 (open)",
-        reported="order 1..9: 0.0037 s ... 0.63, 2.16, 11.0 s, x3-5 per order (torch 2.1, 2023)",
+        reported="order 1..9: 0.0037 s ... 0.63, 2.16, 11.0 s, x3-5 per order (2023-10)",
         expected={"torch/eager": "exponential-backward"},
         status="open",
         here="still exponential: the autograd graph of the order-n derivative grows x2.16 per order",
@@ -249,7 +249,7 @@ CASES: dict[str, Case] = {
     "fibonacci_compile": Case(
         reference="pytorch/pytorch#148073 (open)",
         reported="compile + first backward exponential in the unroll count, n = 1..13; a model ~1 min -> ~20 min "
-        "(torch 2.6/2.7 nightly, 2025)",
+        "(2025-02)",
         expected={"torch/compile": "exponential-transform"},
         status="open",
         here="still exponential: Inductor's loop-body ops grow x3.7 per unroll (toward 4: the backward inlines "
@@ -258,7 +258,7 @@ CASES: dict[str, Case] = {
     ),
     "sinkhorn_compile": Case(
         reference="pytorch/pytorch#146663 (closed; fixed by PR #145082)",
-        reported="compile time exponential in num_iters with grad enabled (torch 2.6, 2025)",
+        reported="compile time exponential in num_iters with grad enabled (torch 2.6.0, 2025-02)",
         expected={"torch/compile": "mildly-superlinear-transform"},
         status="partly fixed",
         here="the exponential is gone; a quadratic term remains in Inductor's scheduler (fusion scoring: "
@@ -266,15 +266,15 @@ CASES: dict[str, Case] = {
     ),
     "gru_seq_len": Case(
         reference="pytorch/pytorch#154652 (closed; fusion window, PR #154688)",
-        reported="inductor fusion O(seq_len^2): seq_len 1500, ~1 h forward fusion, ~4 h backward (2025)",
+        reported="inductor fusion O(seq_len^2): seq_len 1500, ~1 h forward fusion, ~4 h backward (2025-05)",
         expected={"torch/compile": "linear"},
         status="fixed",
         here="linear over seq_len 2..8 (Inductor's call counts; the fusion window bounds the pairs it scores)",
     ),
     "unrolled_loop": Case(
         reference="jax-ml/jax#2777 (closed; lax.scan is the remedy), jax-ml/jax#1223",
-        reported="compile exponential in the unrolled loop length (jax 0.1.6x, 2020); 15 unrolled steps ~6 min "
-        "and 192 > 1 h on CPU (#1223, 2019)",
+        reported="compile exponential in the unrolled loop length (2020-04); 15 unrolled steps ~6 min and 192 > 1 h "
+        "on CPU (#1223, 2019-08)",
         expected={"jax/compile": "superlinear-transform"},
         status="remedied",
         here="superlinear, not exponential: XLA's backend compile is the growing phase (decided by time)",
@@ -288,7 +288,7 @@ CASES: dict[str, Case] = {
     ),
     "nested_cond": Case(
         reference="jax-ml/jax#8193 (closed; jaxpr transform caching, PRs #9196, #9228, #9786)",
-        reported="linearize of depth-nested lax.cond 2^depth: depth 7..12 0.37 ... 7.56 s (jax 0.2.21, 2021)",
+        reported="linearize of depth-nested lax.cond 2^depth: depth 7..12 0.37 ... 7.56 s (2021-10)",
         expected={"jax/traced": "superlinear-transform"},
         status="partly fixed",
         here="2^depth is gone; quadratic remains: each level of the linearized cond forwards the residuals of "
@@ -296,14 +296,14 @@ CASES: dict[str, Case] = {
     ),
     "diamond": Case(
         reference="tinygrad/tinygrad#2259 (PR, closed unmerged; exponential DAG walks fixed in PRs #2890, #7008)",
-        reported="backward of p = p*0.5 + p*0.5 'potentially exponential', N = 10..25 (2023)",
+        reported="backward of p = p*0.5 + p*0.5 'potentially exponential', N = 10..25 (2023-11)",
         expected={"tinygrad/eager": "linear"},
         status="fixed",
         here="linear (time; the backward's call count grows by a constant per diamond)",
     ),
     "maml_history": Case(
         reference="pytorch/pytorch#12635 (closed; fixed by PR #52180)",
-        reported="per-call autograd.grad time rising with the history of an unrolled loop (torch 1.0, 2018)",
+        reported="per-call autograd.grad time rising with the history of an unrolled loop (2018-10)",
         expected={"torch/eager": "linear"},
         status="fixed",
         here="linear: a grad call costs the same at history 64 and 4096 (time; the discovery runs in C++, which "
