@@ -164,3 +164,21 @@ def test_bad_chain_options_are_one_line(option, message):
     with pytest.raises(ChainError) as err:
         adprof.chain(**option)(lambda xp, x, depth: x)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_every_renderer_names_the_axis():
+    from rich.console import Console
+
+    from adprof.model import Report, Result
+    from adprof.render import load_report, render_html, render_report, report_to_json
+
+    s = _time_series(range(1, 10), lambda d: 1e-3 * 2.0**d, lambda d: 9 * 2.0**d, axis="order", lower_bounds=["nodes"])
+    report = Report(results=[Result(series=s, verdict=classify(s))])
+    console = Console(record=True, width=200)
+    render_report(report, console, verbose=True)
+    text = console.export_text()
+    assert "x2.00/order" in text and "x2.00 per order" in text and "per layer" not in text.split("growth:")[0]
+    assert "x2.00/order" in render_html(report)
+    data = report_to_json(report)
+    assert data["results"][0]["axis"] == "order" and data["results"][0]["interval_text"] == "x2.00/order"
+    assert load_report(data).results[0].verdict.interval_text == "x2.00/order"  # the fit keeps its axis
