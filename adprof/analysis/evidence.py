@@ -59,13 +59,14 @@ def decided_by(fit: Fit, series: Series, label: str) -> str:
         blind = [f"{k}: {v}" for k, v in series.metric_notes.items()]
         why = f"; no deterministic metric decides ({'; '.join(blind)})" if blind else ""
         return f"decided by {label} ({how}, {fit.interval_method or 'no interval'}){why}"
+    how = f": {fit.interval_method}" if fit.interval_method else ""
     name = fit.metric.split(":", 1)[0]
     if name in series.lower_bound_metrics:
         return (
-            f"decided by {label} (deterministic: {fit.interval_method}; a lower bound on the phase's work: it "
-            "counts work the phase must do, so the work grows at least this fast)"
+            f"decided by {label} (deterministic{how}; a lower bound on the phase's work: it counts work the phase "
+            "must do, so the work grows at least this fast)"
         )
-    return f"decided by {label} (deterministic: {fit.interval_method})"
+    return f"decided by {label} (deterministic{how})"
 
 
 def dominant_counter(series: Series, phases: tuple[str, ...]) -> tuple[str | None, str | None]:

@@ -329,7 +329,7 @@ def run_series(
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     if spec.cmd is not None:
-        worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
+        worker = CommandPoints(spec.cmd, worker)  # type: ignore[assignment]  # same request interface
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
     while (depth := sched.next_depth(series.points)) is not None:
         last = series.points[-1].depth if series.points else None
