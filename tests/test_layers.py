@@ -16,6 +16,7 @@ ENGINE = PACKAGE.parent / "engine"
 LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.constants", "model"),
     ("adprof.model", "model"),
+    ("adprof.util", "model"),  # standard-library helpers (processes, output files, terminal text)
     ("adprof.plain", "model"),
     ("adprof.chain", "chain"),
     ("adprof.backends", "backends"),

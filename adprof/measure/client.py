@@ -5,10 +5,12 @@ request has a phase timeout, reset whenever the worker reports that a new phase 
 absolute deadline (the budget's end) that no event extends; a worker that overruns either is killed
 and restarted on the next request. A worker that dies (segfault) raises :class:`WorkerCrashed`.
 
-A worker runs in its own session (``start_new_session``), so it and everything a chain starts
-(``subprocess``, ``fork``) form one process group, always killed as a group; the worker's watchdog
-thread kills that group when adprof dies (its parent pid changes), so nothing outlives adprof even
-after a SIGKILL. ``python -P``: modules in the current directory do not shadow the worker's imports.
+A worker runs in its own session, supervised by :mod:`adprof.util.procs`: it is always killed with
+everything a chain started (``subprocess``, ``fork``, detached sessions: its descendants, its process
+group and the orphans it left); the worker's watchdog thread kills its own family when adprof dies (its
+parent pid changes), and the guardian the rest, so nothing outlives adprof even after a SIGKILL. Its
+stderr goes through a pipe of which only the last 64 kB are kept (a chain may write gigabytes there).
+``python -P``: modules in the current directory do not shadow the worker's imports.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from typing import Any
 
 from adprof.chain.frames import crash_frame
 from adprof.measure.config import LOAD_TIMEOUT, STARTUP_TIMEOUT
+from adprof.util import procs
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -75,7 +77,7 @@ class Worker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
-        self._err: Any = None
+        self._err: procs.BoundedSink | None = None
         self._lock = threading.RLock()
         self.interrupted = False  # set by interrupt(): every later request fails at once
 
@@ -84,15 +86,21 @@ class Worker:
         with self._lock:
             if self.interrupted:
                 raise WorkerCrashed("interrupted", interrupted=True)
-            self._err = tempfile.TemporaryFile()
-            self.proc = subprocess.Popen(
-                [sys.executable, "-P", "-m", "adprof.measure.worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._err,
-                env=worker_env(),
-                start_new_session=True,  # its own process group: killed with everything the chain starts
-            )
+            err_read, err_write = os.pipe()
+            try:
+                self.proc = procs.spawn(  # its own session: killed with everything the chain starts
+                    [sys.executable, "-P", "-m", "adprof.measure.worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err_write,
+                    env=worker_env(),
+                )
+            except BaseException:
+                os.close(err_read)
+                raise
+            finally:
+                os.close(err_write)
+            self._err = procs.BoundedSink(err_read)
             proc = self.proc
         self._buf = b""
         try:
@@ -115,15 +123,7 @@ class Worker:
         return proc is not None and proc.poll() is None
 
     def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if proc.poll() is None:
-            try:
-                proc.kill()
-            except OSError:
-                pass
+        procs.kill_family(proc)  # the worker, its descendants, its group, the orphans it left
 
     def kill(self) -> None:
         """Kill this worker and its process group (SIGKILL) and reap it."""
@@ -136,15 +136,14 @@ class Worker:
                 except subprocess.TimeoutExpired:  # pragma: no cover
                     pass
                 self._kill_group(proc)  # anything the chain forked after the first kill
+                procs.release(proc)
                 for f in (proc.stdin, proc.stdout):
                     try:
                         if f is not None:
                             f.close()
                     except OSError:
                         pass
-            if self._err is not None:
-                self._err.close()
-                self._err = None
+            self._err = None  # its thread ends at end of file: every writer is dead
 
     def interrupt(self) -> None:
         """From another thread: kill the worker now; the request in progress raises WorkerCrashed."""
@@ -168,16 +167,14 @@ class Worker:
         self.kill()
 
     def stderr_text(self) -> str:
-        """The last 8 kB the worker wrote to stderr."""
-        if self._err is None:
+        """The last 8 kB the worker wrote to stderr (once it is dead: all of them, after a short wait)."""
+        sink = self._err
+        if sink is None:
             return ""
-        try:
-            self._err.seek(0, os.SEEK_END)
-            size = self._err.tell()
-            self._err.seek(max(0, size - 8000))
-            return self._err.read().decode(errors="replace")
-        except (OSError, ValueError):
-            return ""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            sink.settle()
+        return sink.text(8000)
 
     def stderr_tail(self, lines: int = 3, chain_file: str | None = None) -> str:
         """What a crash left on stderr: the chain's frame of a faulthandler dump, else the last lines."""

@@ -17,6 +17,9 @@ RESERVE_BASE = 0.5
 RESERVE_PER_SERIES = 0.025
 RESERVE_MAX_SHARE = 0.6
 LOAD_TIMEOUT = 30.0  # importing a chain file
+#: The shortest hard timeout of a phase, whatever the cap: below it a loaded machine's scheduling delays,
+#: not the chain, would decide that a point hangs.
+MIN_TIMEOUT = 0.25
 STARTUP_TIMEOUT = 60.0  # a worker importing numpy, scipy and the engine
 
 
@@ -25,6 +28,7 @@ class MeasureConfig:
     """Knobs of a measuring run (the CLI fills them)."""
 
     cap: float = DEFAULT_CAP  # seconds per phase; a series stops past it
+    cap_given: bool = False  # --cap was given: it wins over a chain's own cap
     budget: float = DEFAULT_BUDGET  # seconds of wall time for the whole run
     timeout_factor: float = DEFAULT_TIMEOUT_FACTOR  # hard timeout per phase = factor x cap
     calls: int = DEFAULT_CALLS  # eager calls per point
@@ -53,4 +57,5 @@ class MeasureConfig:
 
     @property
     def timeout(self) -> float:
-        return self.timeout_factor * self.cap
+        """The hard timeout of a phase: ``timeout_factor`` x ``cap``, at least :data:`MIN_TIMEOUT`."""
+        return max(self.timeout_factor * self.cap, MIN_TIMEOUT)

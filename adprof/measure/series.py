@@ -56,6 +56,15 @@ class SeriesSpec:
     depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
     cmd: CommandSettings | None = None  # a --cmd series: points run the program (measure/cmd_points.py)
     deciding_metrics: tuple[str, ...] = ()  # Series.deciding_metrics of the measured series
+    axis: str = "layer"  # what a depth counts (the chain's axis)
+    cap: float | None = None  # the chain's own per-phase cap (used when --cap is not given)
+    cost_phases: tuple[str, ...] = ()  # the chain's classified phases (empty: the mode's)
+    repeats: int | None = None  # the chain's exact repeats per timed phase (None: the repeat policy)
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The phases whose cost is classified and watched by the schedule."""
+        return self.cost_phases or cost_phases(self.mode, self.backend)
 
     @property
     def label(self) -> str:
@@ -71,6 +80,8 @@ class SeriesSpec:
             mode=self.mode,
             declared_reuse=self.declared_reuse,
             params=dict(self.params),
+            axis=self.axis,
+            classified_phases=list(self.cost_phases),
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
@@ -121,6 +132,8 @@ class _SeriesRun:
         status: StatusCallback | None,
         series: Series,
     ) -> None:
+        if spec.cap is not None and not cfg.cap_given:  # the chain's own cap (compiles of seconds per point)
+            cfg = dataclasses.replace(cfg, cap=spec.cap)
         self.spec, self.worker, self.cfg, self.series = spec, worker, cfg, series
         self.allowance, self.hard_deadline, self.status = allowance, hard_deadline, status
         self.start = time.monotonic()
@@ -144,13 +157,13 @@ class _SeriesRun:
         by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
         if by_model is not None:  # the deciding model's growth for the classified phases
             growth, figure = by_model
-            for ph in cost_phases(self.spec.mode):
+            for ph in self.spec.phases:
                 if points[-1].times.get(ph) is not None:
                     pred[ph] = points[-1].times[ph] * growth
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
-            model = figure if by_model is not None and ph in cost_phases(self.spec.mode) else ""
+            model = figure if by_model is not None and ph in self.spec.phases else ""
             return Stop(
                 StopReason.PREDICTED_CAP, after=last, depth=depth, phase=ph, seconds=t, limit=cfg.cap, by_model=model
             )
@@ -195,6 +208,7 @@ class _SeriesRun:
             "depth": depth,
             "calls": self.calls,
             "counter_budget": cfg.counter_budget,
+            **({"repeats": spec.repeats} if spec.repeats else {}),
         }
 
         def on_event(ev: dict[str, Any]) -> None:
@@ -308,11 +322,14 @@ def run_series(
     """
     series = resume if resume is not None else spec.new_series()
     series.stop = None
-    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
+    # explicit --depths win over the depths planned for the series (time-only defaults, a chain's declared depths)
+    sched = Schedule(
+        cfg.max_depth or spec.max_depth, spec.mode, cfg.depths or spec.depths, cfg.unit_steps, phases=spec.phases
+    )
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     if spec.cmd is not None:
-        worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
+        worker = CommandPoints(spec.cmd, worker)  # type: ignore[assignment]  # same request interface
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
     while (depth := sched.next_depth(series.points)) is not None:
         last = series.points[-1].depth if series.points else None
