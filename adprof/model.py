@@ -86,6 +86,9 @@ class Series:
     deciding_metrics: list[str] = field(default_factory=list)
     #: Metric name -> why it may not decide here (e.g. "blind to XLA's C++ compile").
     metric_notes: dict[str, str] = field(default_factory=dict)
+    #: The metric asked for (``--metric instructions``): it alone decides, the verdict is inconclusive without it
+    #: (never a silent fall-back to time). Empty: the backend's declarations (``deciding_metrics``) apply.
+    required_metric: str = ""
     #: How ``Point.times`` was taken from the repeats: statistic ("lower quartile", "min", "median") and clock.
     statistic: str = ""
     clock: str = ""

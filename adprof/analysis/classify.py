@@ -126,7 +126,8 @@ def classify(
     )
     fit, label = _deciding_fit(v, source, labels)
     if fit is None:
-        v.evidence.append(f"no cost measured for phases {', '.join(phases)}")
+        asked = f" ({series.required_metric} asked for: not counted)" if series.required_metric else ""
+        v.evidence.append(f"no cost measured for phases {', '.join(phases)}{asked}")
         v.cause = explain.cause(model.INCONCLUSIVE, reason="no cost was measured")
         return v
     if fit is counter_fit and (tree := follows_tree(counter_fit, structure)) is not None:
@@ -163,7 +164,7 @@ def _deciding_fit(v: Verdict, source: str, labels: dict[str, str]) -> tuple[Fit 
         return v.counter_fit, labels["counters"]
     if source.startswith("metric:"):
         name = source.split(":", 1)[1]
-        return v.metric_fits[name], f"{labels['where']} {name}"
+        return v.metric_fits.get(name), f"{labels['where']} {name}"
     return v.time_fit, labels["time"]
 
 

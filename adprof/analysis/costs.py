@@ -113,6 +113,8 @@ def deciding_fits(
     counter_fit = fit_cost(series, phases, "counters") if has_counters else None
     metric_fits = {n: f for n in metric_names(series, phases) if (f := fit_cost(series, phases, "metric", n))}
     deciding_metric = next((n for n in series.deciding_metrics if n in metric_fits), None)
+    if series.required_metric:  # asked for: it decides, or nothing does (never a silent fall-back to time)
+        deciding_metric = series.required_metric
     time_decides = counter_fit is None and deciding_metric is None
     time_fit = fit_cost(series, phases, "time", bootstrap=time_decides and not quick)
     if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)

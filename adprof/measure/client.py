@@ -40,6 +40,8 @@ class WorkerTimeout(Exception):
         self.phase, self.call, self.elapsed, self.limit = phase, call, elapsed, limit
         self.total = elapsed  # seconds since the request was sent
         self.by_deadline = False  # killed by the absolute deadline (the budget's end), not its own timeout
+        #: killed while counting instructions under valgrind: its wall time says nothing of the native cost
+        self.counting = False
 
 
 class WorkerCrashed(Exception):

@@ -46,6 +46,9 @@ class SeriesSpec:
     depths: tuple[int, ...] | None = None  # this series' explicit depths (guards), else cfg.depths
     cmd: CommandSettings | None = None  # a --cmd series: points run the program (measure/cmd_points.py)
     deciding_metrics: tuple[str, ...] = ()  # Series.deciding_metrics of the measured series
+    #: "instructions": counted under valgrind (--cmd: callgrind runs after a native run; a chain: one
+    #: valgrind'd worker for the series), and they alone decide (Series.required_metric)
+    metric: str = "time"
 
     @property
     def label(self) -> str:
@@ -65,6 +68,7 @@ class SeriesSpec:
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
+                **({"required_metric": self.metric} if self.metric != "time" else {}),
                 **fields,
             },
         )
@@ -164,6 +168,8 @@ class _SeriesRun:
             return None
         overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev.extra.get("calls", self.calls)))
         wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
+        if self.spec.metric == "instructions":  # under valgrind the wall grows with the counted cost, not the depth
+            wall_pred = counted_wall(points, self.walls, pred, mode, self.calls)
         if mode == "eager" and wall_pred > left:
             k = self.calls
             while k > MIN_CALLS and wall_pred > left:  # geometric steps: --calls may be huge
@@ -230,6 +236,16 @@ class _SeriesRun:
         """The worker was killed: at its own timeout (a hang: marked ``killed``, a finding), or at the
         budget's end (censored if it already ran past the cap, else just stopped)."""
         series, cap = self.series, self.cfg.cap
+        if to.counting:
+            # killed under valgrind: its wall time says nothing of the program's own cost
+            why = f"depth {depth} not counted: the budget ran out after {to.total:.1f} s under valgrind"
+            if not to.by_deadline:
+                why = f"depth {depth} not counted: valgrind ran {to.total:.1f} s, past its {to.limit:.0f} s limit"
+            if any(not p.extra.get("censored") for p in series.points):
+                series.stopped = f"stopped after depth {last}: {why}"
+            else:
+                series.error = f"{why}; no depth was counted (raise --budget: counting runs 20-100x slower)"
+            return
         where = ""
         if to.phase:
             where = f" in {to.phase}" + (f" (call {to.call})" if to.call is not None else "")
@@ -295,6 +311,20 @@ class _SeriesRun:
             series.error = f"depth {depth}: worker ran out of a resource: {msg}"
         else:
             series.error = msg if msg.startswith("depth") else f"depth {depth}: {msg}"
+
+
+def counted_wall(points: list[Point], walls: list[float], pred: dict[str, float], mode: str, calls: int) -> float:
+    """Predicted wall seconds of the next point of an instruction series: the wall of the last two points
+    as fixed + slope x native cost (valgrind's start-up, then its slowdown of the counted work), else the
+    last wall scaled by the predicted cost growth."""
+    costs = [point_cost(p.times, mode, p.extra.get("calls", calls)) for p in points[-2:]]
+    nxt = point_cost(pred, mode, calls)
+    if len(costs) == 2 and len(walls) >= 2 and costs[1] > costs[0] > 0:
+        slope = (walls[-1] - walls[-2]) / (costs[1] - costs[0])
+        fixed = walls[-1] - slope * costs[1]
+        if slope > 0 and fixed >= 0:
+            return fixed + slope * nxt
+    return walls[-1] * max(nxt / costs[-1], 1.0) if costs and costs[-1] > 0 else walls[-1]
 
 
 def run_series(

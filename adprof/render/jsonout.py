@@ -36,6 +36,7 @@ Schema (``schema`` 1; every number is a JSON number or null)::
           "statistic": "lower quartile of 5 repeats", "clock": "wall (perf_counter)",  # how times were taken
           "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
           "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
+          "required_metric": "",     # "instructions" with --metric instructions: it alone decides
           "prediction": {"depth": 400, "value": 8.1},  # the deciding model at the next depth, or null
           "fit": {...},              # THE deciding model (a Fit: source, model, kind, base/exponent,
                                      # interval, depths, values, curve_depths/curve_values, halving,
@@ -86,7 +87,7 @@ _VERDICT_FIELDS = (
     "remedies",
     "evidence",
 )
-_SERIES_FIELDS = ("file", "statistic", "clock", "deciding_metrics", "metric_notes")
+_SERIES_FIELDS = ("file", "statistic", "clock", "deciding_metrics", "metric_notes", "required_metric")
 
 
 def _fit_to(f: Fit | None) -> dict[str, Any] | None:
