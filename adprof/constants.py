@@ -24,3 +24,6 @@ RUN_REPEATS = 3
 #: valgrind's wall time. Measured on this project's machines: 2.3-4.6e9/s in XLA's compile, ~9e9/s in
 #: torch's C++ backward; the lower end, so the estimate errs towards stopping early.
 NOMINAL_INSTRUCTION_RATE = 3e9
+#: ``Series.clock`` of a series whose times are its instruction counts at that nominal speed (the peers'
+#: counted points): no clock was read.
+NOMINAL_CLOCK = f"nominal (instructions / {NOMINAL_INSTRUCTION_RATE:.3g} per s)"

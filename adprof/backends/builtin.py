@@ -45,6 +45,7 @@ class ModuleBackend(Backend):
         on_phase: PhaseCallback = no_phase,
         counter_budget: int | None = None,
         repeats: int | None = None,
+        metric: str = "time",
     ) -> Point:
         impl = self.module()
         self.check_arguments(mode, profile)
@@ -52,6 +53,10 @@ class ModuleBackend(Backend):
         kwargs: dict[str, Any] = {"calls": calls, "on_phase": on_phase, "counter_budget": counter_budget}
         if repeats is not None:
             kwargs["repeats"] = repeats
+        if metric != "time":
+            if mode not in self.instruction_modes:
+                raise self.PointFailure("metric", f"the {self.name} backend cannot count {metric} in {mode} mode")
+            kwargs["metric"] = metric
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
 
@@ -107,6 +112,8 @@ class JaxBackend(ModuleBackend):
     }
     requires = ("jax", "jaxlib")
     install_hint = PEERS_HINT
+    #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
+    instruction_modes = ("compile",)
 
 
 class TorchBackend(ModuleBackend):
@@ -130,6 +137,8 @@ class TorchBackend(ModuleBackend):
     }
     requires = ("torch", "array_api_compat")
     install_hint = PEERS_HINT
+    #: the C++ autograd engine's backward counted under callgrind
+    instruction_modes = ("eager",)
 
 
 class AutogradBackend(ModuleBackend):

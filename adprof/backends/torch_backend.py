@@ -34,6 +34,7 @@ from adprof.backends.peer_common import (
     check_output,
     failure,
     first_time,
+    measure_counted_eager,
     measure_drop,
     namespace,
     not_installed,
@@ -173,8 +174,8 @@ def autograd_nodes(loss: Any) -> int:
     return len(seen)
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
+def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
+    """The eager loop's callables: fresh ``requires_grad`` leaves, the chain, ``loss.backward()``."""
     a = chain.make_input()
     f = _fn(chain, depth)
 
@@ -191,23 +192,38 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
             x = torch.tensor(a, requires_grad=True)
             chain(xp, x, 1).backward()
 
+    return {
+        "leaf": lambda: torch.tensor(a, requires_grad=True),
+        "forward": forward,
+        "backward": backward,
+        "scalar": lambda y: float(y.detach()),
+        "check": _check,
+        "warm_up": warm_up,
+    }
+
+
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
+    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
     return _eager_loop(
         chain,
         depth,
         calls=calls,
         on_phase=on_phase,
-        leaf=lambda: torch.tensor(a, requires_grad=True),
-        forward=forward,
-        backward=backward,
-        scalar=lambda y: float(y.detach()),
-        check=_check,
-        warm_up=warm_up,
         graph_metrics=lambda loss, state: {"autograd_nodes": autograd_nodes(loss)},
+        **_eager_calls(chain, depth),
     )
 
 
+def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
+    """``--metric instructions``: one forward and one ``backward()`` (the C++ autograd engine) counted under
+    callgrind, after a warm-up call."""
+    return measure_counted_eager(chain, depth, on_phase=on_phase, **_eager_calls(chain, depth))
+
+
 #: Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
-measure_point = peer_measure_point("torch", {"traced": measure_traced, "eager": measure_eager})
+measure_point = peer_measure_point(
+    "torch", {"traced": measure_traced, "eager": measure_eager}, counted={"eager": count_eager}
+)
 
 
 __all__ = [
@@ -215,6 +231,7 @@ __all__ = [
     "MODES",
     "PROFILES",
     "PointFailure",
+    "count_eager",
     "measure_eager",
     "measure_point",
     "measure_traced",

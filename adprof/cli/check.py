@@ -21,6 +21,7 @@ from adprof.cli.common import (
     report_errors,
     write_outputs,
 )
+from adprof.cli.instructions import apply_default_budget, counted_specs
 from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
 
 
@@ -51,8 +52,9 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof check``: measure, classify, render; returns the exit status."""
     out, err = consoles(args)
     on_cmd = uses_cmd(args, args.targets)
+    budget_note = apply_default_budget(args, argv)
     cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd))
-    notes: list[str] = []
+    notes: list[str] = [budget_note] if budget_note else []
     if on_cmd:  # a program instead of a chain file
         specs = cmd_specs(args)
     else:
@@ -60,6 +62,9 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
         plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
         specs = plan_series(metas, backends, args.profile, args.mode, notes)
+        if args.metric == "instructions":  # the peers' C++ phases, counted under callgrind
+            declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
+            specs = counted_specs(specs, declared, explicit=args.depths is not None)
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)

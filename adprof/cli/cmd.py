@@ -41,6 +41,10 @@ PHASE_NAMES = ("transform", "drop", "compile", "lower", "forward", "backward", "
 def uses_cmd(args: argparse.Namespace, targets: Sequence[str] | None) -> bool:
     """True for a ``--cmd`` run; raises :class:`UsageError` when the target is missing or doubled."""
     if not getattr(args, "cmd", None):
+        if getattr(args, "metric", "time") == "instructions" and getattr(args, "command", "check") != "check":
+            raise UsageError(
+                f"--metric instructions on a chain file: use adprof check ({args.command} counts --cmd programs only)"
+            )
         if "cmd" in csv_list(getattr(args, "backend", "") or ""):
             raise UsageError("--backend cmd measures a program: give --cmd 'PROG ARGS {depth}'")
         if not targets:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adprof.backends import series_fields
-from adprof.constants import DEFAULT_CALLS
+from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
@@ -27,6 +27,8 @@ from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, 
 from adprof.model import Point, Series, cost_phases, fmt_seconds
 
 MIN_CALLS = 3
+#: How the times of a counted series (a chain under --metric instructions) are taken.
+COUNTED_FIELDS = {"statistic": "one counted run per phase after a warm-up (callgrind)", "clock": NOMINAL_CLOCK}
 RUNAWAY_FACTOR = 20.0  # a point killed by the budget after 20x its predicted time is a runaway
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 
@@ -69,6 +71,7 @@ class SeriesSpec:
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
                 **({"required_metric": self.metric} if self.metric != "time" else {}),
+                **(COUNTED_FIELDS if self.metric == "instructions" and self.cmd is None else {}),
                 **fields,
             },
         )
@@ -198,6 +201,7 @@ class _SeriesRun:
             "depth": depth,
             "calls": self.calls,
             "counter_budget": cfg.counter_budget,
+            **({"metric": spec.metric} if spec.metric != "time" and spec.cmd is None else {}),
         }
 
         def on_event(ev: dict[str, Any]) -> None:
@@ -345,17 +349,24 @@ def run_series(
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
+    counting = spec.metric == "instructions" and spec.cmd is None  # one valgrind'd worker for the series
     if spec.cmd is not None:
         worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
+    elif counting:
+        worker.count_instructions(True)
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
-    while (depth := sched.next_depth(series.points)) is not None:
-        last = series.points[-1].depth if series.points else None
-        if last is not None:
-            stop = run.stop_before(depth, last, exponential=not sched.doubling)
-            if stop is not None:
-                series.stopped = stop
+    try:
+        while (depth := sched.next_depth(series.points)) is not None:
+            last = series.points[-1].depth if series.points else None
+            if last is not None:
+                stop = run.stop_before(depth, last, exponential=not sched.doubling)
+                if stop is not None:
+                    series.stopped = stop
+                    break
+            run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
+            if not run.measure(depth, last):
                 break
-        run.say(f"depth {depth}")
-        if not run.measure(depth, last):
-            break
+    finally:
+        if counting:
+            worker.count_instructions(False)
     return series
