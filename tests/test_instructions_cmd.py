@@ -110,7 +110,7 @@ def test_cap_applies_to_native_seconds_not_to_the_run_under_valgrind(tmp_path):
 
 
 def test_nominal_speed_where_the_program_times_zero():
-    """A phase the native run timed 0 gets its instructions at the nominal native speed (3e9/s)."""
+    """A phase the native run timed 0 gets its instructions at the nominal native speed (1e10/s)."""
     from adprof.backends.cmd.point import _time_if_missing
     from adprof.constants import NOMINAL_INSTRUCTION_RATE
     from adprof.model import Point

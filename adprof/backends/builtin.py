@@ -153,6 +153,8 @@ class AutogradBackend(ModuleBackend):
     metric_notes = {"eager": {}}
     requires = ("autograd",)
     install_hint = PEERS_HINT
+    #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
+    instruction_modes = ("eager",)
 
 
 class TinygradBackend(ModuleBackend):

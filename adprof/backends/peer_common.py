@@ -309,7 +309,7 @@ def measure_counted_eager(
         del counted_loss, counted_state, x
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
-    pt.extra["calls"] = 1
+    pt.extra["calls"] = 2  # the warm-up call at this depth and the counted one
     pt.extra["counted"] = COUNTED_NOTE
     return pt
 

@@ -98,7 +98,9 @@ def counted_specs(
             f"{b} {', '.join(modes)} (it counts: {', '.join(backend_declaration(b).instruction_modes) or 'no mode'})"
             for b, modes in cannot.items()
         )
-        raise UsageError(f"--metric instructions cannot count {what}: use --backend torch --mode eager, or jax compile")
+        raise UsageError(
+            f"--metric instructions cannot count {what}: use --backend torch --mode eager, jax compile, autograd eager"
+        )
     check_valgrind()
     for s in specs:
         s.metric = "instructions"

@@ -171,9 +171,10 @@ class _SeriesRun:
             return None
         overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev.extra.get("calls", self.calls)))
         wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
-        if self.spec.metric == "instructions":  # under valgrind the wall grows with the counted cost, not the depth
+        counting = self.spec.metric == "instructions"
+        if counting:  # under valgrind the wall grows with the counted cost, not with the depth
             wall_pred = counted_wall(points, self.walls, pred, mode, self.calls)
-        if mode == "eager" and wall_pred > left:
+        if mode == "eager" and wall_pred > left and not counting:
             k = self.calls
             while k > MIN_CALLS and wall_pred > left:  # geometric steps: --calls may be huge
                 k = max(MIN_CALLS, min(k - 1, int(k * 0.8)))
@@ -322,7 +323,7 @@ def counted_wall(points: list[Point], walls: list[float], pred: dict[str, float]
     as fixed + slope x native cost (valgrind's start-up, then its slowdown of the counted work), else the
     last wall scaled by the predicted cost growth."""
     costs = [point_cost(p.times, mode, p.extra.get("calls", calls)) for p in points[-2:]]
-    nxt = point_cost(pred, mode, calls)
+    nxt = point_cost(pred, mode, points[-1].extra.get("calls", calls))  # the calls the last point made
     if len(costs) == 2 and len(walls) >= 2 and costs[1] > costs[0] > 0:
         slope = (walls[-1] - walls[-2]) / (costs[1] - costs[0])
         fixed = walls[-1] - slope * costs[1]
@@ -359,7 +360,9 @@ def run_series(
         while (depth := sched.next_depth(series.points)) is not None:
             last = series.points[-1].depth if series.points else None
             if last is not None:
-                stop = run.stop_before(depth, last, exponential=not sched.doubling)
+                # exponential extrapolation over unit steps only: explicit geometric depths grow like a power law
+                exponential = not sched.doubling and (sched.explicit is None or depth - last == 1)
+                stop = run.stop_before(depth, last, exponential=exponential)
                 if stop is not None:
                     series.stopped = stop
                     break
