@@ -42,7 +42,6 @@ from adprof.analysis.growth import fit_growth, halving_reading, interval_text, p
 from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.analysis.sweeps import REUSE_TOLERANCE, sweep_table
 from adprof.analysis.tree import TREE_PROPORTION, follows_tree
-from adprof.constants import NOMINAL_CLOCK
 from adprof.model import COUNTER_KEYS, Fit, Point, Result, Series, Verdict, cost_phases, counter_value, time_value
 
 __all__ = [
@@ -97,8 +96,7 @@ _KIND = {
 
 def _labels(series: Series, phases: tuple[str, ...]) -> dict[str, str]:
     where = "steady backward" if series.mode == "eager" else "+".join(phases)
-    clock = "nominal time" if series.clock == NOMINAL_CLOCK else "wall time"  # counted: no clock was read
-    return {"counters": f"{where} {COUNTER_LABEL}", "time": f"{clock} ({where})", "where": where}
+    return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({where})", "where": where}
 
 
 def classify(

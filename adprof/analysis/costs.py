@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
+from adprof.constants import NOMINAL_CLOCK
 from adprof.model import COUNTER_KEYS, Fit, Point, Series, cost_phases, counter_value, time_value
 
 
@@ -116,7 +117,9 @@ def deciding_fits(
     if series.required_metric:  # asked for: it decides, or nothing does (never a silent fall-back to time)
         deciding_metric = series.required_metric
     time_decides = counter_fit is None and deciding_metric is None
-    time_fit = fit_cost(series, phases, "time", bootstrap=time_decides and not quick)
+    # a counted chain's times are its counts at a nominal speed: no clock was read, nothing to fit beside
+    nominal = series.clock == NOMINAL_CLOCK
+    time_fit = None if nominal else fit_cost(series, phases, "time", bootstrap=time_decides and not quick)
     if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)
         return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
     if counter_fit is not None:

@@ -181,9 +181,11 @@ class Worker:
         return data
 
     def count_instructions(self, on: bool) -> None:
-        """Start the next worker under callgrind (``on``) or natively; the running one is killed either way,
-        so a series that counts gets a valgrind'd worker of its own (the imports, then every depth)."""
-        self.kill()
+        """Start the next worker under callgrind (``on``: the running one is killed, so a series that counts
+        gets a valgrind'd worker of its own, whose heap no earlier series shaped) or natively (the running
+        one is kept unless it counts)."""
+        if on or self.counting:
+            self.kill()
         self.counting = on
 
     def start(self, timeout: float = STARTUP_TIMEOUT, scaled: bool = False) -> None:

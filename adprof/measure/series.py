@@ -353,23 +353,21 @@ def run_series(
     counting = spec.metric == "instructions" and spec.cmd is None  # one valgrind'd worker for the series
     if spec.cmd is not None:
         worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
-    elif counting:
-        worker.count_instructions(True)
+    else:
+        worker.count_instructions(counting)  # a fresh valgrind'd worker, or back to a native one
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
-    try:
-        while (depth := sched.next_depth(series.points)) is not None:
-            last = series.points[-1].depth if series.points else None
-            if last is not None:
-                # exponential extrapolation over unit steps only: explicit geometric depths grow like a power law
-                exponential = not sched.doubling and (sched.explicit is None or depth - last == 1)
-                stop = run.stop_before(depth, last, exponential=exponential)
-                if stop is not None:
-                    series.stopped = stop
-                    break
-            run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
-            if not run.measure(depth, last):
+    while (depth := sched.next_depth(series.points)) is not None:
+        last = series.points[-1].depth if series.points else None
+        if last is not None:
+            # exponential extrapolation over unit steps only: explicit geometric depths grow like a power law
+            exponential = not sched.doubling and (sched.explicit is None or depth - last == 1)
+            stop = run.stop_before(depth, last, exponential=exponential)
+            if stop is not None:
+                series.stopped = stop
                 break
-    finally:
-        if counting:
-            worker.count_instructions(False)
+        run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
+        if not run.measure(depth, last):
+            break
+    if counting:
+        worker.count_instructions(False)  # its memory back now, not at the next series
     return series
