@@ -18,6 +18,10 @@ EXPONENTIAL_RATIO = 1.15
 DEFAULT_COUNTER_BUDGET = 50_000_000
 #: Steady runs per traced point (after one warm-up run).
 RUN_REPEATS = 3
+#: Load average per logical CPU above which a machine counts as loaded while a series ran: at least half a
+#: core's worth of runnable work beyond one per core (adprof's own lanes fill one per core). A time-decided
+#: verdict measured there is flagged (``Verdict.loaded_machine``).
+LOADED_PER_CORE = 1.5
 #: Nominal native speed (instructions per second) of a point whose time is taken from its instruction count
 #: (``--metric instructions`` where the program does not time a phase, and the peers' counted points): the
 #: cap and the schedule's predictions then apply to a deterministic native-time estimate, never to

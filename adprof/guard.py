@@ -1,12 +1,17 @@
 """Scaling guards for CI: fail when a chain's cost grows faster than its limits.
 
-A guard measures a chain at a fixed list of depths (no time-dependent schedule), classifies the
-growth and compares it with two limits: ``max_base`` (per-layer ratio, for exponential growth) and
-``max_exponent`` (power-law exponent). Where the backend has deterministic counters (the engine),
-the verdict is decided on them, so a guard gives the same answer on a loaded CI machine; a runaway
-point is stopped by the counter budget (also deterministic) and counts as a censored lower bound.
-Peers decide on a deterministic work metric where the backend declares one (e.g. JAX traced: Python call
-counts), exactly as the engine's counters; where time decides, the limits get a tolerance.
+A guard measures a chain at a fixed list of depths (its declared ones, else :data:`DEFAULT_DEPTHS`: no
+time-dependent schedule), decides the growth and compares it with two limits: ``max_base`` (per-layer ratio,
+for exponential growth) and ``max_exponent`` (power-law exponent). Where the backend has deterministic
+counters (the engine), the verdict is decided on them, so a guard gives the same answer on a loaded CI
+machine; a runaway point is stopped by the counter budget (also deterministic) and counts as a censored
+lower bound. Peers decide on a deterministic work metric where the backend declares one (e.g. JAX traced:
+Python call counts), exactly as the engine's counters; where time decides, the limits get a tolerance. A
+point killed at its own timeout (a hang) fails the guard whatever the growth of the depths before it.
+
+``adprof guard`` and the pytest fixture take one path: :func:`guard_specs` plans the series, the measuring
+pool runs them in supervised workers (:func:`adprof.measure.measure_all`) with :func:`guard_config`, the
+report decides them, and :func:`guard_checks` compares them with the limits.
 
 Limits come from, in order: explicit arguments, a ``@pytest.mark.adprof_guard(...)`` marker,
 ``[tool.adprof.guard]`` in ``pyproject.toml``, and the defaults below.
@@ -14,8 +19,9 @@ Limits come from, in order: explicit arguments, a ``@pytest.mark.adprof_guard(..
 
 from __future__ import annotations
 
-import gc
+import inspect
 import math
+import time
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,10 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from adprof import model
-from adprof.analysis.classify import classify
-from adprof.backends import series_fields
-from adprof.chain import Chain, as_chain, load_chains, parse_target
-from adprof.model import Point, Result, Series
+from adprof.analysis.costs import predicted_growth
+from adprof.backends import check_backend
+from adprof.chain import as_chain
+from adprof.measure import MeasureConfig, SeriesSpec, measure_all
+from adprof.measure.config import LOAD_TIMEOUT
+from adprof.measure.plan import UsageError, load_targets, plan_series
+from adprof.model import Report, Result
+from adprof.report import build_report
 
 DEFAULT_MAX_BASE = 1.1
 DEFAULT_MAX_EXPONENT = 1.3
@@ -34,6 +44,9 @@ DEFAULT_MAX_EXPONENT = 1.3
 TIME_TOLERANCE = 0.15
 #: Key comparisons allowed per point: deterministic runaway stop (a censored point).
 GUARD_COUNTER_BUDGET = 5_000_000
+#: Seconds per phase (a phase 4x longer is killed: a hang) and for the whole guard run.
+GUARD_CAP = 60.0
+GUARD_BUDGET = 600.0
 #: Depths when the chain declares none: unit steps (per-layer ratios) then doublings.
 DEFAULT_DEPTHS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
 
@@ -116,9 +129,7 @@ class GuardCheck:
 
     @property
     def label(self) -> str:
-        s = self.result.series
-        prof = f" [{s.profile}]" if s.profile else ""
-        return f"{s.chain} {s.backend}{prof} {s.mode}"
+        return self.result.series.label
 
 
 @dataclass
@@ -174,17 +185,17 @@ def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) ->
     if tolerance:
         limit += f" (+{tolerance:.0%} for wall time)"
     metric = v.metric or ""
+    if v.killed and v.kind != model.ERROR:  # a hang fails the guard whatever the depths before it read
+        stop = result.series.killed
+        why = model.killed_text(stop) if stop is not None else "a point was killed at its timeout"
+        return GuardCheck(result, limits, False, "hang", limit, why, metric)
     if v.kind == model.ERROR:
         return GuardCheck(result, limits, False, "error", limit, result.series.error or "the chain failed", metric)
     if v.kind == model.INCONCLUSIVE:
-        why = (
-            v.fit.reason
-            if v.fit is not None and v.fit.reason
-            else "too few points to decide: give the guard more depths"
-        )
+        why = v.reason or (v.fit.reason if v.fit is not None else "") or "too few points to decide: give it more depths"
         return GuardCheck(result, limits, False, "inconclusive", limit, why, metric)
     if v.kind == model.RUNAWAY:
-        why = v.fit.reason if v.fit is not None else "a point ran past its cap"
+        why = v.reason or "a point ran past its cap"
         return GuardCheck(result, limits, False, "runaway", limit, why, metric)
     if v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
         base = v.base if v.base is not None else float("inf")
@@ -211,86 +222,90 @@ def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) ->
     )
 
 
-def measure_series(
-    chain: Chain,
-    mode: str,
-    profile: str | None = "fixed",
-    depths: Sequence[int] | None = None,
-    backend: str = "engine",
-    counter_budget: int = GUARD_COUNTER_BUDGET,
-) -> Series:
-    """Measure ``chain`` in this process at fixed depths (the guard's deterministic schedule)."""
-    from adprof.backends import get_backend
+def guard_config(**overrides: Any) -> MeasureConfig:
+    """The measuring config of a guard (the CLI's defaults; ``overrides``: e.g. ``cap``, ``budget``, ``jobs``)."""
+    kw: dict[str, Any] = {
+        "cap": GUARD_CAP,
+        "budget": GUARD_BUDGET,
+        "counter_budget": GUARD_COUNTER_BUDGET,
+        "structure": False,
+        "predictor": predicted_growth,
+    }
+    kw.update(overrides)
+    return MeasureConfig(**kw)
 
-    impl = get_backend(backend)
-    depths = list(depths or chain.depths or DEFAULT_DEPTHS)
-    # The backend collects garbage before each phase; freezing what already exists keeps that cheap
-    # inside a big process (a test session) without changing what is measured.
-    gc.freeze()
+
+def guard_specs(
+    metas: list[dict[str, Any]],
+    backends: list[str],
+    profiles: str | None,
+    modes: str | None,
+    depths: Sequence[int] | None,
+    notes: list[str],
+) -> list[SeriesSpec]:
+    """The guarded series: every chain x backend x profile x mode at fixed depths (``depths``, else the chain's
+    declared ones, else :data:`DEFAULT_DEPTHS`). Profiles default to ``fixed`` on the engine."""
+    if profiles is None and "engine" in backends:
+        profiles = "fixed"
+    specs = plan_series(metas, backends, profiles, modes, notes)
+    by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
+    for spec in specs:
+        declared = tuple(by_key[spec.file, spec.chain].get("depths") or ())
+        spec.depths = tuple(depths or declared or DEFAULT_DEPTHS)
+    return specs
+
+
+def guard_checks(report: Report, limits: GuardLimits) -> GuardReport:
+    """Every decided result of ``report`` against the limits."""
+    return GuardReport([check_result(r, limits, tolerance_for(r)) for r in report.results])
+
+
+def target_of(chain: Any) -> str:
+    """``FILE::CHAIN`` of a chain object or a plain function defined at module level (the guard measures
+    it in a worker process, which loads it from its file); raises :class:`UsageError` otherwise."""
+    if isinstance(chain, str | Path):
+        return str(chain)
+    ch = as_chain(chain)
+    fn = inspect.unwrap(ch.fn if ch is not None else chain)
+    name = ch.name if ch is not None else getattr(fn, "__name__", repr(fn))
+    qual = getattr(fn, "__qualname__", "")
     try:
-        return _measure(impl, chain, mode, profile, depths, backend, counter_budget)
-    finally:
-        gc.unfreeze()
+        source = (ch.source if ch is not None else None) or inspect.getsourcefile(fn)
+    except TypeError:  # a builtin or a callable object
+        source = None
+    if source is None or "<" in qual or "." in qual:
+        raise UsageError(
+            f"the guard measures {name!r} in a worker process, which loads it from its file: define it at "
+            "module level in a .py file (or pass 'FILE::CHAIN')"
+        )
+    return f"{source}::{name}"
 
 
-def _measure(
-    impl, chain: Chain, mode: str, profile: str | None, depths: list[int], backend: str, counter_budget: int
-) -> Series:
-    series = Series(
-        chain=chain.name,
-        backend=backend,
-        profile=profile if backend == "engine" else None,
-        mode=mode,
-        declared_reuse=_numeric(chain.reuse),
-        params=dict(chain.params),
-        **series_fields(backend, mode),
-    )
-    for depth in depths:
-        try:
-            if backend == "engine":
-                point = impl.measure_point(chain, mode, depth, profile, counter_budget=counter_budget)
-            else:
-                point = impl.measure_point(chain, mode, depth, None)
-        except Exception as exc:  # every failure of the chain is a finding
-            kind = getattr(exc, "kind", None)
-            if kind == "budget":
-                partial = getattr(exc, "point", None) or Point(depth=depth)
-                partial.extra["censored"] = True
-                series.points.append(partial)
-                series.stopped = f"stopped at depth {depth}: key comparison budget ({counter_budget:,}) exceeded"
-            else:
-                series.error = f"depth {depth}: {getattr(exc, 'message', None) or exc}"
-            break
-        series.points.append(point)
-    return series
-
-
-def _numeric(reuse) -> float | None:
-    return float(reuse) if isinstance(reuse, int | float) and not isinstance(reuse, bool) else None
-
-
-def guard_chain(
-    chain: Chain,
-    mode: str = "traced",
+def guard_targets(
+    targets: Sequence[Any],
+    limits: GuardLimits,
     *,
-    profile: str | None = "fixed",
-    limits: GuardLimits | None = None,
+    mode: str | None = None,
+    profile: str | None = None,
     depths: Sequence[int] | None = None,
     backend: str = "engine",
-) -> GuardReport:
-    """Measure, classify and check one chain (all its sweep variants)."""
-    limits = limits or GuardLimits()
-    report = GuardReport()
-    for variant in chain.variants():
-        series = measure_series(variant, mode, profile, depths, backend)
-        result = Result(series=series, verdict=classify(series))
-        report.checks.append(check_result(result, limits, tolerance_for(result)))
-    return report
-
-
-def resolve_chain(target: Any) -> list[Chain]:
-    """A Chain, a plain function ``f(xp, x, depth)``, or a ``FILE[::CHAIN]`` string."""
-    if isinstance(target, str | Path):
-        path, name = parse_target(str(target))
-        return load_chains(path, [name] if name else None)
-    return [as_chain(target)]
+    cfg: MeasureConfig | None = None,
+) -> tuple[GuardReport, Report]:
+    """Load, measure (in supervised workers), decide and check ``targets`` (``FILE[::CHAIN]`` strings, chain
+    objects or module-level functions): the path of ``adprof guard``, without its console."""
+    cfg = cfg or guard_config()
+    if cfg.started is None:
+        cfg.started = time.monotonic()
+    names = [target_of(t) for t in targets]
+    metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)
+    notes: list[str] = []
+    specs = guard_specs(metas, [check_backend(backend)], profile, mode, depths, notes)
+    if not specs:
+        raise UsageError("nothing to guard: no chain supports the selected modes" + "".join(f"; {n}" for n in notes))
+    measured = measure_all(specs, cfg)
+    if measured.interrupted is not None:
+        raise KeyboardInterrupt(measured.interrupted)
+    report = build_report(
+        measured.series, measured.structures, notes=measured.notes + notes, elapsed_seconds=measured.elapsed
+    )
+    return guard_checks(report, limits), report

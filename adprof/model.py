@@ -7,8 +7,10 @@ layers share (cost phases, counter sums, seconds). Layer 0: imports nothing of a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 #: Verdict names (a public contract: JSON `verdict` field, exit codes, guards).
@@ -41,6 +43,24 @@ VERDICTS = (
 PATHOLOGIES = VERDICTS[:4]
 
 
+class PointStatus(StrEnum):
+    """What a point's values are: measured (``exact``), a lower bound (``censored``: stopped by the cap's
+    timeout, the budget or the counter budget), or a lower bound of a point killed at its *own* timeout
+    after healthy depths (``killed``: a hang or a sudden blowup, a finding in itself)."""
+
+    EXACT = "exact"
+    CENSORED = "censored"
+    KILLED = "killed"
+
+
+class CensorReason(StrEnum):
+    """Why a censored point stopped: its hard timeout, the run's budget, or the key-comparison budget."""
+
+    TIMEOUT = "timeout"
+    BUDGET = "budget"
+    COUNTER_BUDGET = "counter budget"
+
+
 @dataclass
 class Point:
     """One measured depth of one (chain, backend, profile, mode).
@@ -53,6 +73,8 @@ class Point:
       Eager phases: ``forward0``, ``backward0``, ``forward``, ``backward`` and ``backward_calls``
       (a list, one dict per call) in ``extra``.
     ops: ``value_ops``, ``derivative_ops``, ``program_ops`` where known.
+    extra: what a backend adds about the point (per-call lists, cache statistics, the chain's value); the
+      measuring state (status, calls, wall time) is in typed fields, never here.
     """
 
     depth: int
@@ -66,6 +88,143 @@ class Point:
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Time repeats per phase (seconds); ``times[phase]`` is the series' statistic of them.
     samples: dict[str, list[float]] = field(default_factory=dict)
+    status: PointStatus = PointStatus.EXACT
+    censor_reason: CensorReason | None = None  # censored/killed: why it stopped
+    censored_phase: str | None = None  # censored/killed: the phase that was running
+    calls: int | None = None  # eager: forward+backward calls measured at this depth
+    wall_seconds: float | None = None  # wall time of the whole point request, seen by the parent
+
+    def __post_init__(self) -> None:  # from JSON: plain strings
+        self.status = PointStatus(self.status)
+        if self.censor_reason is not None:
+            self.censor_reason = CensorReason(self.censor_reason)
+
+    @property
+    def censored(self) -> bool:
+        """A lower bound (censored or killed), never fitted as a value."""
+        return self.status is not PointStatus.EXACT
+
+
+class StopReason(StrEnum):
+    """Why a series' depth schedule stopped before it was exhausted (a public contract: JSON ``stop.reason``)."""
+
+    CAP = "cap"  # a phase of the last point took longer than the cap
+    PREDICTED_CAP = "predicted cap"  # the next point was predicted over the cap
+    BUDGET_SHARE = "budget share"  # this series' share of the budget is used (it may continue in a second pass)
+    BUDGET = "budget"  # the run's budget ran out
+    COUNTER_BUDGET = "counter budget"  # a point exceeded the key-comparison budget (censored)
+    CENSORED = "censored"  # a point ran past the cap when the budget ran out (a censored lower bound)
+    RUNAWAY = "runaway"  # a point killed by the budget far past its prediction (killed)
+    TIMEOUT = "timeout"  # a point killed at its own hard timeout after healthy depths (killed: a hang)
+    NOT_MEASURED = "not measured"  # no point was run (the budget, or an interrupt, came first)
+    #: --metric instructions: a callgrind run past its own (100x) limit; valgrind's wall time is not the chain's
+    COUNT_TIMEOUT = "count timeout"
+
+
+@dataclass
+class Stop:
+    """Why and where a series stopped; :meth:`text` is its sentence (renderers print it, no code reads it)."""
+
+    reason: StopReason
+    after: int | None = None  # the deepest depth measured before the stop
+    depth: int | None = None  # the depth that was not run, or was cut off
+    phase: str | None = None  # the phase concerned (over the cap, predicted, killed in)
+    seconds: float | None = None  # the measured or predicted seconds of that phase / point
+    limit: float | None = None  # what it was compared with (the cap, the share, the timeout, the counter budget)
+    call: int | None = None  # eager: the call that was running when the point was killed
+    by_model: str = ""  # PREDICTED_CAP: the deciding model's figure when it predicted
+    interrupt: str = ""  # NOT_MEASURED by an interrupt: its signal name
+
+    def __post_init__(self) -> None:
+        self.reason = StopReason(self.reason)
+
+    def text(self) -> str:
+        """The sentence of this stop (``stopped after depth 25: transform 1.62 s > 1.5 s cap``)."""
+        return stop_text(self)
+
+
+def stop_text(stop: Stop) -> str:
+    """The sentence of a :class:`Stop`."""
+    r = stop.reason
+    head = f"stopped after depth {stop.after}: " if stop.after is not None else ""
+    where = f" in {stop.phase}" + (f" (call {stop.call})" if stop.call is not None else "") if stop.phase else ""
+    secs = fmt_seconds(stop.seconds, 0) if stop.seconds is not None and math.isfinite(stop.seconds) else "far"
+    if r is StopReason.CAP:
+        return f"{head}{stop.phase} {secs} > {stop.limit:g} s cap"
+    if r is StopReason.PREDICTED_CAP:
+        how = f" by the deciding model ({stop.by_model})" if stop.by_model else ""
+        near = stop.seconds is not None and stop.limit is not None and stop.seconds <= stop.limit
+        rel = "within 20% of the" if near else ">"
+        return f"{head}next point (depth {stop.depth}) predicted{how} {stop.phase} {secs} {rel} {stop.limit:g} s cap"
+    if r is StopReason.BUDGET_SHARE:
+        if stop.seconds is None:
+            return f"{head}this series' budget share ({stop.limit:.1f} s) is used up"
+        return (
+            f"{head}next point (depth {stop.depth}) predicted {secs} > "
+            f"{fmt_seconds(max(stop.limit or 0.0, 0.0), 0)} left of this series' budget share"
+        )
+    if r is StopReason.BUDGET:
+        if stop.depth is None:
+            return f"{head}the budget ran out"
+        cut = f"depth {stop.depth} killed{where} after {stop.seconds:.1f} s: the budget ran out"
+        return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
+    if r is StopReason.COUNTER_BUDGET:
+        return (
+            f"{head}depth {stop.depth} exceeded the key-comparison budget ({stop.limit:,.0f}) in {stop.phase} "
+            "(censored)"
+        )
+    if r is StopReason.CENSORED:
+        return (
+            f"{head}depth {stop.depth} killed{where} after {stop.seconds:.1f} s: the budget ran out, past the "
+            f"{stop.limit:g} s cap (censored)"
+        )
+    if r is StopReason.RUNAWAY:
+        return f"{head}{killed_text(stop)} (censored)"
+    if r is StopReason.TIMEOUT:
+        return f"{head}{killed_text(stop)} (censored; no deeper depth measured)"
+    if r is StopReason.COUNT_TIMEOUT:
+        cut = f"depth {stop.depth} not counted{where}: valgrind ran {secs}, past its {stop.limit:.0f} s limit"
+        return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
+    if stop.interrupt:
+        return f"not measured: interrupted by {stop.interrupt}"
+    if stop.seconds is not None and stop.limit is not None:
+        return f"not measured: the budget ran out after {stop.seconds:.1f} s of {stop.limit:g} s"
+    return "not measured: the budget ran out before this series started"
+
+
+def killed_text(stop: Stop) -> str:
+    """The finding of a point killed at its own timeout (or by the budget far past its prediction)."""
+    where = f" in {stop.phase}" + (f" (call {stop.call})" if stop.call is not None else "") if stop.phase else ""
+    if stop.reason is StopReason.RUNAWAY:
+        return (
+            f"depth {stop.depth} killed{where} after {stop.seconds:.1f} s: the budget ran out, "
+            f"{RUNAWAY_FACTOR:g}x past its prediction: the chain hangs or is far too slow"
+        )
+    return f"depth {stop.depth} killed{where} after the {stop.limit:.1f} s timeout: the chain hangs or is far too slow"
+
+
+#: A point killed by the budget after this many times its predicted time is a runaway.
+RUNAWAY_FACTOR = 20.0
+
+
+@dataclass
+class Machine:
+    """Where a series was measured: the host, its CPU, and its load while the series ran."""
+
+    host: str = ""
+    cpu_model: str = ""
+    cpus: int | None = None  # logical CPUs of the host (what the load average is shared by)
+    #: The 1-minute load average sampled about once a second while the series ran: mean and peak.
+    load_average: float | None = None
+    load_peak: float | None = None
+    worker: str = ""  # which worker of the executor ran it ("lane 0", a Dask worker's address)
+
+    @property
+    def load_per_core(self) -> float | None:
+        """Mean load average per logical CPU (None when unknown)."""
+        if self.load_average is None or not self.cpus:
+            return None
+        return self.load_average / self.cpus
 
 
 @dataclass
@@ -77,7 +236,7 @@ class Series:
     profile: str | None
     mode: str
     points: list[Point] = field(default_factory=list)
-    stopped: str | None = None  # why the depth schedule stopped ("stopped after depth 25: ...")
+    stop: Stop | None = None  # why the depth schedule stopped before it was exhausted (None: it was not)
     error: str | None = None  # one-line error if the chain failed
     declared_reuse: float | None = None
     params: dict[str, Any] = field(default_factory=dict)  # sweep values, e.g. {"k": 2}
@@ -93,6 +252,43 @@ class Series:
     statistic: str = ""
     clock: str = ""
     file: str | None = None  # the chain's source file (chains of the same name in two files differ)
+    machine: Machine | None = None  # where its points were measured (all on one machine)
+
+    def __post_init__(self) -> None:  # from JSON: a plain dict
+        if isinstance(self.stop, dict):
+            self.stop = Stop(**self.stop)
+
+    @property
+    def stopped(self) -> str | None:
+        """The sentence of :attr:`stop` (None when the schedule was not stopped)."""
+        return self.stop.text() if self.stop is not None else None
+
+    @property
+    def killed(self) -> Stop | None:
+        """The stop of a point killed at its own timeout or far past its prediction (a hang), else None."""
+        if self.stop is not None and self.stop.reason in (StopReason.TIMEOUT, StopReason.RUNAWAY):
+            return self.stop
+        return None
+
+    @property
+    def label(self) -> str:
+        """``powers[k=2] [engine/v08, traced]``: how every message and renderer names a series."""
+        return series_label(self.chain, self.backend, self.profile, self.mode, self.params)
+
+
+def chain_name(chain: str, params: Mapping[str, Any] | None = None) -> str:
+    """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
+    if not params or chain.endswith("]"):
+        return chain
+    return chain + "[" + ",".join(f"{k}={x}" for k, x in params.items()) + "]"
+
+
+def series_label(
+    chain: str, backend: str, profile: str | None, mode: str, params: Mapping[str, Any] | None = None
+) -> str:
+    """``chain [backend/profile, mode]`` (no ``/profile`` without one): the one spelling of a series."""
+    prof = f"/{profile}" if profile else ""
+    return f"{chain_name(chain, params)} [{backend}{prof}, {mode}]"
 
 
 @dataclass
@@ -105,8 +301,6 @@ class Fit:
     exponent: float | None = None  # power-law exponent
     halving_ratio: float | None = None  # t(d)/t(d/2) at the deepest pair
     tail_ratios: list[float] = field(default_factory=list)  # per-layer ratios of the tail
-    r2_exponential: float | None = None
-    r2_power: float | None = None
     depths: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     # Added by the fit layer (all optional):
@@ -115,10 +309,6 @@ class Fit:
     local_powers: list[float] = field(default_factory=list)  # of the marginal cost (0 = linear total)
     halving_depth: int | None = None  # d of the halving pair
     halving_from: int | None = None  # the smaller depth of the pair (d/2 or the nearest measured)
-    log_intercept_exponential: float | None = None  # ln C = a + b*d (Theil-Sen on the totals)
-    log_slope_exponential: float | None = None
-    log_intercept_power: float | None = None  # ln C = a + p*ln d
-    log_slope_power: float | None = None
     censored_depths: list[int] = field(default_factory=list)  # lower bounds, not fitted
     censored_values: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -138,39 +328,104 @@ class Fit:
     curve_depths: list[float] = field(default_factory=list)  # the deciding model's curve, for plots
     curve_values: list[float] = field(default_factory=list)
     reason: str = ""  # inconclusive: why, and the remedy ("raise --cap", "add depths")
+    #: A lower bound (killed at the cap) past the last exact depth, far over what this model predicts there:
+    #: its depth (the decision reads it as a runaway; the fit's own reading is left as it is).
+    runaway_bound: int | None = None
 
 
 @dataclass
 class Verdict:
+    """The decision on one series: its kind, THE deciding model (:attr:`fit`, held once), the evidence read
+    from it, the cause and the remedies. Every renderer, guard, exit code and the JSON read these fields."""
+
     kind: str  # one of VERDICTS
-    base: float | None = None
-    exponent: float | None = None
-    halving_ratio: float | None = None
+    #: THE deciding model (one of counter_fit, time_fit, call0_fit or a work-metric fit, the same object): the
+    #: verdict's numbers (:attr:`base`, :attr:`exponent`, ...), every evidence line, the summary, the plot's
+    #: curve, the guard and the JSON read it.
+    fit: Fit | None = None
     predicted_base: float | None = None
     counter_fit: Fit | None = None
     time_fit: Fit | None = None
+    call0_fit: Fit | None = None  # eager: growth of call 0 (cache miss: transform + first backward)
+    metric_fits: dict[str, Fit] = field(default_factory=dict)  # deterministic work metrics, as evidence
     evidence: list[str] = field(default_factory=list)
+    key_evidence: list[str] = field(default_factory=list)  # the decisive lines (the concise report prints these)
     cause: str = ""
     remedies: list[str] = field(default_factory=list)
+    #: Why the verdict is inconclusive, runaway or an error (a sentence; empty for a reading of the fit).
+    reason: str = ""
+    #: The series had a point killed at its own timeout (a hang): a finding whatever the growth reads.
+    killed: bool = False
     amortized: bool | None = None  # eager: do warm calls get cheaper than call 1?
     reuse_agrees: bool | None = None  # when the chain declares `reuse`
-    # Added by the classify layer (all optional):
-    metric: str = ""  # the primary metric that decided the verdict
-    call0_fit: Fit | None = None  # eager: growth of call 0 (cache miss: transform + first backward)
     warm_to_call1: float | None = None  # eager: median cost of calls 2..5 / cost of call 1 (deepest point)
-    #: THE deciding model (one of counter_fit, time_fit, call0_fit or a work-metric fit): the verdict, every
-    #: evidence line, the summary, the plot's curve, the guard and the JSON read it.
-    fit: Fit | None = None
-    metric_fits: dict[str, Fit] = field(default_factory=dict)  # deterministic work metrics, as evidence
-    interval_text: str = ""  # e.g. "d^1.72 [1.55, 1.90]" or "x2.00/layer [1.99, 2.00]"
     prediction: dict[str, float] | None = None  # the deciding model at the next depth: {"depth", "value"}
-    key_evidence: list[str] = field(default_factory=list)  # the decisive lines (the concise report prints these)
+    #: Time decided the verdict and the machine was loaded while the series ran (load per core above
+    #: :data:`adprof.constants.LOADED_PER_CORE`): other work may have inflated the times.
+    loaded_machine: bool = False
+
+    @property
+    def base(self) -> float | None:
+        """The per-layer base of an exponential deciding model, else None."""
+        return self.fit.base if self.fit is not None and self.fit.kind == "exponential" else None
+
+    @property
+    def exponent(self) -> float | None:
+        """The power-law exponent of the deciding model (0 for flat), else None."""
+        return self.fit.exponent if self.fit is not None else None
+
+    @property
+    def halving_ratio(self) -> float | None:
+        return self.fit.halving_ratio if self.fit is not None else None
+
+    @property
+    def metric(self) -> str:
+        """What the deciding model fitted (``counters[transform+drop]: ...``, ``time: backward``)."""
+        return self.fit.metric if self.fit is not None else ""
+
+    @property
+    def interval_text(self) -> str:
+        """The deciding model's figure: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""``."""
+        return fit_figure(self.fit) if self.fit is not None else ""
+
+    @property
+    def is_finding(self) -> bool:
+        """A pathology, a failing chain or a hang: what makes ``check`` exit 1 and a guard fail."""
+        return self.kind in FINDINGS or self.killed
+
+    @property
+    def presentation(self) -> str:
+        """How the concise report shows it: ``paragraph`` (pathologies), ``line`` (inconclusive, runaway,
+        error, mild) or ``row`` (linear: the summary table only)."""
+        if self.kind in PATHOLOGIES:
+            return "paragraph"
+        return "row" if self.kind == LINEAR else "line"
+
+
+#: Verdicts that are findings (exit 1, a guard fails): the pathologies, a failing chain, a runaway.
+FINDINGS = frozenset({*PATHOLOGIES, ERROR, RUNAWAY})
+
+
+def fit_figure(fit: Fit, unit: str = "layer") -> str:
+    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]`` (time: with its interval), ``flat`` or ``""``."""
+    iv = fit.interval
+    if fit.kind == "exponential" and fit.base is not None:
+        s = f"x{fit.base:.2f}/{unit}"
+        return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
+    if fit.exponent is not None and fit.kind in ("linear", "mild", "superlinear", "inconclusive"):
+        if fit.exponent == 0.0:
+            return "flat"
+        s = f"d^{fit.exponent:.2f}"
+        return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
+    return ""
 
 
 @dataclass
 class Result:
     series: Series
     verdict: Verdict
+    #: The depth-halving table of the cost phases (and, in eager mode, of ``forward``): phases -> rows.
+    halving: dict[str, list[HalvingRow]] = field(default_factory=dict)
 
 
 @dataclass
@@ -186,6 +441,17 @@ class HalvingRow:
 
 
 @dataclass
+class Shard:
+    """A report of one shard of a run (``--shard K/N``): which part of the whole plan it holds."""
+
+    index: int  # K, from 1
+    count: int  # N
+    planned: int  # series in the whole (unsharded) plan
+    positions: list[int] = field(default_factory=list)  # plan positions of this report's results, in order
+    plan: str = ""  # fingerprint of the whole plan: shards of one run share it
+
+
+@dataclass
 class Report:
     results: list[Result] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -194,9 +460,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: Rows of the sweep table (measured vs predicted base per reuse count), built with the report.
     sweeps: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    shard: Shard | None = None  # set on the report of one shard (``--shard K/N``)
 
 
 # --------------------------------------------------------------------------- helpers on points
@@ -237,6 +501,18 @@ def counter_value(point: Point, phases: Sequence[str]) -> float | None:
         own = sorted({k for c in dicts for k in c})
         totals = counter_totals(point.counters, phases, keys=own) or {}
     return sum(totals.values())
+
+
+def lower_quartile_index(n: int) -> int:
+    """Index of the lower quartile in ``n`` sorted repeats: an order statistic (a value that was measured,
+    below the median: interference only ever slows a run), the same for the tables and the fit."""
+    return (n - 1) // 4
+
+
+def lower_quartile(xs: Sequence[float]) -> float:
+    """The lower quartile of ``xs`` (the order statistic :func:`lower_quartile_index` of the sorted values)."""
+    ordered = sorted(float(x) for x in xs)
+    return ordered[lower_quartile_index(len(ordered))]
 
 
 def time_value(point: Point, phases: Sequence[str]) -> float | None:

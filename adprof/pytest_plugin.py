@@ -12,6 +12,11 @@
 On failure the test fails with the guard's evidence table (limit vs measured, cost per depth,
 cause, remedies). Limits: arguments > marker > ``--adprof-max-base/--adprof-max-exponent`` >
 ``[tool.adprof.guard]`` in pyproject.toml > defaults (max_base 1.1, max_exponent 1.3).
+
+The fixture measures exactly as ``adprof guard`` does (:func:`adprof.guard.guard_targets`): each chain in a
+supervised worker process, under the guard's cap, timeouts, counter budget and run budget, so a chain that
+hangs fails the test instead of hanging it. A chain object or function must therefore be defined at module
+level in a file (the worker loads it from there).
 """
 
 from __future__ import annotations
@@ -21,10 +26,23 @@ from typing import Any
 
 import pytest
 
-from adprof.guard import GuardConfigError, GuardLimits, GuardReport, guard_chain, pyproject_guard_table, resolve_chain
+from adprof.backends import UnknownBackendError
+from adprof.chain import ChainError
+from adprof.guard import (
+    GUARD_BUDGET,
+    GUARD_CAP,
+    GuardConfigError,
+    GuardLimits,
+    GuardReport,
+    guard_config,
+    guard_targets,
+    pyproject_guard_table,
+)
+from adprof.measure.client import LoadError
+from adprof.measure.plan import UsageError
 
 MARKER = "adprof_guard"
-_MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend"}
+_MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend", "cap", "budget"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,7 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None): "
+        f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None, "
+        "cap=None, budget=None): "
         "scaling limits and settings for the adprof_guard fixture",
     )
 
@@ -91,23 +110,30 @@ class ScalingGuard:
         profile: str | None = None,
         depths: Sequence[int] | None = None,
         backend: str | None = None,
+        cap: float | None = None,
+        budget: float | None = None,
     ) -> GuardReport:
-        """Measure and check without failing the test; returns the report."""
+        """Measure and check without failing the test; returns the report. ``cap`` and ``budget`` (seconds)
+        default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test)."""
         limits = GuardLimits(
             max_base=float(self._pick("max_base", max_base, GuardLimits.max_base)),
             max_exponent=float(self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
         )
-        report = GuardReport()
-        for ch in resolve_chain(chain):
-            r = guard_chain(
-                ch,
-                self._pick("mode", mode, "traced"),
-                profile=self._pick("profile", profile, "fixed"),
-                limits=limits,
+        try:
+            report, _ = guard_targets(
+                [chain],
+                limits,
+                mode=self._pick("mode", mode, "traced"),
+                profile=self._pick("profile", profile, None),
                 depths=self._pick("depths", depths, None),
                 backend=self._pick("backend", backend, "engine"),
+                cfg=guard_config(
+                    cap=float(self._pick("cap", cap, GUARD_CAP)),
+                    budget=float(self._pick("budget", budget, GUARD_BUDGET)),
+                ),
             )
-            report.checks.extend(r.checks)
+        except (UsageError, ChainError, LoadError, UnknownBackendError) as exc:
+            pytest.fail(f"adprof guard: {exc}", pytrace=False)
         self.reports.append(report)
         return report
 

@@ -6,11 +6,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adprof import model
-from adprof.analysis.classify import classify, sweep_table
+from adprof.analysis.classify import decide, sweep_table
+from adprof.analysis.halving import halving_rows
 from adprof.analysis.structure import Structure, analyze_recording
-from adprof.constants import EXPONENTIAL_RATIO
-from adprof.model import Report, Result, Series, Verdict, cost_phases, fmt_seconds, time_value
+from adprof.constants import EXPONENTIAL_RATIO, LOADED_PER_CORE
+from adprof.model import (
+    HalvingRow,
+    Report,
+    Result,
+    Series,
+    Shard,
+    StopReason,
+    chain_name,
+    cost_phases,
+    fmt_seconds,
+    time_value,
+)
 
 
 def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
@@ -25,22 +36,13 @@ def _structure_of(series: Series, structures: Mapping[Any, Structure]) -> Struct
     return structures.get(series.chain) if series.file is None else None
 
 
-def series_verdict(series: Series, structure: Structure | None) -> Verdict:
-    """The verdict of one series, with its chain's structure summary as the first evidence line."""
-    pb = structure.predicted_base if structure is not None else None
-    if not series.points and not series.error:
-        v = Verdict(
-            kind=model.INCONCLUSIVE,
-            predicted_base=pb,
-            evidence=[series.stopped or "no points measured"],
-            cause="not measured",
-            remedies=["rerun with a larger --budget or fewer chains"],
-        )
-    else:
-        v = classify(series, predicted_base=pb, structure=structure)
-    if structure is not None:
-        v.evidence.insert(0, structure.summary())
-    return v
+def halving_tables(series: Series) -> dict[str, list[HalvingRow]]:
+    """The depth-halving rows of a series' cost phases, and of ``forward`` in eager mode (``adprof halve``)."""
+    phases = cost_phases(series.mode)
+    out = {"+".join(phases): halving_rows(series.points, phases)}
+    if series.mode == "eager" and any("forward" in p.times for p in series.points):
+        out["forward"] = halving_rows(series.points, ("forward",))
+    return out
 
 
 def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], notes: Sequence[str]) -> list[str]:
@@ -54,11 +56,12 @@ def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], n
             f"structure (before timing): at risk, predicted base > {EXPONENTIAL_RATIO}: "
             + ", ".join(f"{n} ({b:.2f})" for n, b in risky),
         )
-    stopped = [r.series for r in results if r.series.stopped and "budget" in r.series.stopped]
+    by_budget = (StopReason.BUDGET, StopReason.BUDGET_SHARE, StopReason.CENSORED)
+    stopped = [r.series for r in results if r.series.stop is not None and r.series.stop.reason in by_budget]
     if stopped:
         out.append(
             f"{len(stopped)} series stopped by the budget: "
-            + ", ".join(f"{s.chain} [{s.profile}, {s.mode}]" for s in stopped[:8])
+            + ", ".join(s.label for s in stopped[:8])
             + (" ..." if len(stopped) > 8 else "")
         )
     return out
@@ -72,10 +75,15 @@ def build_report(
     environment: dict[str, Any] | None = None,
     budget_seconds: float | None = None,
     elapsed_seconds: float | None = None,
+    trust: str | None = None,
 ) -> Report:
-    """Classify every measured series into a Report (``recordings``: the structure recordings by (file, chain))."""
+    """Decide every measured series into a Report (``recordings``: the structure recordings by (file, chain);
+    ``trust``: which of a deterministic metric and time decides when they contradict each other)."""
     structures = analyze_structures(recordings)
-    results = [Result(series=s, verdict=series_verdict(s, _structure_of(s, structures))) for s in series]
+    results = [
+        Result(series=s, verdict=decide(s, _structure_of(s, structures), trust=trust), halving=halving_tables(s))
+        for s in series
+    ]
     return Report(
         results=results,
         environment=dict(environment or {}),
@@ -84,6 +92,63 @@ def build_report(
         notes=_run_notes(results, structures, notes),
         sweeps=sweep_table(results),
     )
+
+
+class MergeError(ValueError):
+    """Reports that do not merge into one (two copies of a shard, shards of different plans): one line."""
+
+
+def merge_reports(reports: Sequence[Report]) -> Report:
+    """One report of several: the shards of one run (``--shard K/N``) back in the plan's order, or whole
+    reports one after another. Notes are kept once each, the sweep table is rebuilt over all results,
+    the elapsed time is the longest one (shards run side by side). Raises :class:`MergeError`."""
+    if len(reports) == 1 and reports[0].shard is None:
+        return reports[0]
+    shards = [r.shard for r in reports]
+    notes: list[str] = []
+    if all(sh is not None for sh in shards):
+        results = _merge_shards(reports, [sh for sh in shards if sh is not None], notes)
+    elif any(sh is not None for sh in shards):
+        raise MergeError("cannot merge the report of a shard (--shard) with whole reports")
+    else:
+        results = [r for rep in reports for r in rep.results]
+    for rep in reports:
+        notes.extend(n for n in rep.notes if n not in notes)
+    elapsed = [r.elapsed_seconds for r in reports if r.elapsed_seconds is not None]
+    return Report(
+        results=results,
+        environment=dict(reports[0].environment),
+        budget_seconds=reports[0].budget_seconds,
+        elapsed_seconds=max(elapsed) if elapsed else None,
+        notes=notes,
+        sweeps=sweep_table(results),
+    )
+
+
+def _merge_shards(reports: Sequence[Report], shards: Sequence[Shard], notes: list[str]) -> list[Result]:
+    first = shards[0]
+    if any(sh.count != first.count or sh.planned != first.planned or sh.plan != first.plan for sh in shards):
+        raise MergeError("these shards come from different runs (other targets, options or --shard N)")
+    seen: set[int] = set()
+    for sh in shards:
+        if sh.index in seen:
+            raise MergeError(f"shard {sh.index}/{sh.count} is given twice")
+        seen.add(sh.index)
+    placed: dict[int, Result] = {}
+    for rep, sh in zip(reports, shards, strict=True):
+        if len(sh.positions) != len(rep.results):
+            raise MergeError(f"shard {sh.index}/{sh.count}: {len(rep.results)} results for {len(sh.positions)} series")
+        for pos, res in zip(sh.positions, rep.results, strict=True):
+            if pos in placed:
+                raise MergeError(f"series {pos} of the plan is in two shards")
+            placed[pos] = res
+    missing = sorted(set(range(1, first.count + 1)) - seen)
+    if missing:
+        notes.append(
+            f"merged {len(seen)} of {first.count} shards: shard {', '.join(f'{k}/{first.count}' for k in missing)} "
+            f"missing ({first.planned - len(placed)} of {first.planned} series not in this report)"
+        )
+    return [placed[pos] for pos in sorted(placed)]
 
 
 # --------------------------------------------------------------------------- what the renderers show
@@ -98,21 +163,58 @@ def fmt_growth(result: Result) -> str:
     return result.verdict.interval_text or "-"
 
 
+def one_line_reason(result: Result) -> str:
+    """Why a result gets one line (inconclusive, runaway, error, mild): the verdict's reason, else its
+    deciding model's, else the cause (every renderer prints this)."""
+    v = result.verdict
+    why = v.reason or (v.fit.reason if v.fit is not None else "") or v.cause
+    return why or (v.evidence[0] if v.evidence else "")
+
+
 def chain_label(series: Series) -> str:
     """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
-    if not series.params or series.chain.endswith("]"):
-        return series.chain
-    return series.chain + "[" + ",".join(f"{k}={x}" for k, x in series.params.items()) + "]"
+    return chain_name(series.chain, series.params)
 
 
 def backend_label(series: Series) -> str:
     return f"{series.backend}/{series.profile}" if series.profile else series.backend
 
 
+#: How the renderers mark a time-decided verdict measured on a loaded machine (``Verdict.loaded_machine``).
+LOADED_MARK = "loaded"
+LOADED_NOTE = (
+    f"{LOADED_MARK}: time decided it and the machine was loaded while the series ran (load average per CPU "
+    f"above {LOADED_PER_CORE:g}): other work may have inflated the times; rerun on a quiet machine"
+)
+
+
+def machine_host(series: Series) -> str:
+    """The host that measured the series (``-`` when unknown)."""
+    return series.machine.host if series.machine is not None and series.machine.host else "-"
+
+
+def several_machines(results: Sequence[Result]) -> bool:
+    """True when the results were measured on more than one host (the summary then shows which)."""
+    return len({r.series.machine.host for r in results if r.series.machine is not None}) > 1
+
+
+def machine_text(series: Series) -> str:
+    """Where and under what load a series was measured, in one line (empty when unknown)."""
+    m = series.machine
+    if m is None:
+        return ""
+    cpus = f", {m.cpus} CPUs" if m.cpus else ""
+    text = f"measured on {m.host or '?'} ({m.cpu_model or 'CPU unknown'}{cpus})"
+    if m.load_average is not None:
+        per_core = f", {m.load_per_core:.2f} per CPU" if m.load_per_core is not None else ""
+        text += f", load average {m.load_average:.2f} (peak {m.load_peak or m.load_average:.2f}){per_core}"
+    return text + (f", by {m.worker}" if m.worker else "")
+
+
 def depth_reached(series: Series) -> str:
     """Deepest exact depth, plus the deepest censored one as ``>=``."""
-    exact = [p.depth for p in series.points if not p.extra.get("censored")]
-    cens = [p.depth for p in series.points if p.extra.get("censored")]
+    exact = [p.depth for p in series.points if not p.censored]
+    cens = [p.depth for p in series.points if p.censored]
     s = str(max(exact)) if exact else "-"
     if cens and (not exact or max(cens) > max(exact)):
         s += f" (>={max(cens)} cens.)"
@@ -127,20 +229,27 @@ def worst_time_text(series: Series) -> str:
     for p in series.points:
         t = time_value(p, phases)
         if t is not None and (best is None or t > best[0]):
-            best = (t, bool(p.extra.get("censored")))
+            best = (t, p.censored)
     if best is None:
         return "-"
     return (">=" if best[1] else "") + fmt_seconds(best[0])
 
 
 __all__ = [
+    "LOADED_MARK",
+    "LOADED_NOTE",
     "SWEEP_COLUMNS",
+    "MergeError",
     "analyze_structures",
     "backend_label",
     "build_report",
     "chain_label",
     "depth_reached",
     "fmt_growth",
-    "series_verdict",
+    "one_line_reason",
+    "machine_host",
+    "machine_text",
+    "merge_reports",
+    "several_machines",
     "worst_time_text",
 ]

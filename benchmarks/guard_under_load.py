@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adprof.guard import guard_chain
+from adprof.guard import GuardLimits, guard_targets
 from probes import chains
 
 CASES = [
@@ -42,7 +42,9 @@ def one_run(cases: list[tuple]) -> tuple[list[str], float]:
     t0 = time.perf_counter()
     outcomes = []
     for name, mode, profile, depths, backend in cases:
-        report = guard_chain(getattr(chains, name), mode, profile=profile, depths=depths, backend=backend)
+        report, _ = guard_targets(
+            [getattr(chains, name)], GuardLimits(), mode=mode, profile=profile, depths=depths, backend=backend
+        )
         (check,) = report.checks
         v = check.result.verdict
         src = v.fit.metric if v.fit is not None else "-"

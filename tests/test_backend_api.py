@@ -216,3 +216,16 @@ def test_plugin_measures_in_the_worker_and_a_broken_one_is_one_line(plugin_path,
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and "plugin backend 'broken'" in lines[0] and "failed to load" in lines[0], bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_plugins_load_only_when_named(plugin_path):
+    """Importing adprof.backends (and reading its tables for built-ins) lists plugins without importing them."""
+    probe = (
+        "import sys, adprof.backends as b; b.BACKEND_MODES['engine']; "
+        "assert 'numpyfd' in b.known_backends(); "
+        "assert 'numpyfd_backend' not in sys.modules, 'loaded at import'; "
+        "assert b.BACKEND_MODES['numpyfd'] and 'numpyfd_backend' in sys.modules; "
+        "assert 'broken' not in b.BACKEND_MODES"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=_env(plugin_path))
+    assert proc.returncode == 0, proc.stderr

@@ -7,8 +7,8 @@ import pytest
 
 from adprof import model
 from adprof.analysis import explain
-from adprof.analysis.classify import classify, sweep_table
-from adprof.model import Point, Result, Series
+from adprof.analysis.classify import decide, sweep_table
+from adprof.model import Point, PointStatus, Result, Series, Stop, StopReason
 
 
 def traced_series(depths, kc, *, with_counters=True, noise=None, mode="traced", **kw) -> Series:
@@ -75,7 +75,7 @@ def eager_series(depths, per_call, *, call0=None, warm=1.0, **kw) -> Series:
 
 def test_mul_chain_exponential_transform():
     s = traced_series(range(1, 19), lambda d: 5 * 2**d + 30 * d, declared_reuse=2)
-    v = classify(s, predicted_base=2.0)
+    v = decide(s, predicted_base=2.0)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.base == pytest.approx(2.0, abs=0.15)
     assert v.predicted_base == 2.0
@@ -92,7 +92,7 @@ def test_mul_chain_exponential_transform():
 
 def test_cube_and_svd3_base_three_and_disagreeing_declared_reuse():
     s = traced_series(range(1, 11), lambda d: 7 * 3**d + 20 * d, declared_reuse=2, chain="svd3")
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.base == pytest.approx(3.0, abs=0.15)
     assert v.reuse_agrees is False
@@ -102,7 +102,7 @@ def test_cube_and_svd3_base_three_and_disagreeing_declared_reuse():
 def test_fixed_profile_linear_no_remedies():
     depths = [8, 16, 32, 64, 128, 256, 512]
     s = traced_series(depths, lambda d: 40 + 6 * d, profile="fixed")
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.LINEAR
     assert v.exponent == pytest.approx(1.0, abs=0.05)
     assert v.base is None and v.remedies == []
@@ -113,7 +113,7 @@ def test_zero_counters_linear():
     s = traced_series([1, 2, 3, 4, 5], lambda d: 0)
     for p in s.points:  # nothing at all counted
         p.counters = {"transform": {"key_comparisons": 0}, "drop": {}}
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.LINEAR
 
 
@@ -129,7 +129,7 @@ def test_time_only_backend_uses_wall_time():
         profile=None,
         mode="compile",
     )
-    v = classify(s)
+    v = decide(s)
     assert v.counter_fit is None and v.time_fit is not None
     assert v.kind == model.LINEAR
     assert v.metric.startswith("time: transform+lower+compile+drop")
@@ -138,7 +138,7 @@ def test_time_only_backend_uses_wall_time():
 
 def test_compile_mode_exponential_is_transform():
     s = traced_series(range(1, 12), lambda d: 2**d, with_counters=False, backend="jax", profile=None, mode="compile")
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.base == pytest.approx(2.0, abs=0.2)
 
@@ -148,14 +148,14 @@ def test_counter_time_disagreement_recorded():
     s = traced_series(range(1, 12), lambda d: 2**d)
     for p in s.points:
         p.times["transform"], p.times["drop"] = 1e-3, 1e-3
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert any("disagrees with counters (exponential)" in e for e in v.evidence)
 
 
 def test_eager_superlinear_backward_not_amortized():
     s = eager_series([50, 100, 200, 400], lambda d: 3 * d * d + 50 * d)
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.SUPERLINEAR_BACKWARD
     assert 1.7 <= v.exponent <= 2.1
     assert v.halving_ratio >= 3
@@ -170,21 +170,21 @@ def test_eager_superlinear_backward_not_amortized():
 
 def test_eager_warm_calls_cheaper_are_amortized():
     s = eager_series([50, 100, 200, 400], lambda d: 3 * d * d, warm=0.1)
-    v = classify(s)
+    v = decide(s)
     assert v.amortized is True
     assert v.warm_to_call1 == pytest.approx(0.1)
 
 
 def test_eager_exponential_backward():
     s = eager_series(range(1, 12), lambda d: 2**d + 10 * d)
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.EXPONENTIAL_BACKWARD
     assert v.base == pytest.approx(2.0, abs=0.15)
 
 
 def test_eager_only_call0_grows_is_transform():
     s = eager_series(range(1, 12), lambda d: 100 + 4 * d, call0=lambda d: 3**d)
-    v = classify(s)
+    v = decide(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.base == pytest.approx(3.0, abs=0.15)
     assert v.call0_fit is not None and v.call0_fit.kind == "exponential"
@@ -192,26 +192,25 @@ def test_eager_only_call0_grows_is_transform():
 
 
 def test_inconclusive_two_points():
-    v = classify(traced_series([1, 2], lambda d: 2**d))
+    v = decide(traced_series([1, 2], lambda d: 2**d))
     assert v.kind == model.INCONCLUSIVE
 
 
 def test_error_verdicts():
-    v = classify(Series(chain="x", backend="engine", profile="v08", mode="traced", error="ValueError: boom"))
+    v = decide(Series(chain="x", backend="engine", profile="v08", mode="traced", error="ValueError: boom"))
     assert v.kind == model.ERROR and "boom" in v.cause
-    v = classify(Series(chain="x", backend="engine", profile="v08", mode="traced"))
-    assert v.kind == model.ERROR
+    v = decide(Series(chain="x", backend="engine", profile="v08", mode="traced"))
+    assert v.kind == model.INCONCLUSIVE and not v.is_finding  # nothing measured is not a failing chain
     s = traced_series(range(1, 10), lambda d: 2**d)
     s.error = "worker crashed at depth 10"
-    assert classify(s).kind == model.ERROR
+    assert decide(s).kind == model.ERROR
 
 
 def test_censored_points_support_exponential():
     s = traced_series(range(1, 8), lambda d: 4**d if d < 5 else 4**5)
-    s.points[-2].extra["censored"] = True
-    s.points[-1].extra["censored"] = True
-    s.stopped = "stopped after depth 5: transform cap"
-    v = classify(s)
+    s.points[-2].status = s.points[-1].status = PointStatus.CENSORED
+    s.stop = Stop(StopReason.CAP, after=5, phase="transform", seconds=2.0, limit=1.5)
+    v = decide(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.counter_fit.censored_depths == [6, 7]
     assert 6 not in v.counter_fit.depths
@@ -224,7 +223,7 @@ def test_sweep_table_rows():
         s = traced_series(
             range(1, 12), lambda d, k=k: k**d + 10 * d if k > 1 else 10 * d, params={"k": k}, chain="reuse"
         )
-        results.append(Result(series=s, verdict=classify(s, predicted_base=float(k))))
+        results.append(Result(series=s, verdict=decide(s, predicted_base=float(k))))
     results.append(Result(series=traced_series(range(1, 6), lambda d: d), verdict=model.Verdict(kind="linear")))
     rows = sweep_table(results)
     assert [r["k"] for r in rows] == [1, 2, 3]
@@ -255,21 +254,21 @@ def test_two_exact_points_that_agree_with_the_structure_are_exponential():
         "v08",
         "traced",
         points=[pt(1, 21599), pt(2, 519534)],
-        stopped="stopped after depth 2: next point (depth 3) predicted transform 14 s > 1.5 s cap",
+        stop=Stop(StopReason.PREDICTED_CAP, after=2, depth=3, phase="transform", seconds=14.0, limit=1.5),
     )
     # the structure's tree sizes (the key DAG unfolded, counted at 4 depths without a transform) grow x24
     tree = {"depths": [1, 2, 3, 4], "tree_sizes": [2 * 21599, 2 * 519534, 2 * 12_468_816, 2 * 299_251_584]}
-    v = classify(s, predicted_base=24.0, structure=tree)
+    v = decide(s, predicted_base=24.0, structure=tree)
     assert v.kind == "exponential-transform"
     assert v.base == pytest.approx(24.05, abs=0.1)
     assert any("proportional to the structure's tree size" in e for e in v.evidence)
     # the predicted base alone decides nothing: two points stay inconclusive
-    assert classify(s, predicted_base=24.0).kind == "inconclusive"
+    assert decide(s, predicted_base=24.0).kind == "inconclusive"
     # nor does a structure whose tree sizes the counters do not follow
     other = {"depths": [1, 2, 3, 4], "tree_sizes": [10, 30, 90, 270]}
-    assert classify(s, predicted_base=3.0, structure=other).kind == "inconclusive"
-    s.stopped = None  # not stopped by the cap: it could have measured more
-    assert classify(s, predicted_base=24.0).kind == "inconclusive"
+    assert decide(s, predicted_base=3.0, structure=other).kind == "inconclusive"
+    s.stop = None  # not stopped by the cap: it could have measured more
+    assert decide(s, predicted_base=24.0).kind == "inconclusive"
 
 
 def test_counters_that_are_zero_at_the_measured_depths_never_crash_the_tree_rule():
@@ -278,4 +277,4 @@ def test_counters_that_are_zero_at_the_measured_depths_never_crash_the_tree_rule
     pts = [Point(depth=d, counters={"transform": {"key_comparisons": 0}}, times={"transform": 1e-3}) for d in (1, 2)]
     s = Series("z", "engine", "fixed", "traced", points=pts)
     tree = {"depths": [1, 2, 3, 4], "tree_sizes": [2, 6, 18, 54]}
-    assert classify(s, structure=tree).kind in ("inconclusive", "linear")
+    assert decide(s, structure=tree).kind in ("inconclusive", "linear")

@@ -52,7 +52,7 @@ def only_result(report: dict) -> dict:
 
 
 def instruction_counts(result: dict) -> dict[int, dict]:
-    return {p["depth"]: p["metrics"] for p in result["points"] if not p["extra"].get("censored")}
+    return {p["depth"]: p["metrics"] for p in result["points"] if p["status"] == "exact"}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -293,7 +293,8 @@ def test_hang_is_killed_and_the_series_stopped(capsys, tmp_path, marker):
     rc, out, err, report = run(capsys, tmp_path, "check", "--cmd", fake("hang-deep", marker), "--cap", "0.25")
     r = only_result(report)
     depths = [p["depth"] for p in r["points"]]
-    assert depths == [1, 2, 3, 4, 5] and r["points"][-1]["extra"]["censored"]
+    assert depths == [1, 2, 3, 4, 5] and r["points"][-1]["status"] == "killed"
+    assert r["stop"]["reason"] == "timeout" and r["stop"]["depth"] == 5 and r["finding"]
     assert not r["error"] and r["stopped"].startswith("stopped after depth 4: depth 5 killed after the 1.0 s timeout")
     assert r["verdict"] == "runaway"  # a hang after healthy depths is a finding, never linear
     assert r["verdict"] != "error"  # the finished depths are still classified

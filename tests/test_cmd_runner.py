@@ -401,7 +401,7 @@ def test_probe_points_decide_like_the_engine(kind, depths, mode, verdict, base):
 
     series = Series(chain=kind, backend="cmd", profile=None, mode=mode)
     series.points = [run_command_point(probe(kind), d, mode, timeout=30) for d in depths]
-    v = classify.classify(series)
+    v = classify.decide(series)
     assert v.kind == verdict and v.metric.startswith("counters")
     if base is not None:
         assert v.base == pytest.approx(base, abs=0.1)

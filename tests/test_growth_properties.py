@@ -14,7 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adprof import model
+from adprof.analysis.classify import decide
 from adprof.analysis.growth import LINEAR_MAX, SUPERLINEAR_MIN, band, fit_growth, predict
+from adprof.model import Point, PointStatus, Series
 
 DOUBLING = [8, 11, 16, 23, 32, 45, 64, 91, 128]  # sqrt(2) steps, as the schedule measures cheap time series
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -131,7 +134,20 @@ def test_killed_point_after_healthy_points_is_a_runaway_not_linear():
     depths = [1, 2, 3, 4, 5, 6, 7]
     vals = [[1e-3 * d] * 3 for d in depths[:-1]] + [[3.0]]
     fit = fit_growth(depths, vals, censored=[False] * 6 + [True], source="time")
-    assert fit.kind == "runaway" and "depth 7" in fit.reason
+    assert fit.kind == "linear" and fit.runaway_bound == 7  # the reading stays; the decision reads the bound
+    verdict = decide(
+        Series(
+            "c",
+            "cmd",
+            None,
+            "traced",
+            points=[
+                Point(depth=d, times={"transform": v[0]}, status=PointStatus.CENSORED if d == 7 else PointStatus.EXACT)
+                for d, v in zip(depths, vals, strict=True)
+            ],
+        )
+    )
+    assert verdict.kind == model.RUNAWAY and "depth 7" in verdict.reason and verdict.is_finding
 
 
 def test_a_jump_at_the_last_depth_is_not_linear():
@@ -160,7 +176,7 @@ _VERDICT_OF = {
     seed=st.integers(0, 2**16),
 )
 def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed):
-    from adprof.analysis.classify import classify
+    from adprof.analysis.classify import decide
     from adprof.analysis.growth import halving_reading, interval_text
     from adprof.model import Point, Series
 
@@ -179,7 +195,7 @@ def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed
         reps = [(overhead + f(d)) * math.exp(rng.normal(0, sigma)) for _ in range(5)]
         pts.append(Point(depth=d, times={"transform": float(np.percentile(reps, 25))}, samples={"transform": reps}))
     s = Series(chain="c", backend="jax", profile=None, mode="traced", points=pts, statistic="lower quartile of 5")
-    v = classify(s)
+    v = decide(s)
     fit = v.fit
     assert fit is not None and fit.source == "time"
     assert v.kind == _VERDICT_OF[fit.kind]  # the verdict is the deciding fit's kind, nothing else

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from params import representatives
 
-from adprof.guard import GuardLimits, check_result, guard_chain
+from adprof.guard import GuardLimits, check_result, guard_targets
 from adprof.model import Fit, Result, Series, Verdict
 from probes import chains
 
@@ -64,10 +64,9 @@ def test_guard_from_a_file_target_and_marker(tmp_path, adprof_guard):
 
 
 def _result(kind, base=None, exponent=None):
-    fit = Fit(metric="m", kind="x", depths=[1, 2, 3], values=[1.0, 2.0, 4.0])
-    return Result(
-        Series("c", "engine", "fixed", "traced"), Verdict(kind, base=base, exponent=exponent, counter_fit=fit)
-    )
+    reading = "exponential" if base is not None else "linear" if kind == "linear" else "superlinear"
+    fit = Fit(metric="m", kind=reading, base=base, exponent=exponent, depths=[1, 2, 3], values=[1.0, 2.0, 4.0])
+    return Result(Series("c", "engine", "fixed", "traced"), Verdict(kind, fit=fit, counter_fit=fit))
 
 
 def test_check_result_compares_with_the_limits():
@@ -84,7 +83,7 @@ def test_check_result_compares_with_the_limits():
 
 
 def test_guard_report_text_shows_limit_and_measured():
-    report = guard_chain(chains.mul, "traced", profile="v08", depths=tuple(range(1, 13)))
+    report, _ = guard_targets([chains.mul], GuardLimits(), mode="traced", profile="v08", depths=tuple(range(1, 13)))
     text = report.text()
     assert not report.ok
     assert "- limit    max base 1.10" in text and "+ measured base 2.00 per layer" in text
@@ -115,7 +114,7 @@ def test_plugin_fails_a_test_with_the_evidence_table(pytester):
     result.stdout.fnmatch_lines(
         [
             "*test_blowup*",
-            "*FAIL mul engine [[]v08[]] traced: base*per layer*",
+            "*FAIL mul [[]engine/v08, traced[]]: base*per layer*",
             "*- limit    max base 1.10*",
             "*remedy:*",
         ]

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from adprof.analysis.classify import classify
-from adprof.guard import measure_series
+from adprof.analysis.classify import decide
+from adprof.guard import GuardLimits, guard_targets
 from adprof.model import Report, Result
 from adprof.render.html import render_html
 from probes import chains
@@ -31,8 +31,9 @@ FLAGS = [
 def report_html(tmp_path_factory):
     results = []
     for profile in ("v08", "fixed"):
-        series = measure_series(chains.mul, "traced", profile, depths=tuple(range(1, 11)))
-        results.append(Result(series, classify(series, predicted_base=2.0)))
+        _, measured = guard_targets([chains.mul], GuardLimits(), mode="traced", profile=profile, depths=range(1, 11))
+        series = measured.results[0].series
+        results.append(Result(series, decide(series, predicted_base=2.0)))
     html = render_html(Report(results=results))
     path = tmp_path_factory.mktemp("html") / "report.html"
     path.write_text(html)

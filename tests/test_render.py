@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from adprof import model
-from adprof.analysis.classify import classify, sweep_table
-from adprof.model import Point, Report, Result, Series
+from adprof.analysis.classify import decide, sweep_table
+from adprof.model import Point, PointStatus, Report, Result, Series, Stop, StopReason
 from adprof.render import (
     load_report,
     render_halving,
@@ -74,13 +74,13 @@ def _eager(depths, kc) -> Series:
 
 
 def _result(s: Series, predicted: float | None = None) -> Result:
-    return Result(series=s, verdict=classify(s, predicted))
+    return Result(series=s, verdict=decide(s, predicted))
 
 
 def make_report() -> Report:
     mul = _traced(range(1, 13), lambda d: 5 * 2**d + 30 * d, declared_reuse=2, params={"k": 2}, chain="reuse")
-    mul.points.append(Point(depth=13, times={"transform": 9.0}, extra={"censored": True}))
-    mul.stopped = "stopped after depth 12: transform > 1500 ms cap"
+    mul.points.append(Point(depth=13, times={"transform": 9.0}, status=PointStatus.CENSORED))
+    mul.stop = Stop(StopReason.CAP, after=12, phase="transform", seconds=1.6, limit=1.5)
     results = [
         _result(mul, 2.0),
         _result(_traced(range(1, 11), lambda d: 3**d, declared_reuse=3, params={"k": 3}, chain="reuse"), 3.0),
@@ -191,6 +191,7 @@ def test_concise_report_paragraphs_for_pathologies_lines_for_the_rest(report):
 def test_user_strings_are_not_markup(report):
     report.results[-1].series.error = "FileNotFoundError: could not load weights [/data/weights.npy] [bold]x[/bold]"
     report.results[-1].verdict.evidence = [report.results[-1].series.error]
+    report.results[-1].verdict.reason = report.results[-1].series.error
     console, buf = _console()
     render_report(report, console)
     assert "[/data/weights.npy] [bold]x[/bold]" in buf.getvalue()
@@ -240,7 +241,7 @@ def test_json_round_trip(report):
 def test_load_ignores_unknown_keys(report):
     data = report_to_json(report)
     data["results"][0]["future_field"] = 1
-    data["results"][0]["counter_fit"]["future_fit_field"] = 2
+    data["results"][0]["fit"]["future_fit_field"] = 2
     assert load_report(data) == report
 
 

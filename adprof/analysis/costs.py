@@ -73,7 +73,7 @@ def series_values(
             continue
         ds.append(p.depth)
         vs.append(v)
-        cs.append(bool(p.extra.get("censored", False)))
+        cs.append(p.censored)
     return ds, vs, cs
 
 
@@ -133,7 +133,7 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
     phases = phases_of(series)
     counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases, quick=True)
     fit = {"counters": counter_fit, "time": time_fit}.get(source) or metric_fits.get(source.split(":", 1)[-1])
-    if fit is None or fit.kind in ("inconclusive", "runaway") or not fit.depths:
+    if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
     now, then = predict(fit, fit.depths[-1]), predict(fit, depth)
     if not now or then is None or now <= 0 or not math.isfinite(then):

@@ -29,7 +29,7 @@ def _per_call(point: Point) -> tuple[list[float], str] | None:
 
 def amortization(series: Series) -> tuple[bool | None, float | None, list[str]]:
     """Eager: do warm calls (2..5) get cheaper than call 1, at the deepest point and in growth?"""
-    pts = sorted((p for p in series.points if not p.extra.get("censored") and _per_call(p)), key=lambda p: p.depth)
+    pts = sorted((p for p in series.points if not p.censored and _per_call(p)), key=lambda p: p.depth)
     if not pts:
         return None, None, []
     calls, unit = _per_call(pts[-1])  # type: ignore[misc]

@@ -6,7 +6,7 @@ import math
 
 from adprof.analysis.costs import next_depth
 from adprof.analysis.growth import halving_reading, interval_text, predict
-from adprof.model import COUNTER_KEYS, Fit, Series, Verdict
+from adprof.model import Fit, Series, Verdict, counter_totals
 
 
 def fmt_depths(ds: list[int]) -> str:
@@ -31,14 +31,12 @@ def describe_fit(fit: Fit, label: str) -> str:
         if fit.exponent == 0.0:
             return f"{label} flat {over}: no measurable growth"
         return f"{label} linear, {text} {over}"
-    if fit.kind == "runaway":
-        return f"{label}: {fit.reason}"
     return f"{label} inconclusive {over}: {fit.reason or '; '.join(fit.notes) or 'not enough points'}"
 
 
 def describe_halving(fit: Fit) -> str | None:
     """The depth-halving line: the measured ratio, the model's, and the reading of the deciding kind."""
-    if fit.halving_ratio is None or fit.kind in ("inconclusive", "runaway"):
+    if fit.halving_ratio is None or fit.kind == "inconclusive":
         return None
     line = f"halving ratio {fit.halving_ratio:.2f} at depth {fit.halving_depth} vs {fit.halving_from}"
     if fit.model_halving_ratio is not None:
@@ -48,7 +46,7 @@ def describe_halving(fit: Fit) -> str | None:
 
 
 def describe_tail(fit: Fit) -> str | None:
-    if fit.tail_exponent is None or fit.kind in ("inconclusive", "runaway") or len(fit.depths) < 2:
+    if fit.tail_exponent is None or fit.kind == "inconclusive" or len(fit.depths) < 2:
         return None
     model_part = f" (model {fit.model_tail_exponent:.2f})" if fit.model_tail_exponent is not None else ""
     return f"tail exponent {fit.tail_exponent:.2f} over depths {fit.depths[-2]}..{fit.depths[-1]}{model_part}"
@@ -66,17 +64,10 @@ def decided_by(fit: Fit, series: Series, label: str) -> str:
 def dominant_counter(series: Series, phases: tuple[str, ...]) -> tuple[str | None, str | None]:
     """The counter that dominates at the deepest point with counters, and an evidence line."""
     for p in sorted(series.points, key=lambda q: q.depth, reverse=True):
-        tot = dict.fromkeys(COUNTER_KEYS, 0.0)
-        found = False
-        for ph in phases:
-            c = p.counters.get(ph)
-            if isinstance(c, dict):
-                found = True
-                for k in COUNTER_KEYS:
-                    tot[k] += float(c.get(k, 0) or 0)
-        s = sum(tot.values())
-        if found and s > 0:
-            top = max(tot, key=tot.get)
+        tot = counter_totals(p.counters, phases)
+        s = sum(tot.values()) if tot is not None else 0.0
+        if tot is not None and s > 0:
+            top = max(tot, key=tot.get)  # type: ignore[arg-type]
             parts = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in tot.items())
             return top, f"at depth {p.depth}: {parts} of {s:,.0f}"
     return None, None
@@ -95,7 +86,7 @@ def fit_evidence(v: Verdict, series: Series, fit: Fit, label: str, call0_note: s
             v.evidence.append(line)
     v.evidence.extend(f"{label}: {n}" for n in fit.notes)
     nd = next_depth(fit.depths)
-    if nd is not None and fit.kind not in ("inconclusive", "runaway"):
+    if nd is not None and fit.kind != "inconclusive":
         pv = predict(fit, nd)
         if pv is not None and math.isfinite(pv):
             v.prediction = {"depth": nd, "value": pv}

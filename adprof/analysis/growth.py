@@ -37,16 +37,15 @@ import numpy as np
 
 from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, band, power_kind
 from adprof.analysis.consistency import check_consistency, halving_pair
-from adprof.analysis.marginal import EMERGING_RATE, EXACT_EXP_RATIO, RISE_RATE, TAIL, marginal_curve, marginal_reading
+from adprof.analysis.marginal import EMERGING_RATE, RISE_RATE, TAIL, marginal_curve, marginal_reading
 from adprof.analysis.models import BOOTSTRAP, CONFIDENCE, Observation, lower_quartile, predict
 from adprof.analysis.noisy import EXP_MIN_BASE, FLAT_SHARE, OVERHEAD_POINTS, noisy_reading
-from adprof.model import Fit
+from adprof.model import Fit, fit_figure
 
 __all__ = [
     "BOOTSTRAP",
     "CONFIDENCE",
     "EMERGING_RATE",
-    "EXACT_EXP_RATIO",
     "EXP_MIN_BASE",
     "FLAT_SHARE",
     "LINEAR_MAX",
@@ -101,12 +100,9 @@ def _use_censored(fit: Fit) -> None:
     cd, cv = beyond[0]
     pred = predict(fit, cd)
     if pred is not None and pred > 0 and cv > 2 * pred and fit.kind in ("linear", "mild"):
+        # the decision reads this as a runaway (adprof.analysis.classify); the reading itself stays
         fit.notes.append(f"the bound at depth {cd} is {cv / pred:.0f}x what the {fit.kind} model predicts")
-        fit.kind = "runaway"
-        fit.reason = (
-            f"depth {cd} ran past its cap ({cv:.3g}) where the measured depths predict {pred:.3g}: a hang or a "
-            "sudden blowup at that depth"
-        )
+        fit.runaway_bound = cd
 
 
 def fit_growth(
@@ -210,14 +206,5 @@ def _num(x: float | None) -> float | None:
 
 
 def interval_text(fit: Fit) -> str:
-    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]``, ``flat`` or ``""``."""
-    iv = fit.interval
-    if fit.kind == "exponential" and fit.base is not None:
-        s = f"x{fit.base:.2f}/layer"
-        return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
-    if fit.exponent is not None and fit.kind in ("linear", "mild", "superlinear", "inconclusive"):
-        if fit.exponent == 0.0:
-            return "flat"
-        s = f"d^{fit.exponent:.2f}"
-        return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
-    return ""
+    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]``, ``flat`` or ``""`` (:func:`adprof.model.fit_figure`)."""
+    return fit_figure(fit)

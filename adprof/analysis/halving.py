@@ -31,7 +31,7 @@ def _nearest(points: list[Point], depth: float) -> Point | None:
 
 def halving_rows(points: Sequence[Point], phases: Sequence[str]) -> list[HalvingRow]:
     """Rows for the deepest exact depth and its nearest halvings (counters decide the ratio when present)."""
-    pts = sorted((p for p in points if not p.extra.get("censored")), key=lambda q: q.depth)
+    pts = sorted((p for p in points if not p.censored), key=lambda q: q.depth)
     if not pts:
         return []
     chosen: list[Point] = [pts[-1]]

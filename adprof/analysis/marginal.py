@@ -9,9 +9,9 @@ import numpy as np
 
 from adprof.analysis.bands import LINEAR_MAX, power_kind
 from adprof.analysis.models import profile
+from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import Fit
 
-EXACT_EXP_RATIO = 1.15  # exact marginals: tail per-layer ratios above this can be exponential
 RISE_RATE = 0.5  # exact: d(local power)/d(ln x) above which the local power "keeps rising"
 EMERGING_RATE = 0.4
 TAIL = 3
@@ -46,7 +46,7 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     fit.tail_ratios = [float(a) for a in gt]
     fit.tail_depths = [int(e) for e in d[len(d) - len(g) :][-n:]]
     rise = (lpt[-1] - lpt[0]) / math.log(xt[-1] / xt[0]) if n >= 2 and xt[0] > 0 else 0.0
-    if n >= 2 and gt.min() > EXACT_EXP_RATIO and rise > RISE_RATE:
+    if n >= 2 and gt.min() > EXPONENTIAL_RATIO and rise > RISE_RATE:
         fit.kind, fit.model = "exponential", "a + c*b^d"
         fit.base = float(np.exp(np.mean(np.log(gt[-2:]))))
         fit.interval = [min(float(gt[-2:].min()), fit.base), max(float(gt[-2:].max()), fit.base)]

@@ -5,26 +5,23 @@ the deciding model's cost at any depth (pure)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from adprof.model import Fit
+from adprof.model import Fit, lower_quartile, lower_quartile_index
 
 BOOTSTRAP = 200
 CONFIDENCE = 0.95
 
-_P_GRID = np.linspace(0.0, 8.0, 1601)
-_LOG_B_GRID = np.linspace(0.0, math.log(100.0), 1201)
+#: The grids' upper edges: a fit pinned there is not a reading (the family is wrong, or one point drives it).
+P_MAX = 8.0
+B_MAX = 100.0
+_P_GRID = np.linspace(0.0, P_MAX, 1601)
+_LOG_B_GRID = np.linspace(0.0, math.log(B_MAX), 1201)
 # the bootstrap refits on coarser grids (interval ends to about ±0.01 in p and ±0.6% in b)
 _COARSE = {"power": _P_GRID[::2], "exponential": _LOG_B_GRID[::3]}
 _FINE = {"power": _P_GRID, "exponential": _LOG_B_GRID}
-
-
-def lower_quartile(xs: Sequence[float]) -> float:
-    """The lower quartile (25th percentile, linear interpolation) of ``xs``."""
-    return float(np.percentile(np.asarray(xs, float), 25))
 
 
 @dataclass
@@ -159,7 +156,7 @@ def replicates(obs: list[Observation], fitted: np.ndarray, rng: np.random.Genera
         for j, o in enumerate(obs):
             r = np.asarray(o.repeats, float)
             draw = r[rng.integers(0, len(r), size=(BOOTSTRAP, len(r)))]
-            reps[:, j] = np.percentile(draw, 25, axis=1)
+            reps[:, j] = np.sort(draw, axis=1)[:, lower_quartile_index(len(r))]
         return reps, f"bootstrap over the repeats of each depth, {BOOTSTRAP} resamples"
     resid = np.log(y / fitted)
     resid = resid - resid.mean()

@@ -17,13 +17,13 @@ imports an engine or user code.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
-from adprof.backends.base import Backend
+from adprof.backends.base import INSTALL_HINT, Backend
 from adprof.backends.builtin import BUILTIN_BACKENDS
 
 ENTRY_POINT_GROUP = "adprof.backends"
-INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
 class UnknownBackendError(ValueError):
@@ -118,32 +118,33 @@ def get_backend(name: str) -> Backend:
     return backend
 
 
-def _table(attr: str) -> dict[str, tuple]:
-    return {name: tuple(getattr(cls, attr)) for name, cls in BUILTIN_BACKENDS.items()}
+class DeclarationTable(Mapping[str, tuple]):
+    """One declaration of every backend (``profiles``, ``modes`` or ``requires``) as a read-only mapping that
+    loads a plugin only when its name is looked up (a plugin that does not load is absent)."""
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+
+    def __getitem__(self, name: str) -> tuple:
+        if name not in BUILTIN_BACKENDS and name not in plugin_entry_points():
+            raise KeyError(name)
+        try:
+            return tuple(getattr(backend_declaration(name), self.attr))
+        except UnknownBackendError:
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(known_backends())
+
+    def __len__(self) -> int:
+        return len(known_backends())
 
 
-#: Built-in declarations as tables (plugins: use :func:`backend_declaration`).
-BACKEND_PROFILES: dict[str, tuple[str | None, ...]] = _table("profiles")
-BACKEND_MODES: dict[str, tuple[str, ...]] = _table("modes")
-BACKEND_REQUIRES: dict[str, tuple[str, ...]] = _table("requires")
+BACKEND_PROFILES: Mapping[str, tuple[str | None, ...]] = DeclarationTable("profiles")
+BACKEND_MODES: Mapping[str, tuple[str, ...]] = DeclarationTable("modes")
+BACKEND_REQUIRES: Mapping[str, tuple[str, ...]] = DeclarationTable("requires")
 #: Backend name -> implementation module of the built-ins.
 BACKENDS: dict[str, str] = {name: cls.implementation for name, cls in BUILTIN_BACKENDS.items()}
-
-
-def _plugin_tables() -> None:
-    """Add the plugins' declarations to the tables, for callers that read them (the CLI); a plugin that
-    does not load is left out here and reported in one line when it is asked for."""
-    for name in plugin_entry_points():
-        try:
-            backend = backend_declaration(name)
-        except UnknownBackendError:
-            continue
-        BACKEND_PROFILES[name] = tuple(backend.profiles)
-        BACKEND_MODES[name] = tuple(backend.modes)
-        BACKEND_REQUIRES[name] = tuple(backend.requires)
-
-
-_plugin_tables()
 
 
 def series_fields(name: str, mode: str) -> dict[str, object]:

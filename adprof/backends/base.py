@@ -30,19 +30,22 @@ out), ``resource`` (RecursionError, MemoryError).
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import gc
 import importlib.util
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS
-from adprof.model import Point
+from adprof.model import Point, lower_quartile
 
 PhaseCallback = Callable[[str, int | None], None]
+#: What to run when a peer backend's packages are missing (one home: every message says it this way).
+INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
 def describe_type(value: Any) -> str:
@@ -113,25 +116,28 @@ def no_phase(name: str, call: int | None) -> None:
 # --------------------------------------------------------------------------- statistics and timing
 
 
-def lower_quartile(xs: list[float]) -> float:
-    """The lower quartile of ``xs`` (an order statistic, index ``(n - 1) // 4`` of the sorted values)."""
-    ordered = sorted(xs)
-    return ordered[(len(ordered) - 1) // 4]
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """``(wall seconds, fn())`` with :func:`time.perf_counter`: young gc generations collected before,
-    gc disabled during, started on a fresh scheduler slice (:data:`YIELD_BEFORE`)."""
+@contextlib.contextmanager
+def timed_block() -> Iterator[dict[str, Any]]:
+    """Time the ``with`` body: yields a dict that gets ``seconds`` (:func:`time.perf_counter`) when it ends;
+    young gc generations collected before, gc disabled during, started on a fresh scheduler slice
+    (:data:`YIELD_BEFORE`)."""
+    out: dict[str, Any] = {}
     gc.collect(1)
     time.sleep(YIELD_BEFORE)
     gc.disable()
     t0 = time.perf_counter()
     try:
-        out = fn()
+        yield out
     finally:
-        t1 = time.perf_counter()
+        out["seconds"] = time.perf_counter() - t0
         gc.enable()
-    return t1 - t0, out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """``(wall seconds, fn())``, timed as :func:`timed_block` times."""
+    with timed_block() as t:
+        out = fn()
+    return t["seconds"], out
 
 
 def more_repeats(samples: list[float], repeats: int | None = None, policy: RepeatPolicy = REPEATS) -> bool:
@@ -359,4 +365,5 @@ __all__ = [
     "record_samples",
     "repeat_timed",
     "timed",
+    "timed_block",
 ]

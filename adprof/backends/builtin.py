@@ -12,11 +12,9 @@ import importlib
 from types import ModuleType
 from typing import Any, ClassVar
 
-from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, no_phase
+from adprof.backends.base import DEFAULT_CALLS, INSTALL_HINT, Backend, PhaseCallback, no_phase
 from adprof.chain import Chain
 from adprof.model import Point
-
-PEERS_HINT = "pip install 'adprof[peers]'"
 
 _EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
 _PROGRAM_SIZE = (
@@ -111,7 +109,7 @@ class JaxBackend(ModuleBackend):
         "eager": {},
     }
     requires = ("jax", "jaxlib")
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
     #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
     instruction_modes = ("compile",)
 
@@ -136,7 +134,7 @@ class TorchBackend(ModuleBackend):
         },
     }
     requires = ("torch", "array_api_compat")
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
     #: the C++ autograd engine's backward counted under callgrind
     instruction_modes = ("eager",)
 
@@ -152,7 +150,7 @@ class AutogradBackend(ModuleBackend):
     deciding_metrics = {"eager": ("python_calls",)}
     metric_notes = {"eager": {}}
     requires = ("autograd",)
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
     instruction_modes = ("eager",)
 
@@ -182,7 +180,7 @@ class TinygradBackend(ModuleBackend):
         },
     }
     requires = ("tinygrad",)
-    install_hint = PEERS_HINT
+    install_hint = INSTALL_HINT
 
 
 class CmdBackend(ModuleBackend):

@@ -21,50 +21,41 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 import engine
-from adprof.backends.base import PointFailure, describe_type
-from adprof.backends.peer_common import describe_exception
+from adprof.backends.base import PhaseCallback, PointFailure, RepeatPolicy, describe_type, no_phase
+from adprof.backends.peer_common import (
+    check_finite,
+    check_output,
+    describe_exception,
+    failure,
+    register_failure_kind,
+)
+from adprof.backends.peer_common import measure_eager as measure_eager_loop
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS, DEFAULT_COUNTER_BUDGET, RUN_REPEATS
-from adprof.model import Point
+from adprof.model import Point, lower_quartile_index
 from engine import counters
 
 PROFILES: tuple[str, ...] = ("v08", "fixed")
 MODES: tuple[str, ...] = ("traced", "eager")
 
-PhaseCallback = Callable[[str, int | None], None]
-
-
-def _no_phase(name: str, call: int | None) -> None:  # default callback
-    return None
-
-
-def _classify_exception(exc: BaseException) -> str:
-    if isinstance(exc, counters.CounterBudgetExceeded):
-        return "budget"
-    if isinstance(exc, RecursionError | MemoryError):
-        return "resource"
-    return "chain"
+register_failure_kind(counters.CounterBudgetExceeded, "budget")  # a censored point, not a failing chain
+#: Exactly ``calls`` eager calls (the counters decide; no extra repeats for the clock).
+EXACT_CALLS = RepeatPolicy(budget=0.0, least=0)
 
 
 @contextlib.contextmanager
-def _phase(
-    pt: Point, name: str, on_phase: PhaseCallback, call: int | None = None, store: bool = True
-) -> Iterator[dict[str, Any]]:
-    """Time one phase: gc.collect() first, gc disabled inside; counters per phase.
-
-    Yields a dict that receives ``seconds`` and ``counters`` when the block ends (also on error,
-    so that a failing phase still leaves its partial cost); stored in ``pt`` when ``store``.
-    """
+def _metered() -> Iterator[dict[str, Any]]:
+    """Time one block with its counter deltas: gc.collect() first, gc disabled inside. Yields a dict that
+    receives ``seconds`` and ``counters`` when the block ends (also on error: a failing phase still leaves
+    its partial cost)."""
     gc.collect()
-    on_phase(name, call)
     out: dict[str, Any] = {}
     gc.disable()
     t0 = time.perf_counter()
@@ -76,42 +67,30 @@ def _phase(
         gc.enable()
         out["seconds"] = t1 - t0
         out["counters"] = m.as_dict()
-        if store:
-            pt.times[name] = out["seconds"]
-            pt.samples[name] = [out["seconds"]]
-            pt.counters[name] = out["counters"]
 
 
-def _fail(exc: BaseException, chain: Chain, depth: int, phase: str, pt: Point) -> PointFailure:
-    kind = _classify_exception(exc)
-    msg = describe_exception(exc, chain)
-    if kind == "chain":
-        where = "recording the chain" if phase in ("record", "forward", "forward0") else phase
-        msg = f"depth {depth} ({where}): {msg}"
-    return PointFailure(kind, msg, phase, pt)
+@contextlib.contextmanager
+def _phase(pt: Point, name: str, on_phase: PhaseCallback) -> Iterator[dict[str, Any]]:
+    """One traced phase, metered (:func:`_metered`) and stored in ``pt``."""
+    on_phase(name, None)
+    try:
+        with _metered() as out:
+            yield out
+    finally:  # also on error: a failing phase leaves its partial cost
+        pt.times[name] = out["seconds"]
+        pt.samples[name] = [out["seconds"]]
+        pt.counters[name] = out["counters"]
+
+
+def _call_meter(phase: str, call: int) -> contextlib.AbstractContextManager[dict[str, Any]]:
+    """The eager loop's per-call meter: seconds and the engine's counter deltas of each call."""
+    return _metered()
 
 
 def _check_traced_output(y: Any, depth: int) -> None:
     if not isinstance(y, engine.TracedTensor):
-        raise PointFailure(
-            "output",
-            f"depth {depth}: the chain returned {describe_type(y)}, not one of the engine's tensors (build the "
-            "result with the xp operations on x, not with another library)",
-        )
-    if tuple(y.shape) != ():
-        raise PointFailure(
-            "output",
-            f"depth {depth}: the chain's output is not a scalar (shape {tuple(y.shape)}); reduce it, e.g. with xp.sum",
-        )
-    if y.dtype.kind != "f":
-        raise PointFailure(
-            "output", f"depth {depth}: the chain's output has dtype {y.dtype.name}, expected floating point"
-        )
-
-
-def _check_finite(value: float, depth: int) -> None:
-    if not math.isfinite(value):
-        raise PointFailure("output", f"depth {depth}: the chain's output is {value} (not finite)")
+        check_output((), True, depth, describe_type(y) + " (not one of the engine's tensors)")
+    check_output(tuple(y.shape), y.dtype.kind == "f", depth)
 
 
 def measure_traced(
@@ -119,7 +98,7 @@ def measure_traced(
     depth: int,
     profile: str,
     *,
-    on_phase: PhaseCallback = _no_phase,
+    on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
 ) -> Point:
     """Record, transform, compile+prepare, run and drop at one depth (see the module docstring)."""
@@ -136,7 +115,7 @@ def measure_traced(
             pt.ops["value_ops"] = engine.value_op_count([y])
             phase = "check"
             value = np.asarray(engine.compile(y, inputs=[x]).prepare()(a)[0])
-            _check_finite(float(value), depth)
+            check_finite(float(value), depth)
             pt.extra["value"] = float(value)
             phase = "transform"
             with _phase(pt, "transform", on_phase):
@@ -152,10 +131,11 @@ def measure_traced(
             pt.extra["finite_gradient"] = bool(np.all(np.isfinite(np.asarray(grads[0]))))
             samples = []
             for _ in range(RUN_REPEATS):
-                with _phase(pt, "run", on_phase, store=False) as r:
+                on_phase("run", None)
+                with _metered() as r:
                     run(a)
                 samples.append(r)
-            best = sorted(samples, key=lambda s: s["seconds"])[(len(samples) - 1) // 4]  # lower quartile
+            best = sorted(samples, key=lambda s: s["seconds"])[lower_quartile_index(len(samples))]
             pt.times["run"], pt.counters["run"] = best["seconds"], best["counters"]
             pt.samples["run"] = [s["seconds"] for s in samples]
             phase = "drop"
@@ -165,11 +145,8 @@ def measure_traced(
                 if counters.COUNTERS.derivative_traces_dropped == before:
                     gc.collect()  # a reference cycle held it: collect (still inside the drop phase)
             del y, x, prog, run
-        except PointFailure as f:
-            f.point = pt
-            raise
         except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
-            raise _fail(exc, chain, depth, phase, pt) from None
+            raise failure(exc, chain, depth, phase, pt) from None
     return pt
 
 
@@ -179,77 +156,50 @@ def measure_eager(
     profile: str,
     *,
     calls: int = DEFAULT_CALLS,
-    on_phase: PhaseCallback = _no_phase,
+    on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
 ) -> Point:
-    """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth."""
-    calls = max(2, int(calls))
+    """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth (the shared eager
+    loop, each call metered with its counters; exactly ``calls`` calls: the counters decide, not the times)."""
     a = chain.make_input()
     xp = engine.numpy
-    pt = Point(depth=depth)
-    fwd: list[dict[str, Any]] = []
-    bwd: list[dict[str, Any]] = []
-    phase = "forward0"
     with engine.profile(profile), counters.budget(counter_budget):
         rt = engine.EagerRuntime()
+
+        def forward(x: Any) -> tuple[Any, Any]:
+            with rt.session():
+                loss = chain(xp, x, depth)
+            return loss, loss
+
+        def backward(x: Any, loss: Any) -> Any:
+            loss.backward()
+            return x.grad
+
+        def check(loss: Any, d: int) -> None:
+            if not isinstance(loss, engine.EagerTensor):
+                check_output((), True, d, describe_type(loss) + " (not one of the engine's tensors)")
+            check_output(tuple(loss.shape), loss.dtype.kind == "f", d)
+
         try:
-            for i in range(calls):
-                x = rt.variable(a)
-                phase = "forward0" if i == 0 else "forward"
-                with _phase(pt, phase, on_phase, i, store=False) as f:
-                    with rt.session():
-                        loss = chain(xp, x, depth)
-                fwd.append(f)
-                if i == 0:
-                    pt.times["forward0"], pt.counters["forward0"] = f["seconds"], f["counters"]
-                    pt.samples["forward0"] = [f["seconds"]]
-                    if not isinstance(loss, engine.EagerTensor):
-                        raise PointFailure(
-                            "output",
-                            f"depth {depth}: the chain returned {describe_type(loss)}, not one of the "
-                            "engine's tensors (use the xp operations on x, not another library)",
-                        )
-                    if tuple(loss.shape) != ():
-                        raise PointFailure(
-                            "output",
-                            f"depth {depth}: the chain's output is not a scalar "
-                            f"(shape {tuple(loss.shape)}); reduce it, e.g. with xp.sum",
-                        )
-                    value = float(loss.item())
-                    _check_finite(value, depth)
-                    pt.extra["value"] = value
-                phase = "backward0" if i == 0 else "backward"
-                with _phase(pt, phase, on_phase, i, store=False) as b:
-                    loss.backward()
-                bwd.append(b)
-                if i == 0:
-                    pt.times["backward0"], pt.counters["backward0"] = b["seconds"], b["counters"]
-                    pt.samples["backward0"] = [b["seconds"]]
-                    gx = x.grad
-                    pt.extra["finite_gradient"] = bool(gx is not None and np.all(np.isfinite(np.asarray(gx))))
-                del loss, x
+            pt = measure_eager_loop(
+                chain,
+                depth,
+                calls=calls,
+                on_phase=on_phase,
+                leaf=lambda: rt.variable(a),
+                forward=forward,
+                backward=backward,
+                scalar=lambda loss: float(loss.item()),
+                check=check,
+                python_calls=False,
+                policy=EXACT_CALLS,
+                meter=_call_meter,
+            )
         except PointFailure as f:
-            f.point = _eager_summary(pt, fwd, bwd, rt)
+            if f.point is not None:
+                f.point.extra["cache"] = dataclasses.asdict(rt.cache_stats())
             raise
-        except (Exception, RecursionError, MemoryError) as exc:
-            raise _fail(exc, chain, depth, phase, _eager_summary(pt, fwd, bwd, rt)) from None
-    return _eager_summary(pt, fwd, bwd, rt)
-
-
-def _eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]], rt: engine.EagerRuntime) -> Point:
-    """Fill steady times (lower quartile of calls 1..K-1, all in ``samples``) with the counters of that
-    call, per-call lists and cache stats."""
-    for name, warm in (("backward", bwd[1:]), ("forward", fwd[1:])):
-        if warm:
-            chosen = sorted(warm, key=lambda c: c["seconds"])[(len(warm) - 1) // 4]
-            pt.times[name] = chosen["seconds"]
-            pt.counters[name] = chosen["counters"]
-            pt.samples[name] = [c["seconds"] for c in warm]
-    pt.extra["calls"] = len(bwd)
-    pt.extra["backward_calls"] = [b["seconds"] for b in bwd]
-    pt.extra["backward_call_counters"] = [b["counters"] for b in bwd]
-    pt.extra["forward_calls"] = [f["seconds"] for f in fwd]
-    pt.extra["cache"] = dataclasses.asdict(rt.cache_stats())
+        pt.extra["cache"] = dataclasses.asdict(rt.cache_stats())
     return pt
 
 
@@ -260,7 +210,7 @@ def measure_point(
     profile: str | None,
     *,
     calls: int = DEFAULT_CALLS,
-    on_phase: PhaseCallback = _no_phase,
+    on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
     repeats: int | None = None,
 ) -> Point:

@@ -12,6 +12,7 @@ This module imports no engine.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import traceback
 import types
@@ -22,22 +23,20 @@ from typing import Any
 from adprof.backends.base import (
     CLOCK,
     DEFAULT_CALLS,
+    INSTALL_HINT,
     REPEATS,
     PhaseCallback,
     PointFailure,
     RepeatPolicy,
     count_python_calls,
-    lower_quartile,
     measure_phase,
     no_phase,
     record_metric,
-    timed,
+    timed_block,
 )
 from adprof.backends.instructions import CountingUnavailable, counted_phase, counter
 from adprof.chain import Chain
-from adprof.model import Point
-
-INSTALL_HINT = "pip install 'adprof[peers]'"
+from adprof.model import Point, lower_quartile_index
 
 
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:
@@ -78,12 +77,29 @@ def describe_exception(exc: BaseException, chain: Chain) -> str:
     return head + _where(exc, chain)
 
 
+#: Exception types a backend maps to a failure kind of its own (e.g. the engine's counter budget: ``budget``).
+FAILURE_KINDS: dict[type[BaseException], str] = {}
+
+
+def register_failure_kind(exc_type: type[BaseException], kind: str) -> None:
+    """Make :func:`failure` report ``exc_type`` (and subclasses) as a PointFailure of ``kind``."""
+    FAILURE_KINDS[exc_type] = kind
+
+
+def failure_kind(exc: BaseException) -> str:
+    """``resource`` (RecursionError, MemoryError), a registered kind, else ``chain``."""
+    for exc_type, kind in FAILURE_KINDS.items():
+        if isinstance(exc, exc_type):
+            return kind
+    return "resource" if isinstance(exc, RecursionError | MemoryError) else "chain"
+
+
 def failure(exc: BaseException, chain: Chain, depth: int, phase: str, pt: Point) -> PointFailure:
     """A PointFailure for an exception raised while measuring ``phase``."""
     if isinstance(exc, PointFailure):
         exc.point = pt
         return exc
-    kind = "resource" if isinstance(exc, RecursionError | MemoryError) else "chain"
+    kind = failure_kind(exc)
     msg = describe_exception(exc, chain)
     if kind == "chain":
         where = "recording the chain" if phase in ("record", "forward", "forward0") else phase
@@ -149,6 +165,15 @@ def measure_drop(pt: Point, holder: list[Any], on_phase: PhaseCallback) -> None:
 
 # --------------------------------------------------------------------------- eager loop
 
+#: A per-call meter: ``meter(phase, call)`` is a context manager around one timed call that yields a dict and
+#: fills it with ``seconds`` (and anything else, e.g. the engine's ``counters``) when the call ends.
+CallMeter = Callable[[str, int], contextlib.AbstractContextManager[dict[str, Any]]]
+
+
+def wall_meter(phase: str, call: int) -> contextlib.AbstractContextManager[dict[str, Any]]:
+    """The default :data:`CallMeter`: wall seconds, taken as :func:`~adprof.backends.base.timed` takes them."""
+    return timed_block()
+
 
 def measure_eager(
     chain: Chain,
@@ -165,6 +190,7 @@ def measure_eager(
     graph_metrics: Callable[[Any, Any], Mapping[str, float]] | None = None,
     python_calls: bool = True,
     policy: RepeatPolicy = REPEATS,
+    meter: CallMeter = wall_meter,
 ) -> Point:
     """Forward+backward calls on fresh leaves from ``leaf()``: call 0, then warm calls until ``calls`` calls
     are made and the warm calls satisfy ``policy`` (as many as 7 while they stay cheap; no more than
@@ -174,25 +200,26 @@ def measure_eager(
     state) -> gradient`` runs the backward pass, both synchronous (results ready when they return).
     ``check(loss, depth)`` validates the output of call 0, ``scalar(loss)`` reads its value.
     ``warm_up()`` (untimed, e.g. one call at depth 1 the first time a chain is seen in the process)
-    keeps one-time costs of the process (first use of each op) out of call 0.
+    keeps one-time costs of the process (first use of each op) out of call 0. ``meter(phase, call)`` times
+    each call (and may measure more: the engine's counters, kept per call in the summary).
 
     Times: ``forward0``, ``backward0`` (call 0, one sample each), ``forward``, ``backward`` (lower
     quartile of the warm calls, all in ``samples``). Metrics of one more, untimed, warm call:
     ``python_calls`` of ``forward`` and ``backward`` (with ``python_calls``) and
     ``graph_metrics(loss, state)`` (e.g. ``autograd_nodes``, read between forward and backward) for
-    ``backward``. ``extra``: ``calls``, ``value``, ``finite_gradient``.
+    ``backward``. ``Point.calls``, and ``extra``: ``value``, ``finite_gradient``.
     """
     calls = max(2, int(calls))
     pt = Point(depth=depth)
-    fwd: list[float] = []
-    bwd: list[float] = []
+    fwd: list[dict[str, Any]] = []
+    bwd: list[dict[str, Any]] = []
     phase = "forward0"
 
     def more() -> bool:
         if len(bwd) < 2:
             return True
-        warm = [f + b for f, b in zip(fwd[1:], bwd[1:], strict=True)]
-        if max(fwd[0] + bwd[0], warm[0]) > policy.single_over:
+        warm = [f["seconds"] + b["seconds"] for f, b in zip(fwd[1:], bwd[1:], strict=True)]
+        if max(fwd[0]["seconds"] + bwd[0]["seconds"], warm[0]) > policy.single_over:
             return len(bwd) < calls
         return len(bwd) < calls or policy.more(warm)
 
@@ -204,8 +231,9 @@ def measure_eager(
             x = leaf()
             phase = "forward0" if i == 0 else "forward"
             on_phase(phase, i)
-            t, (loss, state) = timed(lambda x=x: forward(x))
-            fwd.append(t)
+            with meter(phase, i) as f:
+                loss, state = forward(x)
+            fwd.append(f)
             if i == 0:
                 phase = "check"
                 on_phase(phase, i)  # reading the value may be slow (tinygrad realizes a forward graph)
@@ -215,8 +243,9 @@ def measure_eager(
                 pt.extra["value"] = value
             phase = "backward0" if i == 0 else "backward"
             on_phase(phase, i)
-            t, g = timed(lambda x=x, state=state: backward(x, state))
-            bwd.append(t)
+            with meter(phase, i) as b:
+                g = backward(x, state)
+            bwd.append(b)
             if i == 0:
                 pt.extra["finite_gradient"] = _all_finite(g)
             del loss, state, g, x
@@ -250,18 +279,27 @@ def _all_finite(g: Any) -> bool:
         return False
 
 
-def eager_summary(pt: Point, fwd: list[float], bwd: list[float]) -> Point:
-    """Fill ``times``/``samples`` of an eager point from the per-call wall times (call 0 first)."""
-    for name, walls in (("forward", fwd), ("backward", bwd)):
-        if walls:
-            pt.samples[f"{name}0"] = walls[:1]
-            pt.times[f"{name}0"] = walls[0]
-        if len(walls) > 1:
-            pt.samples[name] = list(walls[1:])
-            pt.times[name] = lower_quartile(walls[1:])
-    pt.extra["calls"] = len(bwd)
-    pt.extra["forward_calls"] = list(fwd)
-    pt.extra["backward_calls"] = list(bwd)
+def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]]) -> Point:
+    """Fill ``times``/``samples`` of an eager point from its calls (call 0 first; each a :data:`CallMeter`
+    dict): the steady phase is the lower-quartile warm call, with its counters when the meter took some;
+    ``extra`` gets the per-call seconds (and counters)."""
+    for name, metered in (("forward", fwd), ("backward", bwd)):
+        if metered:
+            pt.samples[f"{name}0"] = [metered[0]["seconds"]]
+            pt.times[f"{name}0"] = metered[0]["seconds"]
+            if "counters" in metered[0]:
+                pt.counters[f"{name}0"] = metered[0]["counters"]
+        warm = metered[1:]
+        if warm:
+            chosen = sorted(warm, key=lambda c: c["seconds"])[lower_quartile_index(len(warm))]
+            pt.samples[name] = [c["seconds"] for c in warm]
+            pt.times[name] = chosen["seconds"]
+            if "counters" in chosen:
+                pt.counters[name] = chosen["counters"]
+        pt.extra[f"{name}_calls"] = [c["seconds"] for c in metered]
+        if metered and all("counters" in c for c in metered):
+            pt.extra[f"{name}_call_counters"] = [c["counters"] for c in metered]
+    pt.calls = len(bwd)
     pt.extra["clock"] = CLOCK
     return pt
 
@@ -309,7 +347,7 @@ def measure_counted_eager(
         del counted_loss, counted_state, x
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
-    pt.extra["calls"] = 2  # the warm-up call at this depth and the counted one
+    pt.calls = 2  # the warm-up call at this depth and the counted one
     pt.extra["counted"] = COUNTED_NOTE
     return pt
 

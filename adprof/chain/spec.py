@@ -239,6 +239,7 @@ def _bind(fn: Callable[..., Any], params: Mapping[str, Any]) -> Callable[..., An
 
     bound.__name__ = getattr(fn, "__name__", "chain")
     bound.__qualname__ = getattr(fn, "__qualname__", bound.__name__)
+    bound.__wrapped__ = fn  # type: ignore[attr-defined]  # where it is defined (inspect.unwrap)
     bound.__doc__ = fn.__doc__
     bound.__module__ = getattr(fn, "__module__", None)
     bound.__wrapped__ = fn  # type: ignore[attr-defined]

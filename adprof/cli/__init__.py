@@ -1,4 +1,5 @@
-"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard`` and ``flame`` (one module each).
+"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame`` and ``report`` (one
+module each).
 
 Exit status (all subcommands):
 
@@ -29,7 +30,7 @@ from typing import Any
 
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
-from adprof.cli import check, flame, guard, halve, ratio
+from adprof.cli import check, flame, guard, halve, ratio, report
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"adprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, ratio, halve, guard, flame):
+    for command in (check, ratio, halve, guard, flame, report):
         command.add_parser(sub)
     return parser
 

@@ -22,7 +22,9 @@ from adprof.cli.common import (
     write_outputs,
 )
 from adprof.cli.instructions import apply_default_budget, counted_specs
-from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
+from adprof.cli.run import make_report, measure_specs, shard_specs
+from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
+from adprof.measure.plan import load_targets, plan_series
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     check.add_argument("--no-structure", action="store_true", help="skip the structure (predicted base) probe")
     add_common_options(check)
+    add_scale_options(check)
     add_cmd_options(check)
     check.set_defaults(run=cmd_check)
 
@@ -51,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof check``: measure, classify, render; returns the exit status."""
     out, err = consoles(args)
+    check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
     budget_note = apply_default_budget(args, argv)
     cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd))
@@ -69,9 +73,16 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
             specs = counted_specs(specs, declared, explicit=bool(args.depths))
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
-    measured = measure_specs(specs, cfg, err, args.verbose)
-    measured.notes[:0] = notes
-    report = make_report(measured, cfg, argv)
+    shard = None
+    if args.shard is not None:
+        specs, shard = shard_specs(specs, *args.shard)
+    with open_executor(args, cfg) as executor:
+        measured = measure_specs(specs, cfg, err, args.verbose, executor)
+        measured.notes[:0] = notes + list(getattr(executor, "notes", []))
+        report = make_report(measured, cfg, argv, args.trust)
+        if executor is not None:
+            report.environment["executor"] = executor.describe()
+    report.shard = shard
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files

@@ -145,7 +145,7 @@ def measure_cmd(
     from adprof.cli.run import make_report, measure_specs
 
     specs = cmd_specs(args, default_mode=default_mode)[:1]
-    return make_report(measure_specs(specs, cfg, err, args.verbose), cfg, argv)
+    return make_report(measure_specs(specs, cfg, err, args.verbose), cfg, argv, args.trust)
 
 
 # --------------------------------------------------------------------------- adprof flame --cmd

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -15,21 +14,19 @@ from typing import Any
 from rich.console import Console
 
 from adprof import model
+from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS, check_backend
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
 from adprof.measure.config import LOAD_TIMEOUT
+from adprof.measure.plan import UsageError, csv_list
 from adprof.model import Report, Result
+from adprof.render.jsonout import json_safe  # noqa: F401  (re-exported: its home is the JSON renderer)
 from adprof.report import fmt_growth
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
-class UsageError(Exception):
-    """Bad input: printed as one line, exit 2."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -73,18 +70,15 @@ def check_output_path(option: str, path: str | None, suffixes: Sequence[str] | N
 def check_options(args: argparse.Namespace) -> None:
     """Every option that can be checked without loading anything (output paths, empty lists): bad input
     is one line and exit 2 before any measuring."""
-    check_output_path("--json", getattr(args, "json", None))
-    check_output_path("--html", getattr(args, "html", None), (".html", ".htm"))
-    check_output_path("--plot", getattr(args, "plot", None), PLOT_SUFFIXES)
+    from adprof.render import FILE_RENDERERS
+
+    for renderer in FILE_RENDERERS:
+        check_output_path(renderer.option, getattr(args, renderer.option.lstrip("-"), None), renderer.suffixes)
     for option in ("backend", "mode", "profile"):
         value = getattr(args, option, None)
         if isinstance(value, str) and not csv_list(value):
             known = f"; known: {', '.join(KNOWN_BACKENDS)}" if option == "backend" else ""
             raise UsageError(f"--{option}: no {option} given (got {value!r}){known}")
-
-
-def csv_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def depths_arg(value: str) -> tuple[int, ...]:
@@ -107,7 +101,7 @@ def positive_arg(value: str) -> float:
     return x
 
 
-def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> None:
+def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, budget: float = DEFAULT_BUDGET) -> None:
     p.add_argument(
         "--backend",
         default="engine",
@@ -123,8 +117,8 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
     p.add_argument(
         "--budget",
         type=positive_arg,
-        default=DEFAULT_BUDGET,
-        help=f"seconds of wall time for the whole run, shared by all series (default {DEFAULT_BUDGET:g})",
+        default=budget,
+        help=f"seconds of wall time for the whole run, shared by all series (default {budget:g})",
     )
     p.add_argument(
         "--calls",
@@ -148,6 +142,13 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP) -> 
         help="all evidence of every series, tracebacks on errors, more detail on stderr",
     )
     p.add_argument("--no-color", action="store_true", help="no colors")
+    p.add_argument(
+        "--trust",
+        choices=TRUST_CHOICES,
+        default=None,
+        help="when a deterministic metric reads healthy but wall time confidently grows (the metric may be "
+        "blind to the work), decide on this one (default: neither; the verdict is inconclusive)",
+    )
 
 
 def add_cmd_options(p: argparse.ArgumentParser) -> None:
@@ -238,31 +239,9 @@ def environment(cfg: MeasureConfig, argv: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def json_safe(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [json_safe(v) for v in x]
-    return x
-
-
-#: Verdicts that are findings (exit 1): the pathologies, a failing chain, a chain killed at its timeout.
-FINDINGS = frozenset({*model.PATHOLOGIES, model.ERROR, getattr(model, "RUNAWAY", "runaway")})
-
-
 def exit_code(report: Report) -> int:
-    """1 if some series is a finding (a pathology, an error, a runaway/killed point), else 0.
-
-    A point killed at its own timeout is a finding whatever the verdict says (a hang is never healthy)."""
-    bad = any(r.verdict.kind in FINDINGS or killed_message(r.series) for r in report.results)
-    return EXIT_FINDING if bad else EXIT_OK
-
-
-def killed_message(series: Any) -> str | None:
-    """The message of a point of ``series`` killed at its own timeout (a hang), else None."""
-    return next((p.extra["killed"] for p in series.points if p.extra.get("killed")), None)
+    """1 if some series is a finding (a pathology, an error, a runaway, a point killed at its timeout), else 0."""
+    return EXIT_FINDING if any(r.verdict.is_finding for r in report.results) else EXIT_OK
 
 
 def report_errors(report: Report, err: Console) -> None:
@@ -271,7 +250,7 @@ def report_errors(report: Report, err: Console) -> None:
     names = [r.series.chain for r in report.results]
     for r in report.results:
         s = r.series
-        msg = s.error or killed_message(s)
+        msg = s.error or (model.killed_text(s.killed) if s.killed is not None else None)
         if msg:
             chain = s.chain
             if s.file and names.count(chain) > 1 and len({x.series.file for x in report.results}) > 1:
@@ -282,42 +261,30 @@ def report_errors(report: Report, err: Console) -> None:
 
 
 def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> bool:
-    """Write ``--json``, ``--html`` and ``--plot``; False (after one line on stderr each) if one failed."""
-    from adprof.render import render_html, report_to_json  # rich/HTML only when writing
+    """Write the file outputs asked for (``--json``, ``--html``, ``--plot``: one renderer each,
+    :data:`adprof.render.FILE_RENDERERS`); False (after one line on stderr each) if one failed."""
+    from adprof.render import FILE_RENDERERS  # rich/HTML only when writing
 
     ok = True
     args.outputs_written = True
-
-    def failed(option: str, path: str, exc: BaseException) -> None:
-        nonlocal ok
-        ok = False
-        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False, highlight=False)
-
-    if args.json:
-        text = json.dumps(json_safe(report_to_json(report)), indent=2)
-        if args.json == "-":
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
-        else:
-            try:
-                Path(args.json).write_text(text + "\n", encoding="utf-8")
-            except OSError as exc:
-                failed("--json", args.json, exc)
-    if getattr(args, "html", None):
+    for renderer in FILE_RENDERERS:
+        option = renderer.option
+        path = getattr(args, option.lstrip("-"), None)
+        if not path:
+            continue
         try:
-            Path(args.html).write_text(render_html(report), encoding="utf-8")
-        except OSError as exc:
-            failed("--html", args.html, exc)
-    if getattr(args, "plot", None):
-        try:
-            from adprof.render.plot import plot_report
-
-            plot_report(report, args.plot)
+            text = renderer.render(report, path)
+            if text is not None and path == "-" and option == "--json":
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            elif text is not None:
+                Path(path).write_text(text, encoding="utf-8")
         except ImportError as exc:  # matplotlib missing: the report is still fine
-            err.print(f"adprof: cannot write the plot {args.plot}: {exc}", markup=False)
+            err.print(f"adprof: cannot write {option} {path}: {exc}", markup=False)
         except (OSError, ValueError) as exc:
-            failed("--plot", args.plot, exc)
+            ok = False
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False, highlight=False)
     return ok
 
 

@@ -16,15 +16,23 @@ from adprof.cli.common import (
     consoles,
     depths_arg,
     finish,
-    killed_message,
     load_timeout,
     measure_config,
     positive_arg,
     report_errors,
     write_outputs,
 )
-from adprof.cli.run import load_targets, make_report, measure_specs, plan_series
-from adprof.guard import DEFAULT_DEPTHS, GuardLimits, GuardReport, check_result, tolerance_for
+from adprof.cli.run import make_report, measure_specs
+from adprof.guard import (
+    DEFAULT_DEPTHS,
+    GUARD_BUDGET,
+    GUARD_CAP,
+    GUARD_COUNTER_BUDGET,
+    GuardLimits,
+    guard_checks,
+    guard_specs,
+)
+from adprof.measure.plan import load_targets
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,9 +51,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
     guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
     guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")
-    add_common_options(guard, cap=60.0)
+    add_common_options(guard, cap=GUARD_CAP, budget=GUARD_BUDGET)
     add_cmd_options(guard)
-    guard.set_defaults(budget=600.0)
     guard.set_defaults(run=cmd_guard)
 
 
@@ -57,33 +64,26 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
         limits.max_base = args.max_base
     if args.max_exponent is not None:
         limits.max_exponent = args.max_exponent
-    cfg = measure_config(args, structure=False)
+    cfg = measure_config(args, structure=False, counter_budget=GUARD_COUNTER_BUDGET)
     notes: list[str] = []
     if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
         specs = cmd_specs(args, depths=args.depths or DEFAULT_DEPTHS)
     else:
-        backends = backends_arg(args.backend)
-        profiles = args.profile if args.profile is not None else ("fixed" if "engine" in backends else None)
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
-        specs = plan_series(metas, backends, profiles, args.mode, notes)
-        by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
-        for spec in specs:
-            spec.depths = args.depths or tuple(by_key[spec.file, spec.chain].get("depths") or ()) or None
+        specs = guard_specs(metas, backends_arg(args.backend), args.profile, args.mode, args.depths, notes)
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
-    report = make_report(measured, cfg, argv)
+    report = make_report(measured, cfg, argv, args.trust)
     written = write_outputs(report, args, err) if args.json else True
-    guard = GuardReport([check_result(r, limits, tolerance_for(r)) for r in report.results])
-    # a point killed at its timeout (a hang) fails the guard whatever the fit of the depths before it
-    hung = [r for r in report.results if killed_message(r.series)]
+    guard = guard_checks(report, limits)
     out.print(guard.text(), markup=False, highlight=False)
-    held = sum(c.ok and not killed_message(c.result.series) for c in guard.checks)
+    held = sum(c.ok for c in guard.checks)
     out.print(
         f"adprof guard: {held} of {len(guard.checks)} held "
         f"(max base {limits.max_base:g}, max exponent {limits.max_exponent:g})",
         markup=False,
     )
     report_errors(report, err)
-    code = 0 if guard.ok and not hung else EXIT_FINDING
+    code = 0 if guard.ok else EXIT_FINDING
     return finish(report, args, err, measured.interrupted, code if written else EXIT_BAD_INPUT)

@@ -56,30 +56,11 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     depths = tuple(sorted({max(1, round(d / 8)), max(1, round(d / 4)), max(1, round(d / 2)), d}))
     cfg = measure_config(args, depths=depths, jobs=1, structure=False)
     report = measure_cmd(args, argv, cfg, err, "eager") if on_cmd else measure_single(args, argv, cfg, meta, err)
-    from adprof.analysis.halving import halving_rows
-    from adprof.model import cost_phases
-    from adprof.render import render_halving
+    from adprof.render.console import render_halving_result
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     r = report.results[0]
-    s = r.series
-    phases = cost_phases(s.mode)
-    render_halving(halving_rows(s.points, phases), out, phases)
-    if s.mode == "eager" and any("forward" in p.times for p in s.points):
-        render_halving(halving_rows(s.points, ("forward",)), out, ("forward",))
-        deep = max((p for p in s.points if not p.extra.get("censored")), key=lambda p: p.depth, default=None)
-        if deep is not None and "backward0" in deep.times and "backward" in deep.times:
-            cache = deep.extra.get("cache", {})
-            out.print(
-                f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
-                f"1..{deep.extra.get('calls', 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
-                f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
-                f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
-                markup=False,
-                highlight=False,
-            )
-    if s.stopped:
-        out.print(s.stopped, markup=False, highlight=False)
+    render_halving_result(r, out)
     out.print(verdict_line(r), markup=False, highlight=False)
     report_errors(report, err)
     code = exit_code(report) if written else EXIT_BAD_INPUT

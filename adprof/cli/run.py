@@ -4,6 +4,8 @@ a progress display, and the report of the run."""
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,121 +19,13 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from adprof import backends as backends_pkg
 from adprof.backends import BACKEND_PROFILES
-from adprof.chain import KNOWN_MODES, parse_target
-from adprof.cli.common import UsageError, backends_arg, csv_list, environment
-from adprof.measure import MeasureConfig, Measured, SeriesSpec, Worker, list_chains, measure_all
-from adprof.model import Report, Series
+from adprof.cli.common import UsageError, backends_arg, environment
+from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
+from adprof.measure.executor import Executor
+from adprof.measure.plan import backend_modes, load_targets, select
+from adprof.model import Report, Series, Shard
 from adprof.report import analyze_structures, build_report
-
-#: Fallback when ``adprof.backends`` has no ``BACKEND_MODES`` table.
-_BACKEND_MODES: dict[str, tuple[str, ...]] = {
-    "engine": ("traced", "eager"),
-    "jax": ("traced", "compile", "eager"),
-    "torch": ("traced", "eager"),
-}
-
-
-def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | None = None) -> list[dict[str, Any]]:
-    """Chain metadata for every target (loaded in a worker, each import within ``timeout`` and the
-    run's ``hard_deadline``); raises LoadError/ChainError."""
-    metas: list[dict[str, Any]] = []
-    worker = Worker()
-    try:
-        for target in targets:
-            path, name = parse_target(target)
-            file = str(path)
-            for m in list_chains(file, [name] if name else None, worker, timeout, hard_deadline):
-                m["file"] = file
-                metas.append(m)
-    finally:
-        worker.close()
-    return metas
-
-
-def select(value: str | None, known: Sequence[str], what: str, backend: str = "") -> list[str] | None:
-    if value is None:
-        return None
-    chosen = csv_list(value)
-    bad = [v for v in chosen if v not in known]
-    if bad or not chosen:
-        where = f" for backend {backend}" if backend else ""
-        raise UsageError(
-            f"unknown {what} {', '.join(map(repr, bad)) or repr(value)}; known {what}s{where}: {', '.join(known)}"
-        )
-    return chosen
-
-
-def backend_modes(backend: str) -> tuple[str, ...]:
-    """Modes a backend can measure (``compile`` only where the backend has it)."""
-    table = getattr(backends_pkg, "BACKEND_MODES", None) or _BACKEND_MODES
-    return tuple(table.get(backend, KNOWN_MODES))
-
-
-def plan_series(
-    metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
-) -> list[SeriesSpec]:
-    every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
-    want_modes = select(modes, every, "mode")
-    with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
-    if profiles is not None and not with_profiles:
-        raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
-    specs: list[SeriesSpec] = []
-    for backend in backends:
-        known_profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p is not None]
-        chosen_profiles: list[str | None] = list(known_profiles) or [None]
-        if profiles is not None and known_profiles:
-            chosen_profiles = list(select(profiles, known_profiles, "profile", backend) or [])
-        for m in metas:
-            chain_modes = list(m.get("modes") or KNOWN_MODES)
-            # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
-            wanted = want_modes if want_modes is not None else chain_modes
-            use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
-            if not use:
-                notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
-            depths = None if known_profiles else _time_only_depths(m.get("depths"))
-            for prof in chosen_profiles:
-                for md in use:
-                    specs.append(
-                        SeriesSpec(
-                            file=m["file"],
-                            chain=m["name"],
-                            backend=backend,
-                            profile=prof,
-                            mode=md,
-                            max_depth=max(m.get("depths") or [8]),
-                            declared_reuse=m.get("reuse"),
-                            params=dict(m.get("params") or {}),
-                            depths=depths,
-                        )
-                    )
-    return specs
-
-
-#: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,
-#: since unit steps at small depths are mostly noise there.
-TIME_ONLY_SPAN = (8, 128)
-
-
-def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
-    """``lo, lo*step, ...`` (rounded, distinct) up to ``hi``."""
-    out, d = [], float(lo)
-    while round(d) <= hi:
-        out.append(int(round(d)))
-        d *= step
-    return tuple(sorted(set(out)))
-
-
-def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
-    """Denser depths for time-only series (2^(1/3) steps, 13 depths over a 16x range: more points for the fit
-    and its interval) over the
-    chain's own range when it spans >= 8x (deep chains), else :data:`TIME_ONLY_SPAN`; then one doubling
-    beyond, which the cap prediction stops when it would be too slow."""
-    lo, hi = TIME_ONLY_SPAN
-    if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
-        lo, hi = min(declared), max(declared)
-    return geometric_depths(lo, 2 * hi, step=2 ** (1 / 3))
 
 
 class _Progress:
@@ -168,9 +62,12 @@ class _Progress:
         self.progress.advance(self.task)
 
 
-def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool) -> Measured:
+def measure_specs(
+    specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool, executor: Executor | None = None
+) -> Measured:
+    """Measure ``specs`` with a progress display: on local lanes, or on ``executor`` (e.g. a Dask cluster)."""
     enabled = err.is_terminal
-    lanes = max(1, min(cfg.jobs, len(specs)))
+    lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs)))
     with _Progress(err, len(specs), lanes, enabled) as prog:
 
         def on_series(s: Series) -> None:
@@ -178,8 +75,7 @@ def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, ver
             if verbose and not enabled:
                 tail = s.error or s.stopped or ""
                 err.print(
-                    f"measured {s.chain} [{s.backend}/{s.profile}, {s.mode}]: depths "
-                    f"{[p.depth for p in s.points]} {tail}",
+                    f"measured {s.label}: depths {[p.depth for p in s.points]} {tail}",
                     markup=False,
                     highlight=False,
                 )
@@ -191,7 +87,32 @@ def measure_specs(specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, ver
                 if st.at_risk or verbose:
                     prog.progress.console.print(st.summary(), markup=False, highlight=False, soft_wrap=True)
 
-        return measure_all(specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures)
+        return measure_all(
+            specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures, executor=executor
+        )
+
+
+def _shard_key(spec: SeriesSpec) -> str:
+    """What names a series across machines: its file (relative to here when inside), chain, backend,
+    profile and mode."""
+    file = spec.file
+    if file and os.path.isabs(file) and os.path.abspath(file).startswith(os.getcwd() + os.sep):
+        file = os.path.relpath(file)
+    parts = (os.path.normpath(file) if file else "", spec.chain, spec.backend, spec.profile or "", spec.mode)
+    return "\x1f".join(parts)
+
+
+def shard_specs(specs: Sequence[SeriesSpec], index: int, count: int) -> tuple[list[SeriesSpec], Shard]:
+    """The series of shard ``index`` of ``count`` (a hash of each series' name, not its place in the list:
+    every shard of one command picks the same split, whatever the order), and the :class:`Shard` record
+    that lets ``adprof report`` put the shards back in the plan's order."""
+    keys = [_shard_key(s) for s in specs]
+    plan = hashlib.sha256("\x1e".join(keys).encode()).hexdigest()[:16]
+    positions = [
+        i for i, k in enumerate(keys) if int(hashlib.sha256(k.encode()).hexdigest()[:12], 16) % count == index - 1
+    ]
+    shard = Shard(index=index, count=count, planned=len(specs), positions=positions, plan=plan)
+    return [specs[i] for i in positions], shard
 
 
 def one_chain(target: str, timeout: float, hard_deadline: float | None = None) -> dict[str, Any]:
@@ -221,11 +142,11 @@ def measure_single(
     )
     measured = measure_specs([spec], cfg, err, args.verbose)
     args.interrupted = measured.interrupted  # the command prints the partial report, then exits 130/143
-    return make_report(measured, cfg, argv)
+    return make_report(measured, cfg, argv, args.trust)
 
 
-def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str]) -> Report:
-    """The report of a measured run (classified once; the renderers read it)."""
+def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str], trust: str | None = None) -> Report:
+    """The report of a measured run (decided once; the renderers read it). ``trust``: ``--trust``."""
     return build_report(
         measured.series,
         measured.structures,
@@ -233,4 +154,5 @@ def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str]) -> 
         environment=environment(cfg, argv),
         budget_seconds=cfg.budget,
         elapsed_seconds=measured.elapsed,
+        trust=trust,
     )

@@ -10,7 +10,7 @@ class Budget:
     """Wall-clock budget shared by all series (thread-safe)."""
 
     def __init__(self, seconds: float, lanes: int, start: float | None = None, reserve: float = 0.0) -> None:
-        self.seconds = max(seconds - reserve, 0.1 * seconds)
+        self.seconds = max(seconds - reserve, 0.0)  # the config caps the reserve (RESERVE_MAX_SHARE)
         self.start = time.monotonic() if start is None else start
         self.lanes = max(1, lanes)
         self._lock = threading.Lock()

@@ -83,5 +83,5 @@ class CommandPoints:
                 raise WorkerTimeout(phase[0], None, time.monotonic() - t0, limit) from None
             return {"ok": False, "kind": "cmd", "error": f"depth {depth}: {exc.message}"}
         self.expect_json = self.expect_json or set(pt.times) != {"process"}
-        pt.extra["calls"] = msg.get("calls")
+        pt.calls = msg.get("calls")
         return {"ok": True, "point": dataclasses.asdict(pt)}

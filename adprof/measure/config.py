@@ -10,6 +10,12 @@ from adprof.model import Series
 
 DEFAULT_BUDGET = 60.0
 DEFAULT_TIMEOUT_FACTOR = 4.0
+#: Seconds of the budget kept for classifying and rendering: a base plus a share per series (240 series: 5-6 s
+#: classifying, 2-3 s rendering on a loaded 2-core machine, about 25 ms a series), at most a fraction of the
+#: budget (so at least 40% of any budget measures).
+RESERVE_BASE = 0.5
+RESERVE_PER_SERIES = 0.025
+RESERVE_MAX_SHARE = 0.6
 LOAD_TIMEOUT = 30.0  # importing a chain file
 STARTUP_TIMEOUT = 60.0  # a worker importing numpy, scipy and the engine
 
@@ -29,7 +35,7 @@ class MeasureConfig:
     max_depth: int | None = None  # overrides the chain's largest declared depth
     structure: bool = True
     started: float | None = None  # time.monotonic() when the run began (the budget counts from it)
-    reserve: float | None = None  # seconds kept for classifying and rendering (None: 0.5 + 30 ms/series)
+    reserve: float | None = None  # seconds kept for classifying and rendering (None: :meth:`reserve_for`)
     #: The deciding model's growth to a depth (the caller injects the analysis; measure does not import it):
     #: ``predictor(series, depth) -> (cost ratio depth/deepest, model figure) | None``.
     predictor: Callable[[Series, int], tuple[float, str] | None] | None = field(default=None, repr=False, compare=False)
@@ -38,6 +44,12 @@ class MeasureConfig:
     def deadline(self) -> float | None:
         """The run's absolute end (``time.monotonic()``), when ``started`` is known."""
         return None if self.started is None else self.started + self.budget
+
+    def reserve_for(self, n_series: int) -> float:
+        """Seconds of the budget kept for classifying and rendering ``n_series`` series."""
+        if self.reserve is not None:
+            return self.reserve
+        return min(RESERVE_BASE + RESERVE_PER_SERIES * n_series, RESERVE_MAX_SHARE * self.budget)
 
     @property
     def timeout(self) -> float:

@@ -12,6 +12,7 @@ Structure recordings and series are keyed by (file, chain): chains of one name i
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -21,18 +22,50 @@ from typing import Any
 from adprof.measure.budget import Budget
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.config import MeasureConfig
+from adprof.measure.executor import Executor, SlotStatus, Task, TaskContext, WorkerLost, run_task
+from adprof.measure.machine import LoadSampler, merged
 from adprof.measure.series import SeriesSpec, budget_stopped, run_series
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS
-from adprof.model import Series
+from adprof.model import Series, Stop, StopReason
 
 
 class LanePool:
-    """``jobs`` lanes, each a thread with its own worker; runs callables ``job(worker, lane)``."""
+    """The local executor: ``jobs`` lanes, each a thread with its own worker; runs callables
+    ``job(worker, lane)`` (:meth:`map`) or :class:`~adprof.measure.executor.Task` (:meth:`run`)."""
 
     def __init__(self, jobs: int) -> None:
         self.jobs = max(1, jobs)
         self.workers = [Worker() for _ in range(self.jobs)]
         self.interrupted: BaseException | None = None  # the interrupt that stopped the run
+
+    @property
+    def lanes(self) -> int:
+        return self.jobs
+
+    def run(
+        self,
+        tasks: Sequence[Task],
+        on_done: Callable[[int, Any], None] | None = None,
+        poll: Callable[[], None] | None = None,
+        status: SlotStatus | None = None,
+    ) -> list[Any]:
+        """Run tasks on the lanes (claimed, run and released in the lane); see :meth:`map`."""
+
+        def job_of(task: Task) -> Callable[[Worker, int], Any]:
+            def job(worker: Worker, lane: int) -> Any:
+                def say(text: str) -> None:
+                    if status is not None:
+                        status(lane, text)
+
+                return run_task(task, TaskContext(worker=worker, deadline=task.deadline, say=say, where=f"lane {lane}"))
+
+            return job
+
+        return self.map([job_of(t) for t in tasks], on_done=on_done, poll=poll)
+
+    def interrupt(self) -> None:
+        for w in self.workers:
+            w.interrupt()
 
     def map(
         self,
@@ -134,39 +167,44 @@ class Measured:
     interrupted: str | None = None
 
 
-def _structure_job(
-    file: str, chain: str, cfg: MeasureConfig, budget: Budget, max_depth: int, status: Callable[[int, str], None]
-) -> Callable[[Worker, int], dict[str, Any]]:
+def structure_task(ctx: TaskContext, file: str, chain: str, cfg: MeasureConfig, depths: list[int]) -> dict[str, Any]:
+    """Record one chain's structure in ``ctx.worker`` (runs where the worker is)."""
+    ctx.say(f"{chain}: structure")
+    req = {"op": "structure", "file": ctx.local_path(file), "chain": chain, "depths": depths}
+    at: list[int] = []
+
+    def on_event(ev: dict[str, Any]) -> None:
+        if ev.get("event") == "depth":
+            at.append(int(ev.get("depth", 0)))
+
+    try:
+        ans = ctx.worker.request(req, cfg.timeout, on_event, ctx.deadline)
+    except WorkerTimeout as to:
+        where = f" at depth {at[-1]}" if at else ""
+        why = "the budget ran out" if to.by_deadline else "killed"
+        return {
+            "hang": f"recording the chain{where} did not finish within {to.elapsed:.1f} s ({why}): "
+            "the chain hangs or is far too slow",
+            "hang_depth": at[-1] if at else None,
+        }
+    except WorkerCrashed as cr:
+        if cr.interrupted:
+            return {"interrupted": True}
+        where = f" at depth {at[-1]}" if at else ""
+        return {"crash": f"recording the chain{where}: {cr.message}", "crash_depth": at[-1] if at else None}
+    if not ans.get("ok"):
+        return {"error": ans.get("error") or "structure analysis failed"}
+    return dict(ans["structure"])
+
+
+def _structure_job(file: str, chain: str, cfg: MeasureConfig, budget: Budget, max_depth: int) -> Task:
     depths = [d for d in STRUCTURE_DEPTHS if d <= max(max_depth, 3)]
+    return Task(structure_task, (file, chain, _portable(cfg), depths), deadline=budget.deadline, files=(file,))
 
-    def job(worker: Worker, lane: int) -> dict[str, Any]:
-        status(lane, f"{chain}: structure")
-        req = {"op": "structure", "file": file, "chain": chain, "depths": depths}
-        at: list[int] = []
 
-        def on_event(ev: dict[str, Any]) -> None:
-            if ev.get("event") == "depth":
-                at.append(int(ev.get("depth", 0)))
-
-        try:
-            ans = worker.request(req, cfg.timeout, on_event, budget.deadline)
-        except WorkerTimeout as to:
-            where = f" at depth {at[-1]}" if at else ""
-            why = "the budget ran out" if to.by_deadline else "killed"
-            return {
-                "hang": f"recording the chain{where} did not finish within {to.elapsed:.1f} s ({why}): "
-                "the chain hangs or is far too slow"
-            }
-        except WorkerCrashed as cr:
-            if cr.interrupted:
-                return {"interrupted": True}
-            where = f" at depth {at[-1]}" if at else ""
-            return {"crash": f"recording the chain{where}: {cr.message}", "crash_depth": at[-1] if at else None}
-        if not ans.get("ok"):
-            return {"error": ans.get("error") or "structure analysis failed"}
-        return dict(ans["structure"])
-
-    return job
+def _portable(cfg: MeasureConfig) -> MeasureConfig:
+    """``cfg`` without the steering process's clock (a task gets its deadline in its context)."""
+    return dataclasses.replace(cfg, started=None)
 
 
 LaneStatus = Callable[[int, str], None]
@@ -176,7 +214,7 @@ def _probe_structures(
     specs: Sequence[SeriesSpec],
     cfg: MeasureConfig,
     budget: Budget,
-    pool: LanePool,
+    pool: Executor,
     status: LaneStatus,
     poll: Callable[[], None] | None,
 ) -> dict[StructureKey, dict[str, Any]]:
@@ -185,10 +223,10 @@ def _probe_structures(
     for s in specs:
         chains.setdefault((s.file, s.chain), s)
     keys = list(chains)
-    jobs = [_structure_job(f, n, cfg, budget, chains[f, n].max_depth, status) for f, n in keys]
+    tasks = [_structure_job(f, n, cfg, budget, chains[f, n].max_depth) for f, n in keys]
     return {
-        k: res if isinstance(res, dict) else {"error": f"internal: {res}"}
-        for k, res in zip(keys, pool.map(jobs, poll=poll), strict=True)
+        k: res if isinstance(res, dict) else {"error": str(res) if isinstance(res, WorkerLost) else f"internal: {res}"}
+        for k, res in zip(keys, pool.run(tasks, poll=poll, status=status), strict=True)
         if res is not None
     }
 
@@ -200,52 +238,86 @@ def _budget_note(budget: Budget, cfg: MeasureConfig) -> str:
     )
 
 
+def series_task(
+    ctx: TaskContext, spec: SeriesSpec, cfg: MeasureConfig, structure: dict[str, Any], resume: Series | None
+) -> Series:
+    """Measure (or, with ``resume``, continue) one series in ``ctx.worker``, noting the machine and its
+    load (runs where the worker is)."""
+    more = " (more)" if resume is not None else ""
+
+    def say(text: str) -> None:
+        ctx.say(f"{spec.label}{more} {text}")
+
+    local = spec.file if spec.cmd is not None else ctx.local_path(spec.file)
+    run_spec = spec if local == spec.file else dataclasses.replace(spec, file=local)
+    before = resume.machine if resume is not None else None
+    with LoadSampler() as load:
+        series = run_series(run_spec, ctx.worker, cfg, ctx.allowance, ctx.deadline, say, resume=resume)
+    series.machine = merged(before, load.machine(ctx.where))
+    if local != spec.file:  # materialized from the sent source: the report names the file as given
+        series.file = spec.file
+        series.error = series.error.replace(local, spec.file) if series.error else series.error
+    failure = structure.get("crash") or structure.get("hang")
+    if failure and not series.points and not series.error:  # the budget cut it short
+        series.error = failure
+    return series
+
+
 def _series_job(
     spec: SeriesSpec,
     cfg: MeasureConfig,
     budget: Budget,
     structure: dict[str, Any],
-    status: LaneStatus,
     resume: Series | None = None,
-) -> Callable[[Worker, int], Series]:
-    """Measure (or, with ``resume``, continue) one series on a lane with its claim on the budget."""
+) -> Task:
+    """One series (or, with ``resume``, its continuation) with its claim on the budget."""
+    # a recording that hung or crashed at its first depth: the points would too (a hang or crash at a
+    # deeper depth is measured: the depths before it are kept, and the point that hangs is killed at its
+    # own timeout, a runaway)
+    first = min(STRUCTURE_DEPTHS)
+    blocked = (structure.get("hang") if structure.get("hang_depth") in (None, first) else None) or (
+        structure.get("crash") if structure.get("crash_depth") in (None, first) else None
+    )
 
-    def job(worker: Worker, lane: int) -> Series:
-        # a recording that hung, or crashed at its first depth: the points would too (a crash at a
-        # deeper depth is measured: the depths before it are kept)
-        first = structure.get("crash_depth") in (None, min(STRUCTURE_DEPTHS))
-        blocked = structure.get("hang") or (structure.get("crash") if first else None)
-        allowance = budget.claim()
-        try:
-            if resume is not None:
-                if allowance <= 0.5:
-                    return resume
-            elif blocked:
-                return spec.new_series(error=blocked)
-            elif allowance <= 0:
-                return spec.new_series(stopped=f"not measured: {_budget_note(budget, cfg)}")
-            more = " (more)" if resume is not None else ""
+    def shortcut(allowance: float) -> Series | None:
+        if resume is not None:
+            return resume if allowance <= 0.5 else None
+        if blocked:
+            return spec.new_series(error=blocked)
+        if allowance <= 0:
+            return spec.new_series(stop=Stop(StopReason.NOT_MEASURED, seconds=budget.elapsed(), limit=cfg.budget))
+        return None
 
-            def say(text: str) -> None:
-                status(lane, f"{spec.label}{more} {text}")
-
-            series = run_series(spec, worker, cfg, allowance, budget.deadline, say, resume=resume)
-            if structure.get("crash") and not series.points and not series.error:  # the budget cut it short
-                series.error = structure["crash"]
-            return series
-        finally:
-            budget.release()
-
-    return job
+    kept = {k: v for k, v in structure.items() if k in ("crash", "hang")}  # all the task reads of the recording
+    return Task(
+        series_task,
+        (spec, _portable(cfg), kept, resume),
+        deadline=budget.deadline,
+        claim=budget.claim,
+        shortcut=shortcut,
+        release=budget.release,
+        files=() if spec.cmd is not None else (spec.file,),
+        affinity=resume.machine.worker if resume is not None and resume.machine is not None else None,
+    )
 
 
-def _reserve(cfg: MeasureConfig, n_specs: int) -> float:
-    """Seconds of the budget kept for classifying and rendering: about 35 ms per *measured* series
-    (240 series: 5-6 s classifying, 2-3 s rendering on a loaded 2-core machine), much less for one
-    not measured; so 25 ms per series plus 0.5 s, at most 60 % of the budget."""
-    if cfg.reserve is not None:
-        return cfg.reserve
-    return min(0.5 + 0.025 * n_specs, 0.6 * cfg.budget)
+def _second_pass(
+    specs: Sequence[SeriesSpec],
+    results: list[Any],
+    cfg: MeasureConfig,
+    budget: Budget,
+    pool: Executor,
+    status: LaneStatus,
+    poll: Callable[[], None] | None,
+) -> None:
+    """Series stopped by their share continue with what the others left over (``results`` updated)."""
+    again = [i for i, r in enumerate(results) if isinstance(r, Series) and budget_stopped(r)]
+    if again and budget.remaining() > 1.0 and pool.interrupted is None:
+        budget.add(len(again))
+        tasks = [_series_job(specs[i], cfg, budget, {}, resume=results[i]) for i in again]
+        for i, res in zip(again, pool.run(tasks, poll=poll, status=status), strict=True):
+            if isinstance(res, Series):
+                results[i] = res
 
 
 def measure_all(
@@ -255,15 +327,17 @@ def measure_all(
     on_series: Callable[[Series], None] | None = None,
     poll: Callable[[], None] | None = None,
     on_structures: Callable[[dict[StructureKey, dict[str, Any]]], None] | None = None,
+    executor: Executor | None = None,
 ) -> Measured:
-    """Structure recordings (one per chain), then every series, on ``cfg.jobs`` lanes within the budget.
+    """Structure recordings (one per chain), then every series, within the budget: on ``cfg.jobs`` local
+    lanes, or on ``executor`` (its ``lanes`` at once; the caller closes it).
 
     ``structures`` of the result are the raw recordings (:mod:`adprof.measure.structure_probe`), or
     ``{"hang" | "crash" | "error": message}`` for a chain whose recording failed.
     """
-    lanes = max(1, min(cfg.jobs, len(specs) or 1))
-    budget = Budget(cfg.budget, lanes, cfg.started, _reserve(cfg, len(specs)))
-    pool = LanePool(lanes)
+    lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs) or 1))
+    budget = Budget(cfg.budget, lanes, cfg.started, cfg.reserve_for(len(specs)))
+    pool: Executor = LanePool(lanes) if executor is None else executor
 
     def st(lane: int, text: str) -> None:
         if status is not None:
@@ -281,22 +355,16 @@ def measure_all(
             if on_structures is not None and pool.interrupted is None:
                 on_structures(structures)
         budget.add(len(specs))
-        jobs = [_series_job(s, cfg, budget, structures.get((s.file, s.chain), {}), st) for s in specs]
-        results = pool.map(jobs, on_done=done, poll=poll)
-        # second pass: series stopped by their share continue with what the others left over
-        again = [i for i, r in enumerate(results) if isinstance(r, Series) and budget_stopped(r)]
-        if again and budget.remaining() > 1.0 and pool.interrupted is None:
-            budget.add(len(again))
-            jobs = [_series_job(specs[i], cfg, budget, {}, st, resume=results[i]) for i in again]
-            for i, res in zip(again, pool.map(jobs, poll=poll), strict=True):
-                if isinstance(res, Series):
-                    results[i] = res
-    except KeyboardInterrupt as exc:  # between two maps
+        tasks = [_series_job(s, cfg, budget, structures.get((s.file, s.chain), {})) for s in specs]
+        results = pool.run(tasks, on_done=done, poll=poll, status=st)
+        _second_pass(specs, results, cfg, budget, pool, st, poll)
+    except KeyboardInterrupt as exc:  # between two runs
         pool.interrupted = exc
     finally:
-        for w in pool.workers if pool.interrupted is not None else ():
-            w.interrupt()
-        pool.close()
+        if pool.interrupted is not None:
+            pool.interrupt()
+        if executor is None:
+            pool.close()
     interrupted = None
     if pool.interrupted is not None:
         interrupted = getattr(pool.interrupted, "signal_name", None) or "SIGINT"
@@ -316,6 +384,8 @@ def _final_series(spec: SeriesSpec, res: Any, interrupted: str | None) -> Series
     if isinstance(res, Series):
         return res
     if res is None:  # never started (interrupted)
-        return spec.new_series(stopped=f"not measured: interrupted by {interrupted or 'SIGINT'}")
+        return spec.new_series(stop=Stop(StopReason.NOT_MEASURED, interrupt=interrupted or "SIGINT"))
+    if isinstance(res, WorkerLost):  # the machine measuring it went away
+        return spec.new_series(error=str(res))
     # an exception in a job is a bug of ours: keep the run going, report it on the series
     return spec.new_series(error=f"internal error: {type(res).__name__}: {res}")

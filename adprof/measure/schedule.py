@@ -54,7 +54,7 @@ class Schedule:
 
     def growing_fast(self, points: Sequence[Point]) -> bool:
         """Marginal per-layer cost ratio >= EXPONENTIAL_RATIO over the last consecutive depths, and not decaying."""
-        pts = [p for p in points if not p.extra.get("censored")]
+        pts = [p for p in points if not p.censored]
         if len(pts) < 3:
             return True
         d = [p.depth for p in pts[-4:]]
@@ -121,7 +121,7 @@ def predict_next(points: Sequence[Point], next_depth: int, exponential: bool) ->
     The growth factor comes from the phase's counters when it has some (exact), else from its
     times; exponential extrapolation on unit steps, power law (at least linear) on doublings.
     """
-    pts = [p for p in points if not p.extra.get("censored")]
+    pts = [p for p in points if not p.censored]
     if len(pts) < 2:
         return {}
     p1, p2 = pts[-2], pts[-1]

@@ -2,11 +2,12 @@
 
 A series stops when a phase exceeds the cap, when the next point is predicted to exceed it
 (:func:`~adprof.measure.schedule.predict_next`), when its share of the budget is used, or at a
-failure. ``Series.stopped`` says which, e.g. "stopped after depth 25: transform 1.62 s > 1.5 s cap".
-A point killed by the timeout or stopped by the counter budget is kept as a censored lower bound.
-A point killed at its *own* timeout (not by the budget's end) also stops the series for good and
-carries ``extra["killed"]`` (the message): a hang is a finding, never a healthy series cut short.
-A point cut off by an interrupt ends the series with an ``error`` naming the signal.
+failure. ``Series.stop`` (a :class:`~adprof.model.Stop`) says which and where; its ``text()`` is the
+sentence, e.g. "stopped after depth 25: transform 1.62 s > 1.5 s cap".
+A point killed by the timeout or stopped by the counter budget is kept as a censored lower bound
+(``Point.status``). A point killed at its *own* timeout (not by the budget's end) also stops the series
+for good, with status ``killed`` and a ``TIMEOUT`` stop: a hang is a finding, never a healthy series cut
+short. A point cut off by an interrupt ends the series with an ``error`` naming the signal.
 """
 
 from __future__ import annotations
@@ -24,12 +25,21 @@ from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, over_cap, point_cost, predict_next
-from adprof.model import Point, Series, cost_phases, fmt_seconds
+from adprof.model import (
+    RUNAWAY_FACTOR,
+    CensorReason,
+    Point,
+    PointStatus,
+    Series,
+    Stop,
+    StopReason,
+    cost_phases,
+    series_label,
+)
 
 MIN_CALLS = 3
 #: How the times of a counted series (a chain under --metric instructions) are taken.
 COUNTED_FIELDS = {"statistic": "one counted run per phase after a warm-up (callgrind)", "clock": NOMINAL_CLOCK}
-RUNAWAY_FACTOR = 20.0  # a point killed by the budget after 20x its predicted time is a runaway
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 
 
@@ -54,8 +64,7 @@ class SeriesSpec:
 
     @property
     def label(self) -> str:
-        prof = f"/{self.profile}" if self.profile else ""
-        return f"{self.chain} [{self.backend}{prof}, {self.mode}]"
+        return series_label(self.chain, self.backend, self.profile, self.mode, self.params)
 
     def new_series(self, **fields: Any) -> Series:
         """An empty :class:`Series` of this spec (``fields``: e.g. ``error`` or ``stopped``)."""
@@ -81,21 +90,24 @@ StatusCallback = Callable[[str], None]
 
 
 def _censored_point(
-    depth: int, phase: str | None, seconds: float, reason: str, partial: dict[str, Any] | None = None
+    depth: int,
+    phase: str | None,
+    seconds: float,
+    reason: CensorReason,
+    partial: dict[str, Any] | None = None,
+    status: PointStatus = PointStatus.CENSORED,
 ) -> Point:
     """A lower bound: the point (or its partial measurement) with ``phase`` at least ``seconds``."""
     pt = point_from_dict(partial) if partial else Point(depth=depth)
     if phase:
         pt.times[phase] = max(seconds, pt.times.get(phase, 0.0))
-    pt.extra["censored"] = True
-    pt.extra["censor_reason"] = reason
-    pt.extra["censored_phase"] = phase
+    pt.status, pt.censor_reason, pt.censored_phase = status, reason, phase
     return pt
 
 
 def budget_stopped(series: Series) -> bool:
     """True if the series stopped only because its share of the budget ran out."""
-    return bool(series.stopped) and not series.error and "budget share" in (series.stopped or "")
+    return series.stop is not None and not series.error and series.stop.reason is StopReason.BUDGET_SHARE
 
 
 def point_from_dict(d: dict[str, Any]) -> Point:
@@ -119,15 +131,14 @@ class _SeriesRun:
         self.spec, self.worker, self.cfg, self.series = spec, worker, cfg, series
         self.allowance, self.hard_deadline, self.status = allowance, hard_deadline, status
         self.start = time.monotonic()
-        self.walls: list[float] = [p.extra["wall_seconds"] for p in series.points if "wall_seconds" in p.extra]
+        self.walls: list[float] = [p.wall_seconds for p in series.points if p.wall_seconds is not None]
         self.calls = cfg.calls
-        self.cap_s = f"{cfg.cap:g} s cap"
 
     def say(self, text: str) -> None:
         if self.status is not None:
             self.status(text)
 
-    def stop_before(self, depth: int, last: int, exponential: bool) -> str | None:
+    def stop_before(self, depth: int, last: int, exponential: bool) -> Stop | None:
         """Why the point at ``depth`` is not run (predicted over the cap or the budget), else None.
 
         May lower ``self.calls`` (eager) so that the point fits in what is left of the share."""
@@ -146,30 +157,25 @@ class _SeriesRun:
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
-            rel = ">" if t > cfg.cap else f"within {PREDICT_MARGIN - 1:.0%} of the"
-            said = fmt_seconds(t, 0) if math.isfinite(t) else "far"
-            how = (
-                f" by the deciding model ({figure})"
-                if by_model is not None and ph in cost_phases(self.spec.mode)
-                else ""
-            )
-            return (
-                f"stopped after depth {last}: next point (depth {depth}) predicted{how} {ph} {said} {rel} {self.cap_s}"
+            model = figure if by_model is not None and ph in cost_phases(self.spec.mode) else ""
+            return Stop(
+                StopReason.PREDICTED_CAP, after=last, depth=depth, phase=ph, seconds=t, limit=cfg.cap, by_model=model
             )
         if self.hard_deadline is not None and time.monotonic() >= self.hard_deadline:
-            return f"stopped after depth {last}: the budget ran out"
+            return Stop(StopReason.BUDGET, after=last)
         if left <= 0:
-            return f"stopped after depth {last}: this series' budget share ({self.allowance:.1f} s) is used up"
+            return Stop(StopReason.BUDGET_SHARE, after=last, limit=self.allowance)
         mode, prev = self.spec.mode, points[-1]
         ratio = depth / max(prev.depth, 1)
         if mode == "eager" and self.walls and len(points) == 1:
             # one point: size the calls from its wall time per call (a huge --calls must not eat the budget)
-            per_call = self.walls[-1] / max(int(prev.extra.get("calls") or self.calls), 1) * ratio
+            per_call = self.walls[-1] / max(int(prev.calls or self.calls), 1) * ratio
             fit = int(0.5 * left / per_call) if per_call > 0 else cfg.calls
             self.calls = max(MIN_CALLS, min(cfg.calls, fit))
         if not (self.walls and len(points) >= 2 and pred):
             return None
-        overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev.extra.get("calls", self.calls)))
+        prev_calls = prev.calls if prev.calls is not None else self.calls
+        overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev_calls))
         wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
         counting = self.spec.metric == "instructions"
         if counting:  # under valgrind the wall grows with the counted cost, not with the depth
@@ -181,10 +187,7 @@ class _SeriesRun:
                 self.calls = k
                 wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
         if wall_pred > left:
-            return (
-                f"stopped after depth {last}: next point (depth {depth}) predicted "
-                f"{fmt_seconds(wall_pred, 0)} > {fmt_seconds(max(left, 0), 0)} left of this series' budget share"
-            )
+            return Stop(StopReason.BUDGET_SHARE, after=last, depth=depth, seconds=wall_pred, limit=left)
         return None
 
     def measure(self, depth: int, last: int | None) -> bool:
@@ -229,66 +232,56 @@ class _SeriesRun:
             self.failed(depth, last, ans)
             return False
         pt = point_from_dict(ans["point"])
-        pt.extra["wall_seconds"] = self.walls[-1]
+        pt.wall_seconds = self.walls[-1]
         self.series.points.append(pt)
         oc = over_cap(pt, cfg.cap)
         if oc is not None:
-            self.series.stopped = f"stopped after depth {depth}: {oc[0]} {fmt_seconds(oc[1], 0)} > {self.cap_s}"
+            self.series.stop = Stop(StopReason.CAP, after=depth, phase=oc[0], seconds=oc[1], limit=cfg.cap)
             return False
         return True
 
     def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:
-        """The worker was killed: at its own timeout (a hang: marked ``killed``, a finding), or at the
-        budget's end (censored if it already ran past the cap, else just stopped)."""
+        """The worker was killed: at its own timeout (a hang: a ``killed`` point, a finding), or at the
+        budget's end (censored if it already ran past the cap, else just stopped: nothing is known about
+        that depth, and a budget that runs out is never a hang)."""
         series, cap = self.series, self.cfg.cap
-        if to.counting:
-            # killed under valgrind: its wall time says nothing of the program's own cost
-            why = f"depth {depth} not counted: the budget ran out after {to.total:.1f} s under valgrind"
-            if not to.by_deadline:
-                why = f"depth {depth} not counted: valgrind ran {to.total:.1f} s, past its {to.limit:.0f} s limit"
-            if any(not p.extra.get("censored") for p in series.points):
-                series.stopped = f"stopped after depth {last}: {why}"
+        exact = any(not p.censored for p in series.points)
+        where = {"depth": depth, "phase": to.phase, "call": to.call}
+        if to.counting:  # killed under valgrind: its wall time says nothing of the program's own cost (no hang)
+            after = last if exact else None
+            if to.by_deadline:
+                series.stop = Stop(StopReason.BUDGET, after=after, seconds=to.total, **where)
             else:
-                series.error = f"{why}; no depth was counted (raise --budget: counting runs 20-100x slower)"
+                series.stop = Stop(StopReason.COUNT_TIMEOUT, after=after, seconds=to.total, limit=to.limit, **where)
             return
-        where = ""
-        if to.phase:
-            where = f" in {to.phase}" + (f" (call {to.call})" if to.call is not None else "")
-        exact = any(not p.extra.get("censored") for p in series.points)
         if to.by_deadline and to.limit < self.cfg.timeout:
-            why = f"depth {depth} killed{where} after {to.total:.1f} s: the budget ran out"
-            if not exact and to.elapsed >= min(cap, 0.5 * self.allowance):  # it had its fair share
-                series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
-                return
             runaway = exact and to.elapsed < cap and self._far_over_prediction(depth, to)
             if to.elapsed < cap and not runaway:  # not over the cap: nothing known about this depth
-                series.stopped = f"stopped after depth {last}: {why}" if exact else f"not measured: {why}"
+                series.stop = Stop(StopReason.BUDGET, after=last if exact else None, seconds=to.total, **where)
                 return
             if runaway:
-                pt = _censored_point(depth, to.phase, to.elapsed, "budget")
-                pt.extra["killed"] = (
-                    f"{why}, {RUNAWAY_FACTOR:g}x past its prediction: the chain hangs or is far too slow"
+                series.points.append(
+                    _censored_point(depth, to.phase, to.elapsed, CensorReason.BUDGET, status=PointStatus.KILLED)
                 )
-                series.points.append(pt)
-                series.stopped = f"stopped after depth {last}: {pt.extra['killed']} (censored)"
+                series.stop = Stop(StopReason.RUNAWAY, after=last, seconds=to.total, **where)
                 return
-            series.points.append(_censored_point(depth, to.phase, to.elapsed, "budget"))
-            series.stopped = f"stopped after depth {last}: {why}, past the {cap:g} s cap (censored)"
+            series.points.append(_censored_point(depth, to.phase, to.elapsed, CensorReason.BUDGET))
+            series.stop = Stop(StopReason.CENSORED, after=last, seconds=to.total, limit=cap, **where)
             return
-        why = f"depth {depth} killed{where} after the {to.limit:.1f} s timeout"
-        killed = f"{why}: the chain hangs or is far too slow"
         if not exact:
-            series.error = f"{why}; no depth finished (the chain hangs or is far too slow)"
+            why = f"depth {depth} killed" + (f" in {to.phase}" if to.phase else "")
+            call = f" (call {to.call})" if to.phase and to.call is not None else ""
+            hang = "no depth finished (the chain hangs or is far too slow)"
+            series.error = f"{why}{call} after the {to.limit:.1f} s timeout; {hang}"
             return
-        pt = _censored_point(depth, to.phase, to.elapsed, "timeout")
-        pt.extra["killed"] = killed
+        pt = _censored_point(depth, to.phase, to.elapsed, CensorReason.TIMEOUT, status=PointStatus.KILLED)
         series.points.append(pt)
-        series.stopped = f"stopped after depth {last}: {killed} (censored; no deeper depth measured)"
+        series.stop = Stop(StopReason.TIMEOUT, after=last, seconds=to.elapsed, limit=to.limit, **where)
 
     def _far_over_prediction(self, depth: int, to: WorkerTimeout) -> bool:
         """The killed point ran at least a second and RUNAWAY_FACTOR times what its depth predicts
         (exponential extrapolation, the larger one): a runaway, even with a cap too large to say so."""
-        exact = [p for p in self.series.points if not p.extra.get("censored")]
+        exact = [p for p in self.series.points if not p.censored]
         try:
             pred = predict_next(exact, depth, True)
         except OverflowError:
@@ -305,25 +298,26 @@ class _SeriesRun:
         msg = ans.get("error") or "failed"
         if kind == "budget":
             phase = ans.get("phase")
-            series.points.append(_censored_point(depth, phase, 0.0, "counter budget", ans.get("point")))
-            series.stopped = (
-                f"stopped after depth {last}: depth {depth} exceeded the key-comparison "
-                f"budget ({self.cfg.counter_budget:,}) in {phase} (censored)"
+            series.points.append(_censored_point(depth, phase, 0.0, CensorReason.COUNTER_BUDGET, ans.get("point")))
+            series.stop = Stop(
+                StopReason.COUNTER_BUDGET, after=last, depth=depth, phase=phase, limit=self.cfg.counter_budget
             )
-            if not any(not p.extra.get("censored") for p in series.points):
+            if not any(not p.censored for p in series.points):
                 series.error = f"depth {depth}: key-comparison budget exceeded in {phase}"
         elif kind == "resource":
             series.error = f"depth {depth}: worker ran out of a resource: {msg}"
         else:
-            series.error = msg if msg.startswith("depth") else f"depth {depth}: {msg}"
+            # formatting only: the backends' messages name the depth where they say where in the chain it failed
+            series.error = msg if msg.startswith(f"depth {depth}") else f"depth {depth}: {msg}"
 
 
 def counted_wall(points: list[Point], walls: list[float], pred: dict[str, float], mode: str, calls: int) -> float:
     """Predicted wall seconds of the next point of an instruction series: the wall of the last two points
     as fixed + slope x native cost (valgrind's start-up, then its slowdown of the counted work), else the
     last wall scaled by the predicted cost growth."""
-    costs = [point_cost(p.times, mode, p.extra.get("calls", calls)) for p in points[-2:]]
-    nxt = point_cost(pred, mode, points[-1].extra.get("calls", calls))  # the calls the last point made
+    costs = [point_cost(p.times, mode, p.calls if p.calls is not None else calls) for p in points[-2:]]
+    last_calls = points[-1].calls if points[-1].calls is not None else calls  # the calls the last point made
+    nxt = point_cost(pred, mode, last_calls)
     if len(costs) == 2 and len(walls) >= 2 and costs[1] > costs[0] > 0:
         slope = (walls[-1] - walls[-2]) / (costs[1] - costs[0])
         fixed = walls[-1] - slope * costs[1]
@@ -346,7 +340,7 @@ def run_series(
     ``resume``: a series stopped by its budget share, continued where it stopped.
     """
     series = resume if resume is not None else spec.new_series()
-    series.stopped = None
+    series.stop = None
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
@@ -363,7 +357,7 @@ def run_series(
             exponential = not sched.doubling and (sched.explicit is None or depth - last == 1)
             stop = run.stop_before(depth, last, exponential=exponential)
             if stop is not None:
-                series.stopped = stop
+                series.stop = stop
                 break
         run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
         if not run.measure(depth, last):

@@ -5,13 +5,61 @@
 * ``jsonout.report_to_json`` / ``jsonout.load_report``: the JSON session format.
 * ``plot.plot_report(report, path)`` / ``plot.result_svg(result)``: matplotlib (optional extra).
 * ``html.render_html(report)``: one self-contained page.
+
+The file outputs share one interface, :class:`Renderer` (:data:`FILE_RENDERERS`): ``adprof check`` and
+``adprof report`` (a saved run, rendered again) write them the same way.
 """
 
+from __future__ import annotations
+
+from typing import Protocol
+
+from adprof.model import Report
 from adprof.render.console import render_halving, render_ratio_table, render_report
 from adprof.render.html import render_html
-from adprof.render.jsonout import load_report, report_to_json
+from adprof.render.jsonout import load_report, report_text, report_to_json
+
+
+class Renderer(Protocol):
+    """A file output of a report: it reads the report, and never measures nor analyses."""
+
+    option: str  # the command-line option that asks for it ("--html")
+    suffixes: tuple[str, ...] | None  # the file types it writes (None: any)
+
+    def render(self, report: Report, path: str) -> str | None:
+        """The file's text (the caller writes it), or None when the renderer wrote ``path`` itself."""
+        ...
+
+
+class JsonRenderer:
+    option, suffixes = "--json", None
+
+    def render(self, report: Report, path: str) -> str:
+        return report_text(report)
+
+
+class HtmlRenderer:
+    option, suffixes = "--html", (".html", ".htm")
+
+    def render(self, report: Report, path: str) -> str:
+        return render_html(report)
+
+
+class PlotRenderer:
+    option, suffixes = "--plot", (".png", ".svg", ".pdf")
+
+    def render(self, report: Report, path: str) -> None:
+        from adprof.render.plot import plot_report  # matplotlib only when plotting
+
+        plot_report(report, path)
+
+
+#: Every file output, in the order they are written.
+FILE_RENDERERS: tuple[Renderer, ...] = (JsonRenderer(), HtmlRenderer(), PlotRenderer())
 
 __all__ = [
+    "FILE_RENDERERS",
+    "Renderer",
     "load_report",
     "render_halving",
     "render_html",

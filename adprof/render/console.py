@@ -20,7 +20,20 @@ from adprof.model import (
     counter_totals,
     fmt_seconds,
 )
-from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import (
+    LOADED_MARK,
+    LOADED_NOTE,
+    SWEEP_COLUMNS,
+    backend_label,
+    chain_label,
+    depth_reached,
+    fmt_growth,
+    machine_host,
+    machine_text,
+    one_line_reason,
+    several_machines,
+    worst_time_text,
+)
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -36,11 +49,6 @@ VERDICT_STYLE = {
 }
 
 
-#: Verdicts that get a paragraph in the concise report (the others get one line, or only a table row).
-PARAGRAPH = set(model.PATHOLOGIES)
-ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
-
-
 def _t(text: str, style: str = "") -> Text:
     """User-supplied text as a rich Text: never parsed as markup (a ``[x]`` in a message stays as written)."""
     return Text(text, style=style)
@@ -50,26 +58,31 @@ def _decided(result: Result) -> str:
     fit = result.verdict.fit
     if fit is None:
         return "-"
-    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    by = {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    return f"{by} ({LOADED_MARK})" if result.verdict.loaded_machine else by
 
 
 def _time_caption(report: Report) -> str:
     timed = [r.series for r in report.results if r.verdict.fit is not None and r.verdict.fit.source == "time"]
     stats = sorted({f"{s.statistic or 'lower quartile of repeats'}, {s.clock or 'wall (perf_counter)'}" for s in timed})
     base = "growth: the deciding model's per-layer base or exponent (time: with its 95% interval)"
-    return base + (f"; time: {'; '.join(stats)}" if stats else "")
+    loaded = f"\n{LOADED_NOTE}" if any(r.verdict.loaded_machine for r in report.results) else ""
+    return base + (f"; time: {'; '.join(stats)}" if stats else "") + loaded
 
 
 def summary_table(report: Report) -> Table:
     """One row per result."""
     t = Table(title="adprof summary", show_lines=False, caption=_time_caption(report))
+    machines = several_machines(report.results)  # which host measured it, when there are several
     for col in ("chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "worst time"):
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
+    if machines:
+        t.add_column("machine")
     t.add_column("stopped", overflow="fold")
     for r in report.results:
         s, v = r.series, r.verdict
         chain = chain_label(s)
-        t.add_row(
+        cells = [
             _t(chain),
             _t(backend_label(s)),
             _t(s.mode),
@@ -78,8 +91,8 @@ def summary_table(report: Report) -> Table:
             _t(_decided(r)),
             _t(depth_reached(s)),
             _t(worst_time_text(s)),
-            _t(s.error or s.stopped or ""),
-        )
+        ]
+        t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(s.error or s.stopped or ""))
     return t
 
 
@@ -108,8 +121,8 @@ def sweep_rich_table(results: list[dict]) -> Table | None:
 
 def _head(result: Result) -> Text:
     s, v = result.series, result.verdict
-    head = _t(chain_label(s), "bold")
-    head.append(f" [{backend_label(s)}, {s.mode}]: ", style="bold")
+    head = _t(s.label, "bold")
+    head.append(": ", style="bold")
     head.append(v.kind, style=VERDICT_STYLE.get(v.kind, ""))
     growth = fmt_growth(result)
     if growth != "-":
@@ -123,6 +136,8 @@ def render_result_details(result: Result, console: Console) -> None:
     console.print(_head(result))
     if s.error:
         console.print(_t(f"  error: {s.error}"))
+    if s.machine is not None:
+        console.print(_t(f"  {machine_text(s)}"))
     for e in v.evidence:
         console.print(_t(f"  - {e}"))
     if v.cause:
@@ -145,14 +160,8 @@ def render_paragraph(result: Result, console: Console) -> None:
 
 def one_line(result: Result) -> Text:
     """Inconclusive, runaway, error and mildly superlinear series: what and why, in one line."""
-    s, v = result.series, result.verdict
-    why = s.error if v.kind == model.ERROR and s.error else None
-    if why is None and v.fit is not None and v.fit.reason:
-        why = v.fit.reason
-    if why is None:
-        why = v.cause or (v.evidence[0] if v.evidence else "")
     line = _head(result)
-    line.append(f": {why}")
+    line.append(f": {one_line_reason(result)}")
     return line
 
 
@@ -170,10 +179,10 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
             render_result_details(r, console)
     else:
         for r in report.results:
-            if r.verdict.kind in PARAGRAPH:
+            if r.verdict.presentation == "paragraph":
                 console.print()
                 render_paragraph(r, console)
-        lines = [r for r in report.results if r.verdict.kind in ONE_LINE]
+        lines = [r for r in report.results if r.verdict.presentation == "line"]
         if lines:
             console.print()
         for r in lines:
@@ -205,7 +214,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
     eager = series.mode == "eager"
     main, second = ("backward", "forward") if eager else ("transform", "drop")
     phases = ("backward",) if eager else ("transform", "drop")
-    t = Table(title=escape(f"{series.chain} [{backend_label(series)}, {series.mode}]: per-layer ratios"))
+    t = Table(title=escape(f"{series.label}: per-layer ratios"))
     for col in ("depth", "value ops", f"{main} ms", "ratio", "derivative ops", f"{second} ms",
                 "key comparisons", "lookups"):  # fmt: skip
         t.add_column(col, justify="right")
@@ -217,7 +226,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
             ratio = f"{tm / prev[p.depth - 1]:.2f}"
         if tm is not None:
             prev[p.depth] = tm
-        depth = f"{p.depth}" + (" (censored)" if p.extra.get("censored") else "")
+        depth = f"{p.depth}" + (" (censored)" if p.censored else "")
         t.add_row(
             depth,
             _count(p.ops.get("value_ops")),
@@ -251,19 +260,30 @@ def render_halving(rows: Sequence[HalvingRow], console: Console | None = None, p
     return t
 
 
-def render_to_text(report: Report, width: int = 120, verbose: bool = False) -> str:
-    """The console rendering as plain text (no color)."""
-    import io
-
-    buf = io.StringIO()
-    render_report(report, Console(file=buf, width=width, color_system=None), verbose=verbose)
-    return buf.getvalue()
+def render_halving_result(result: Result, console: Console) -> None:
+    """``adprof halve``'s output: the halving tables of the result, the eager call-0/warm line, why it stopped."""
+    s = result.series
+    for phases, rows in result.halving.items():
+        render_halving(rows, console, tuple(phases.split("+")))
+    deep = max((p for p in s.points if not p.censored), key=lambda p: p.depth, default=None)
+    if s.mode == "eager" and deep is not None and "backward0" in deep.times and "backward" in deep.times:
+        cache = deep.extra.get("cache", {})
+        console.print(
+            f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
+            f"1..{(deep.calls or 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+            f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
+            f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
+            markup=False,
+            highlight=False,
+        )
+    if s.stop is not None:
+        console.print(s.stop.text(), markup=False, highlight=False)
 
 
 __all__ = [
+    "render_halving_result",
     "render_report",
     "render_ratio_table",
     "render_halving",
-    "render_to_text",
     "summary_table",
 ]

@@ -7,10 +7,22 @@ from __future__ import annotations
 
 from html import escape
 
-from adprof import model
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
-from adprof.report import SWEEP_COLUMNS, backend_label, chain_label, depth_reached, fmt_growth, worst_time_text
+from adprof.report import (
+    LOADED_MARK,
+    LOADED_NOTE,
+    SWEEP_COLUMNS,
+    backend_label,
+    chain_label,
+    depth_reached,
+    fmt_growth,
+    machine_host,
+    machine_text,
+    one_line_reason,
+    several_machines,
+    worst_time_text,
+)
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -27,11 +39,19 @@ th { background: #f3f3f3; }
 .result { border-top: 2px solid #ddd; margin-top: 2em; padding-top: 1em; }
 .plot svg { max-width: 100%; height: auto; }
 .cause { font-style: italic; }
+.loaded { color: #a66300; font-size: 0.85em; margin-left: 0.4em; }
 """
 
 
 def _verdict(kind: str) -> str:
     return f'<span class="verdict verdict-{escape(kind)}">{escape(kind)}</span>'
+
+
+def _loaded(r: Result) -> str:
+    """The mark of a time-decided verdict measured on a loaded machine (its explanation as the tooltip)."""
+    if not r.verdict.loaded_machine:
+        return ""
+    return f'<span class="loaded" title="{escape(LOADED_NOTE)}">{escape(LOADED_MARK)}</span>'
 
 
 def _svg(title: str, results: list[Result]) -> str:
@@ -46,19 +66,9 @@ def _anchor(i: int) -> str:
 
 
 def _summary(report: Report) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "chain",
-            "backend/profile",
-            "mode",
-            "verdict",
-            "base / exponent",
-            "depth",
-            "worst time",
-            "stopped",
-        )
-    )
+    machines = several_machines(report.results)  # which host measured it, when there are several
+    cols = ["chain", "backend/profile", "mode", "verdict", "base / exponent", "depth", "worst time"]
+    head = "".join(f"<th>{h}</th>" for h in (*cols, *(["machine"] if machines else []), "stopped"))
     rows = []
     for i, r in enumerate(report.results):
         s = r.series
@@ -66,12 +76,15 @@ def _summary(report: Report) -> str:
             "<tr>"
             f'<td><a href="#{_anchor(i)}">{escape(chain_label(s))}</a></td>'
             f"<td>{escape(backend_label(s))}</td><td>{escape(s.mode)}</td>"
-            f"<td>{_verdict(r.verdict.kind)}</td><td>{escape(fmt_growth(r))}</td>"
+            f"<td>{_verdict(r.verdict.kind)}{_loaded(r)}</td><td>{escape(fmt_growth(r))}</td>"
             f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
-            f"<td>{escape(s.error or s.stopped or '')}</td>"
+            + (f'<td class="machine">{escape(machine_host(s))}</td>' if machines else "")
+            + f"<td>{escape(s.error or s.stopped or '')}</td>"
             "</tr>"
         )
-    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    loaded = any(r.verdict.loaded_machine for r in report.results)
+    note = f'<p class="loaded-note">{escape(LOADED_NOTE)}</p>' if loaded else ""
+    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}'
 
 
 def _sweeps(report: Report) -> str:
@@ -96,13 +109,9 @@ def _sweeps(report: Report) -> str:
     )
 
 
-PARAGRAPH = set(model.PATHOLOGIES)
-ONE_LINE = {model.INCONCLUSIVE, model.RUNAWAY, model.ERROR, model.MILD_TRANSFORM, model.MILD_BACKWARD}
-
-
 def _title(r: Result) -> str:
     s = r.series
-    return f"{escape(chain_key(r))} [{escape(backend_label(s))}, {escape(s.mode)}]: {_verdict(r.verdict.kind)}"
+    return f"{escape(s.label)}: {_verdict(r.verdict.kind)}"
 
 
 def _paragraph(i: int, r: Result, plot: str) -> str:
@@ -122,14 +131,13 @@ def _paragraph(i: int, r: Result, plot: str) -> str:
 
 
 def _one_line(i: int, r: Result) -> str:
-    v, s = r.verdict, r.series
-    why = (s.error if v.kind == model.ERROR else None) or (v.fit.reason if v.fit is not None else "") or v.cause
-    return f'<li id="{_anchor(i)}">{_title(r)}: {escape(why or "")}</li>'
+    return f'<li id="{_anchor(i)}">{_title(r)}: {escape(one_line_reason(r))}</li>'
 
 
 def _details(i: int, r: Result) -> str:
     v = r.verdict
-    items = "".join(f"<li>{escape(e)}</li>" for e in v.evidence)
+    where = machine_text(r.series)
+    items = "".join(f"<li>{escape(e)}</li>" for e in ([where] if where else []) + v.evidence)
     rem = "".join(f"<li>{escape(x)}</li>" for x in v.remedies)
     return (
         f'<details class="detail" id="detail-{i}"><summary>{_title(r)}</summary><ul class="evidence">{items}</ul>'
@@ -146,12 +154,12 @@ def _body(report: Report) -> list[str]:
     shown: set[str] = set()
     findings = []
     for i, r in enumerate(report.results):
-        if r.verdict.kind in PARAGRAPH:
+        if r.verdict.presentation == "paragraph":
             key = chain_key(r)
             plot = "" if key in shown else _svg(key, panels[key])
             shown.add(key)
             findings.append(_paragraph(i, r, plot))
-    lines = [_one_line(i, r) for i, r in enumerate(report.results) if r.verdict.kind in ONE_LINE]
+    lines = [_one_line(i, r) for i, r in enumerate(report.results) if r.verdict.presentation == "line"]
     rest = [f'<div class="plot"><h3>{escape(k)}</h3>{_svg(k, rs)}</div>' for k, rs in panels.items() if k not in shown]
     return [
         _summary(report) if report.results else "<p>No results.</p>",

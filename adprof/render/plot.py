@@ -80,7 +80,7 @@ def _draw_panel(ax: Any, title: str, results: list[Result]) -> None:
         ax.plot(fit.depths, vals, "o", color=color, ms=4, label=_label(r)[:90])
         if cens:
             ax.plot(fit.censored_depths, cens, "^", color=color, ms=5)
-        if curve and fit.kind not in ("inconclusive", "runaway"):
+        if curve and fit.kind != "inconclusive":
             ax.plot(fit.curve_depths, curve, "-", color=color, lw=1.2)
         drawn = True
     if drawn:
@@ -170,7 +170,7 @@ def simple_svg(title: str, results: list[Result], width: int = 480, height: int 
             for d, v in p
             if v > 0
         ]
-        if c and fit.kind not in ("inconclusive", "runaway"):
+        if c and fit.kind != "inconclusive":
             poly = " ".join(xy(d, v) for d, v in c if v > 0)
             body.append(f'<polyline points="{poly}" fill="none" stroke="{col}" stroke-width="1.2"/>')
     axes = (

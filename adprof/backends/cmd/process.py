@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adprof.constants import DEFAULT_CALLS
+
 MODES: tuple[str, ...] = ("traced", "eager")
 METRICS: tuple[str, ...] = ("time", "instructions")
 DEFAULT_OUTPUT_LIMIT = 1 << 20
-DEFAULT_CALLS = 6
 #: The environment variable set for runs under callgrind.
 METRIC_ENV = "ADPROF_METRIC"
 STDERR_TAIL = 300

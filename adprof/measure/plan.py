@@ -1,0 +1,121 @@
+"""Planning a run: the chain targets loaded (in a worker) into metadata, and the series to measure (chain x
+backend x profile x mode), each a :class:`~adprof.measure.series.SeriesSpec`. Shared by every command and the
+pytest guard, so that they measure the same series the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
+from adprof.chain import KNOWN_MODES, parse_target
+from adprof.measure.client import Worker, list_chains
+from adprof.measure.series import SeriesSpec
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit 2 (a pytest guard: a usage error)."""
+
+
+def csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | None = None) -> list[dict[str, Any]]:
+    """Chain metadata for every target (loaded in a worker, each import within ``timeout`` and the
+    run's ``hard_deadline``); raises LoadError/ChainError."""
+    metas: list[dict[str, Any]] = []
+    worker = Worker()
+    try:
+        for target in targets:
+            path, name = parse_target(target)
+            file = str(path)
+            for m in list_chains(file, [name] if name else None, worker, timeout, hard_deadline):
+                m["file"] = file
+                metas.append(m)
+    finally:
+        worker.close()
+    return metas
+
+
+def select(value: str | None, known: Sequence[str], what: str, backend: str = "") -> list[str] | None:
+    if value is None:
+        return None
+    chosen = csv_list(value)
+    bad = [v for v in chosen if v not in known]
+    if bad or not chosen:
+        where = f" for backend {backend}" if backend else ""
+        raise UsageError(
+            f"unknown {what} {', '.join(map(repr, bad)) or repr(value)}; known {what}s{where}: {', '.join(known)}"
+        )
+    return chosen
+
+
+def backend_modes(backend: str) -> tuple[str, ...]:
+    """Modes a backend can measure (``compile`` only where the backend has it)."""
+    return tuple(BACKEND_MODES.get(backend, KNOWN_MODES))
+
+
+def plan_series(
+    metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
+) -> list[SeriesSpec]:
+    every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
+    want_modes = select(modes, every, "mode")
+    with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
+    if profiles is not None and not with_profiles:
+        raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
+    specs: list[SeriesSpec] = []
+    for backend in backends:
+        known_profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p is not None]
+        chosen_profiles: list[str | None] = list(known_profiles) or [None]
+        if profiles is not None and known_profiles:
+            chosen_profiles = list(select(profiles, known_profiles, "profile", backend) or [])
+        for m in metas:
+            chain_modes = list(m.get("modes") or KNOWN_MODES)
+            # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
+            wanted = want_modes if want_modes is not None else chain_modes
+            use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
+            if not use:
+                notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
+            depths = None if known_profiles else _time_only_depths(m.get("depths"))
+            for prof in chosen_profiles:
+                for md in use:
+                    specs.append(
+                        SeriesSpec(
+                            file=m["file"],
+                            chain=m["name"],
+                            backend=backend,
+                            profile=prof,
+                            mode=md,
+                            max_depth=max(m.get("depths") or [8]),
+                            declared_reuse=m.get("reuse"),
+                            params=dict(m.get("params") or {}),
+                            depths=depths,
+                        )
+                    )
+    return specs
+
+
+#: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,
+#: since unit steps at small depths are mostly noise there.
+TIME_ONLY_SPAN = (8, 128)
+
+
+def geometric_depths(lo: int, hi: int, step: float = 2**0.5) -> tuple[int, ...]:
+    """``lo, lo*step, ...`` (rounded, distinct) up to ``hi``."""
+    out, d = [], float(lo)
+    while round(d) <= hi:
+        out.append(int(round(d)))
+        d *= step
+    return tuple(sorted(set(out)))
+
+
+def _time_only_depths(declared: Sequence[int] | None) -> tuple[int, ...]:
+    """Denser depths for time-only series (2^(1/3) steps, 13 depths over a 16x range: more points for the fit
+    and its interval) over the
+    chain's own range when it spans >= 8x (deep chains), else :data:`TIME_ONLY_SPAN`; then one doubling
+    beyond, which the cap prediction stops when it would be too slow."""
+    lo, hi = TIME_ONLY_SPAN
+    if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
+        lo, hi = min(declared), max(declared)
+    return geometric_depths(lo, 2 * hi, step=2 ** (1 / 3))
