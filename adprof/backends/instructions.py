@@ -12,9 +12,8 @@ instruction counts can, and they are deterministic. The way (one valgrind'd work
   and stays on (switching it drops valgrind's translations: ~30 s to re-translate XLA each time), the
   costs are zeroed, the phase runs, ``CALLGRIND_DUMP_STATS_AT`` writes them out, and the parent reads
   the ``totals:`` line of that dump (:func:`fill_counts`) as the phase's count: every thread's
-  instructions between the two requests (XLA
-  compiles on a thread of its own; a per-thread toggle such as ``torch._C._valgrind_toggle()`` sees
-  only the caller's, about 1% of a compile);
+  instructions between the two requests (XLA compiles on a thread of its own; a per-thread toggle such
+  as ``torch._C._valgrind_toggle()`` sees only the caller's, about 1% of a compile);
 * the backend measures each depth once, after an untimed warm-up call (at depth 1 once per process,
   and, where it is cheap, at the measured depth), and stores ``metrics[phase]["instructions"]`` and
   ``times[phase] = instructions / NOMINAL_INSTRUCTION_RATE``: the cap and the schedule's predictions
@@ -22,8 +21,11 @@ instruction counts can, and they are deterministic. The way (one valgrind'd work
 
 The client requests are valgrind.h's macros, issued from Python through a few bytes of x86-64 machine
 code called with ctypes (:class:`ClientRequests`); outside valgrind they are no-ops. Nothing to build,
-no torch needed: the same piece serves every backend (``measure_counted`` in
-:mod:`adprof.backends.peer_common` for the peers; a backend of its own calls :func:`counter`).
+no torch needed: the same piece serves every backend. To count a phase of a new mode (torch.compile's
+compile, say): declare the mode in ``Backend.instruction_modes``, pass a measurer for it as
+``peer_measure_point(..., counted={mode: fn})``, and in ``fn`` run each measured phase once through
+:func:`counted_phase` after a warm-up (eager modes: :func:`adprof.backends.peer_common.measure_counted_eager`
+does it all from the eager loop's callables; JAX compile: ``count_compile`` in the JAX backend).
 """
 
 from __future__ import annotations
