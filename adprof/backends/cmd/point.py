@@ -127,10 +127,6 @@ def _count_phase(pt: Point, runs: _Runs, name: str, pattern: str, phases: Mappin
     return f"{phase}={pattern!r}"
 
 
-#: Kept for callers of the earlier name: the nominal speed is the program's native one now.
-CALLGRIND_RATE = NOMINAL_INSTRUCTION_RATE
-
-
 def _time_if_missing(pt: Point, phase: str) -> None:
     """A phase the native run did not time (or timed 0) gets its instructions at the nominal native speed:
     deterministic, so that the cap and the schedule's predictions stop a series at the same depth on every
