@@ -52,7 +52,7 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
 @needs_valgrind
 def test_seconds_only_probe_mul_x2_decided_by_instructions_identical_in_two_runs(tmp_path):
     """The default run's representative: the whole process minus depth 0 is transform+drop, and decides."""
-    runs = [_check(tmp_path, probe("mul", "--seconds-only"), "--depths", "12,13,14") for _ in range(2)]
+    runs = [_check(tmp_path, probe("mul", "--seconds-only"), "--depths", "12,13,14,15") for _ in range(2)]
     for r in runs:
         assert r["verdict"] == "exponential-transform"
         assert r["base"] == pytest.approx(2.0, abs=0.02)
