@@ -215,6 +215,8 @@ def test_counting_worker_dies_with_adprof():
     )
     event, pid = parent.stdout.readline().split()  # the chain is loaded: the worker is about to spin in it
     worker = int(pid)
+    argv = Path(f"/proc/{worker}/cmdline").read_bytes().decode().split("\0")
+    out_dir = Path(next(a for a in argv if a.startswith("--callgrind-out-file=")).split("=", 1)[1]).parent
     time.sleep(1.0)
     parent.kill()
     parent.wait()
@@ -224,4 +226,5 @@ def test_counting_worker_dies_with_adprof():
     alive = os.path.exists(f"/proc/{worker}")
     if alive:
         os.kill(worker, signal.SIGKILL)
+    shutil.rmtree(out_dir, ignore_errors=True)  # a SIGKILLed adprof cannot remove its temporary directory
     assert event == "loaded" and not alive, "the counting worker outlived adprof"
