@@ -21,6 +21,7 @@ level in a file (the worker loads it from there).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ from adprof.guard import (
 )
 from adprof.measure.client import LoadError
 from adprof.measure.plan import UsageError
+from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
 _MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend", "cap", "budget"}
@@ -68,6 +70,19 @@ def pytest_configure(config: pytest.Config) -> None:
         "cap=None, budget=None): "
         "scaling limits and settings for the adprof_guard fixture",
     )
+
+
+def _usage(message: str) -> None:
+    """A bad setting of the guard: the test fails with one line (as the CLI's exit 2), no traceback."""
+    pytest.fail(f"adprof guard: {terminal_safe(message)}", pytrace=False)
+
+
+def _positive(name: str, value: Any) -> float:
+    """A limit, cap or budget: a positive finite number (``max_base="abc"`` is a usage error, not a ValueError)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not ok:
+        _usage(f"{name}: expected a positive number, got {value!r}")
+    return float(value)
 
 
 class ScalingGuard:
@@ -116,8 +131,8 @@ class ScalingGuard:
         """Measure and check without failing the test; returns the report. ``cap`` and ``budget`` (seconds)
         default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test)."""
         limits = GuardLimits(
-            max_base=float(self._pick("max_base", max_base, GuardLimits.max_base)),
-            max_exponent=float(self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
+            max_base=_positive("max_base", self._pick("max_base", max_base, GuardLimits.max_base)),
+            max_exponent=_positive("max_exponent", self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
         )
         try:
             report, _ = guard_targets(
@@ -128,12 +143,12 @@ class ScalingGuard:
                 depths=self._pick("depths", depths, None),
                 backend=self._pick("backend", backend, "engine"),
                 cfg=guard_config(
-                    cap=float(self._pick("cap", cap, GUARD_CAP)),
-                    budget=float(self._pick("budget", budget, GUARD_BUDGET)),
+                    cap=_positive("cap", self._pick("cap", cap, GUARD_CAP)),
+                    budget=_positive("budget", self._pick("budget", budget, GUARD_BUDGET)),
                 ),
             )
         except (UsageError, ChainError, LoadError, UnknownBackendError) as exc:
-            pytest.fail(f"adprof guard: {exc}", pytrace=False)
+            _usage(str(getattr(exc, "message", None) or exc))
         self.reports.append(report)
         return report
 
@@ -141,7 +156,7 @@ class ScalingGuard:
         """Like :meth:`check`, but fail the test with the evidence table when a limit is exceeded."""
         report = self.check(chain, mode, **kwargs)
         if not report.ok:
-            pytest.fail("adprof guard: scaling limit exceeded\n" + report.text(), pytrace=False)
+            pytest.fail("adprof guard: scaling limit exceeded\n" + terminal_safe(report.text()), pytrace=False)
         return report
 
 

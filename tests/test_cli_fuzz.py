@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -296,3 +297,198 @@ def test_cli_fuzz(case: Case) -> None:
     if code == 2:
         lines = [ln for ln in err.splitlines() if ln.startswith("adprof")]
         assert lines, f"bad input gets one 'adprof' line naming the cause\n{what}"
+
+
+# =========================================================================== --cmd templates and protocol lines
+# (issue 20: the fuzz also covers programs). A program is generated per case: at each depth it prints the drawn
+# lines (protocol objects good and bad, unknown keys, broken JSON, binary and escape sequences), may start
+# detached children and exits with the drawn status; the template around it is drawn good or bad.
+
+#: protocol line -> (the JSON text, or None for a non-JSON line; fails: the point fails when it is the last JSON line)
+PROTOCOL_LINES: dict[str, tuple[str | None, bool]] = {
+    "traced": ('{"transform_seconds": 0.0001, "drop_seconds": 0.00001}', False),
+    "counters": ('{"transform_seconds": 0.0001, "counters": {"key_comparisons": 7}}', False),
+    "nested": ('{"counters": {"transform": {"key_comparisons": 3}, "drop": {"nodes": 1}}}', False),
+    "eager_lists": ('{"forward_seconds": [0.001, 0.0005], "backward_seconds": [0.002, 0.001, 0.001]}', False),
+    "typo": ('{"transfrom_seconds": 0.001, "colour": "blue"}', False),
+    "empty_object": ("{}", False),
+    "string": ('{"transform_seconds": "fast"}', True),
+    "negative": ('{"transform_seconds": -1}', True),
+    "bool": ('{"transform_seconds": true}', True),
+    "huge": ('{"transform_seconds": 1e300}', True),
+    "nan_text": ('{"transform_seconds": NaN}', True),
+    "empty_list": ('{"backward_seconds": []}', True),
+    "bad_counters": ('{"counters": [1, 2]}', True),
+    "broken": ('{"transform_seconds": 0.1,', True),
+    "not_object": ("[1, 2, 3]", False),  # not a line starting with "{": no protocol (process time)
+    "plain": (None, False),
+}
+JUNK = {
+    "none": "",
+    "escape": "sys.stdout.buffer.write(b'\\x1b]0;PWNED\\x07\\x1b[2J\\xff\\xfe\\n'); "
+    "sys.stderr.buffer.write(b'\\x1b[31m\\x9b err\\n')",
+    "stderr_lines": "print('warning: [bold]x[/] [', file=sys.stderr)",
+    "detached": "subprocess.Popen(['sleep', '30'], start_new_session=True, stdout=None)",
+    "in_group": "subprocess.Popen(['sleep', '31'], stdout=subprocess.DEVNULL)",
+    "close_pipes": "sys.stdout.flush(); os.close(1); os.close(2); time.sleep(0.02)",
+}
+#: template form -> (template with PROG for the program path, valid?)
+TEMPLATES = {
+    "plain": ("PROG {depth}", True),
+    "calls": ("PROG {depth} --calls {calls}", True),
+    "quoted": ("'PROG' {depth} 'an arg'", True),
+    "no_depth": ("PROG 3", False),
+    "bad_quote": ("PROG {depth} 'unclosed", False),
+    "empty": ("", False),
+    "missing": ("./no-such-program {depth}", False),
+    "not_executable": ("NOEXEC {depth}", False),
+    "no_shebang": ("NOSHEBANG {depth}", False),
+    "directory": ("./ {depth}", False),
+}
+
+
+@dataclass
+class CmdCase:
+    command: str
+    template: str
+    lines: list[str]  # printed in order at every depth
+    junk: str
+    exit_status: int
+    from_depth: int  # the lines and junk from this depth on (before it: a good traced line)
+    mode: str | None
+    budget: str
+    cap: str
+    json_out: str | None
+    signal_after: float | None
+
+    def valid(self) -> bool:
+        """The template runs and the options are good (else: bad input, exit 2)."""
+        return TEMPLATES[self.template][1] and self.mode != "bogus"
+
+    def fails_at_first_depth(self) -> bool:
+        if self.from_depth > 1:
+            return False
+        if self.exit_status != 0:
+            return True
+        jsons = [PROTOCOL_LINES[n] for n in self.lines if PROTOCOL_LINES[n][0] is not None]
+        last = next((j for j in reversed(jsons) if j[0].startswith("{")), None)
+        return last is not None and last[1] and self.junk != "close_pipes"
+
+    def program(self) -> str:
+        body = [f"print({PROTOCOL_LINES[n][0] or 'no json here'!r})" for n in self.lines]
+        junk = JUNK[self.junk]
+        return "\n".join(
+            [
+                f"#!{sys.executable}",
+                "import os, subprocess, sys, time",
+                "depth = int(sys.argv[1])",
+                f"if depth < {self.from_depth}:",
+                "    print('{\"transform_seconds\": 0.0001}')",
+                "    sys.exit(0)",
+                *body,
+                junk,
+                f"sys.exit({self.exit_status})",
+                "",
+            ]
+        )
+
+    def args(self, work: Path) -> list[str]:
+        prog = work / "prog.py"
+        template = TEMPLATES[self.template][0]
+        template = template.replace("PROG", str(prog)).replace("NOEXEC", str(work / "noexec.py"))
+        template = template.replace("NOSHEBANG", str(work / "noshebang.sh"))
+        args = [self.command, "--cmd", template, "--cap", self.cap, "--budget", self.budget, "--no-color"]
+        if self.mode is not None:
+            args += ["--mode", self.mode]
+        if self.json_out is not None:
+            args += ["--json", self.json_out]
+        if self.command == "halve":
+            args += ["--depth", "4"]
+        elif self.command in ("check", "guard"):
+            args += ["--max-depth", "8"]
+        return args
+
+
+cmd_cases = st.builds(
+    CmdCase,
+    command=st.sampled_from(["check", "check", "check", "guard", "ratio", "halve"]),
+    template=st.one_of(st.sampled_from(["plain", "plain", "calls", "quoted"]), st.sampled_from(sorted(TEMPLATES))),
+    lines=st.lists(st.sampled_from(sorted(PROTOCOL_LINES)), min_size=0, max_size=3),
+    junk=st.sampled_from(sorted(JUNK)),
+    exit_status=st.sampled_from([0, 0, 0, 1, 3]),
+    from_depth=st.sampled_from([1, 1, 2, 3]),
+    mode=st.sampled_from([None, "traced", "eager", "bogus"]),
+    budget=st.sampled_from(["4", "6"]),
+    cap=st.sampled_from(["0.5", "2"]),
+    json_out=st.sampled_from([None, "r.json", "-"]),
+    signal_after=st.one_of(st.none(), st.none(), st.none(), st.sampled_from([1.0, 2.0])),
+)
+
+
+@settings(
+    max_examples=max(1, EXAMPLES // 3),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+    phases=PHASES,
+)
+@given(case=cmd_cases)
+def test_cli_fuzz_cmd(case: CmdCase) -> None:
+    work = Path(tempfile.mkdtemp(prefix="adprof-fuzz-cmd-"))
+    try:
+        prog = work / "prog.py"
+        prog.write_text(case.program())
+        prog.chmod(0o755)
+        (work / "noexec.py").write_text("print('{}')\n")
+        (work / "noshebang.sh").write_text("echo '{}'\n")
+        (work / "noshebang.sh").chmod(0o755)
+        t0 = time.monotonic()
+        proc, tag = start_adprof(case.args(work), work, None)
+        try:
+            try:
+                if case.signal_after is not None:
+                    try:
+                        out, err = proc.communicate(timeout=case.signal_after)
+                    except subprocess.TimeoutExpired:
+                        os.kill(proc.pid, signal.SIGTERM)
+                        out, err = proc.communicate(timeout=15)
+                else:
+                    out, err = proc.communicate(timeout=float(case.budget) + float(case.cap) + SLACK + 15)
+                code: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                kill_tagged(tag)
+                proc.kill()
+                out, err = proc.communicate()
+                code = None
+            wall = time.monotonic() - t0
+            left = describe(leftovers(tag, 3.0))
+        finally:
+            kill_tagged(tag)
+        report = work / "r.json"
+        json_file = report.read_text() if report.is_file() else None
+        src = prog.read_text()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    what = f"case {case}\nexit {code}, {wall:.1f} s, left {left}\nprogram:\n{src}\nstderr tail:\n{err[-1500:]}"
+    assert code is not None, f"no end within the bound\n{what}"
+    assert TRACEBACK not in out + err and "internal error" not in out + err, f"traceback\n{what}"
+    assert not left, f"processes left behind\n{what}"
+    assert not [c for c in ("\x1b", "\x07", "\x9b") if c in out + err], f"raw control characters printed\n{what}"
+    signalled = case.signal_after is not None and wall >= case.signal_after
+    valid = case.valid()
+    if signalled:
+        expected = {143, 0, 1, 2}
+    elif not valid:
+        expected = {2}
+    elif case.fails_at_first_depth():
+        expected = {1}
+    else:
+        expected = {0, 1}
+    assert code in expected, f"exit {code}, expected one of {sorted(expected)}\n{what}"
+    if code in (0, 1) and case.json_out == "-" and not signalled:
+        json.loads(out)
+    if code in (0, 1, 143) and case.json_out == "r.json" and "while starting" not in err:  # (before the options)
+        assert json_file is not None, f"--json r.json was not written\n{what}"
+        json.loads(json_file)
+    if code == 2:
+        assert [ln for ln in err.splitlines() if ln.startswith("adprof")], f"one 'adprof' line for bad input\n{what}"

@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "adprof"
 LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.constants", "model"),
     ("adprof.model", "model"),
+    ("adprof.util", "model"),  # standard-library helpers (processes, output files, terminal text)
     ("adprof.plain", "model"),
     ("adprof.chain", "chain"),
     ("adprof.backends", "backends"),

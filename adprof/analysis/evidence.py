@@ -58,7 +58,8 @@ def decided_by(fit: Fit, series: Series, label: str) -> str:
         blind = [f"{k}: {v}" for k, v in series.metric_notes.items()]
         why = f"; no deterministic metric decides ({'; '.join(blind)})" if blind else ""
         return f"decided by {label} ({how}, {fit.interval_method or 'no interval'}){why}"
-    return f"decided by {label} (deterministic: {fit.interval_method})"
+    how = f": {fit.interval_method}" if fit.interval_method else ""
+    return f"decided by {label} (deterministic{how})"
 
 
 def dominant_counter(series: Series, phases: tuple[str, ...]) -> tuple[str | None, str | None]:

@@ -200,8 +200,19 @@ class Chain:
             rng = np.random.default_rng(self.seed)
             return rng.uniform(DEFAULT_INPUT_LOW, DEFAULT_INPUT_HIGH, size=self.input_shape).astype(dtype)
         if callable(src):
-            src = src()
-        return np.array(src, dtype=dtype)  # a copy: callers may mutate it
+            try:
+                src = src()
+            except Exception as exc:  # the user's input function: name the chain and its file
+                where = f" in {self.source}" if self.source else ""
+                msg = str(exc).splitlines()[0] if str(exc) else ""
+                raise ChainError(
+                    f"chain {self.name!r}{where}: its input() raised {type(exc).__name__}: {msg}".rstrip(": ")
+                ) from None
+        try:
+            return np.array(src, dtype=dtype)  # a copy: callers may mutate it
+        except (TypeError, ValueError) as exc:
+            where = f" in {self.source}" if self.source else ""
+            raise ChainError(f"chain {self.name!r}{where}: its input is not an array of {dtype.name}: {exc}") from None
 
     def variants(self) -> Iterator[Chain]:
         """One concrete ``(xp, x, depth)`` chain per combination of sweep values (or just self)."""
@@ -324,10 +335,17 @@ def _input_of(input_shape: Any, inp: Any, name: str) -> tuple[int, ...]:
 
 
 def _dtype_of(dtype: Any, name: str) -> str:
+    """A floating numpy dtype's name: the input is what the gradient is taken with respect to."""
     try:
-        return np.dtype(dtype).name
+        dt = np.dtype(dtype)
     except (TypeError, ValueError):
         raise ChainError(f"chain {name!r}: unknown dtype {dtype!r}") from None
+    if dt.kind != "f":
+        raise ChainError(
+            f"chain {name!r}: dtype {dt.name} is not a floating-point type (the gradient is taken with respect "
+            "to the input: use float64 or float32)"
+        )
+    return dt.name
 
 
 def _check_reuse(reuse: Any, sweep: Mapping[str, Any], name: str) -> None:

@@ -10,8 +10,8 @@ Exit status (all subcommands):
 * 2: bad input: the target itself is unusable (missing file, not a .py file, syntax error, import
   error, no chains, unknown chain) or a bad option (unknown backend, profile or mode);
 * 3: an internal error of adprof (rerun with ``--verbose`` for the traceback);
-* 130 / 143: interrupted by SIGINT (Ctrl-C) / SIGTERM: the partial report (and ``--json``) of what
-  was measured is still printed, and every worker is killed with what it started.
+* 130 / 143 / 129: interrupted by SIGINT (Ctrl-C) / SIGTERM / SIGHUP: the partial report (and ``--json``)
+  of what was measured is still printed, and every worker is killed with what it started.
 
 Everything that runs user code runs in worker subprocesses with hard timeouts (``adprof.measure``).
 The top layer: it may import every other layer, nothing imports it.
@@ -34,17 +34,19 @@ from adprof.cli import check, flame, guard, halve, ratio, report
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
-    EXIT_SIGINT,
-    EXIT_SIGTERM,
-    Terminated,
+    SIGNALS,
+    STOP_SIGNALS,
     UsageError,
     check_options,
     exit_code,
+    exit_status_of,
     write_outputs,
 )
 from adprof.constants import __version__
 from adprof.guard import GuardConfigError
 from adprof.measure import LoadError
+from adprof.util import procs
+from adprof.util.text import terminal_safe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,51 +65,81 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    # once: a second SIGTERM while the partial report is written must not cut it short
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
+def _safe_streams() -> None:
+    """stdout/stderr that cannot raise UnicodeEncodeError: under ``LANG=C`` a chain named ``café`` is
+    printed as ``caf\\xe9``, not an internal error."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a detached or closed stream
+                pass
+
+
+def _unraisable(hook: Any) -> Any:
+    """sys.unraisablehook for a run: a stop signal's KeyboardInterrupt raised where Python cannot propagate it
+    (a weakref callback, a __del__) is not printed as "Exception ignored ..."; the signal is remembered and
+    acted upon by the lanes' poll. Anything else goes to ``hook``."""
+
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            return
+        hook(info)
+
+    return unraisable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns (and, via ``__main__``, exits with) the status.
 
-    SIGTERM stops a run like Ctrl-C (partial report, workers killed, exit 143). Called as the
-    program (``argv`` None), both signals are ignored once the answer is out, so the interpreter's
-    teardown cannot turn exit 0/1/2 into a death by signal; called in-process, the previous
-    SIGTERM handler is restored."""
+    SIGTERM and SIGHUP stop a run like Ctrl-C (partial report, workers killed, exit 143/129); only the
+    first signal stops it, later ones never cut the report short (:class:`~adprof.cli.common.StopSignals`).
+    Called as the program (``argv`` None), the signals are ignored once the answer is out, so the
+    interpreter's teardown cannot turn exit 0/1/2 into a death by signal; called in-process, the
+    previous handlers are restored."""
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM) if in_main_thread else None
+    sigs = [getattr(signal, name) for name in STOP_SIGNALS]
+    previous = {s: signal.getsignal(s) for s in sigs} if in_main_thread else {}
+    SIGNALS.reset()
     if in_main_thread:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        for s in sigs:
+            signal.signal(s, SIGNALS.handler)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable(previous_hook)
+    _safe_streams()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt as exc:  # before or after the command's own handling
         return _interrupted(exc, None, None)
     finally:
+        SIGNALS.defer()
+        procs.sweep()  # a backstop: every process of this run is gone before the answer
         if in_main_thread and argv is None:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for s in sigs:
+                signal.signal(s, signal.SIG_IGN)
         elif in_main_thread:
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+            for s, handler in previous.items():
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if argv is not None:
+            sys.unraisablehook = previous_hook
 
 
 def _interrupted(exc: BaseException, args: argparse.Namespace | None, start: float | None) -> int:
-    """One line, the (empty) report files when the command had not written them yet, 130/143."""
+    """One line, the (empty) report files when the command had not written them yet, 130/143/129."""
     name = getattr(exc, "signal_name", "SIGINT")
     secs = time.monotonic() - start if start is not None else 0.0
     if args is not None and not getattr(args, "outputs_written", False) and (args.json or getattr(args, "html", None)):
         try:
-            from rich.console import Console
-
+            from adprof.render.console import SafeConsole
             from adprof.report import build_report
 
             report = build_report([], {}, notes=[f"interrupted by {name} after {secs:.1f} s, before measuring"])
-            write_outputs(report, args, Console(stderr=True, no_color=True))
+            write_outputs(report, args, SafeConsole(stderr=True, no_color=True))
         except (Exception, KeyboardInterrupt):  # the one line below still says what happened
             pass
     print(f"adprof: interrupted by {name} after {secs:.1f} s", file=sys.stderr)
-    return EXIT_SIGTERM if name == "SIGTERM" else EXIT_SIGINT
+    return exit_status_of(name)
 
 
 def _main(argv: list[str]) -> int:
@@ -125,7 +157,7 @@ def _main(argv: list[str]) -> int:
         return cmd(args, argv)
     except (LoadError, ChainError, UsageError, UnknownBackendError, GuardConfigError) as exc:
         msg = getattr(exc, "message", None) or str(exc)
-        print(f"adprof: error: {msg}", file=sys.stderr)
+        print(f"adprof: error: {terminal_safe(msg)}", file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
         return EXIT_BAD_INPUT
@@ -133,7 +165,10 @@ def _main(argv: list[str]) -> int:
         return _interrupted(exc, args, start)
     except Exception as exc:
         msg = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"adprof: internal error: {type(exc).__name__}: {msg} (rerun with --verbose)", file=sys.stderr)
+        print(
+            f"adprof: internal error: {type(exc).__name__}: {terminal_safe(msg)} (rerun with --verbose)",
+            file=sys.stderr,
+        )
         if args.verbose:
             traceback.print_exc()
         return EXIT_INTERNAL

@@ -9,6 +9,7 @@ the same series loop as a chain (:mod:`adprof.measure.cmd_points`), and runs ``a
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import sys
@@ -27,10 +28,12 @@ from adprof.backends.cmd import (
     expand,
 )
 from adprof.backends.cmd.point import COUNT_TIMEOUT_FACTOR, check_counting
-from adprof.cli.common import UsageError, csv_list
+from adprof.cli.common import UsageError, check_outputs, csv_list
 from adprof.measure import MeasureConfig, SeriesSpec
 from adprof.measure.cmd_points import CommandSettings
 from adprof.model import Report
+from adprof.util.files import write_atomic
+from adprof.util.text import terminal_safe
 
 #: Deepest depth of a ``--cmd`` schedule unless ``--max-depth`` says otherwise (the cap stops sooner).
 DEFAULT_CMD_MAX_DEPTH = 256
@@ -154,10 +157,10 @@ def measure_cmd(
 def _flame_output(args: argparse.Namespace, name: str) -> Path:
     if args.format not in (None, "svg"):
         raise UsageError("adprof flame --cmd writes an SVG (--format svg)")
-    out = Path(args.output or f"flame-{name}-{args.mode}-d{args.depth}.svg")
-    if not out.resolve().parent.is_dir():
-        raise UsageError(f"output directory {out.resolve().parent} does not exist")
-    return out
+    safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)
+    out = args.output or f"flame-{safe}-{args.mode}-d{args.depth}.svg"
+    check_outputs(args, [("-o", out, None)])
+    return Path(out)
 
 
 def cmd_flame(args: argparse.Namespace) -> int:
@@ -171,16 +174,25 @@ def cmd_flame(args: argparse.Namespace) -> int:
         name = cmd_name(args)
         out = _flame_output(args, name)
         patterns = list(settings.phases.values())
-        prof = callgrind_profile(settings.template, args.depth, patterns=patterns, timeout=max(60.0, args.seconds * 20))
+        timeout = max(60.0, args.seconds * 20)  # --seconds checked by the flame command: finite, <= 1 h
+        prof = callgrind_profile(settings.template, args.depth, patterns=patterns, timeout=timeout)
     except (UsageError, CommandFailure) as exc:
-        print(f"adprof flame: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
-        return 2
+        print(f"adprof flame: {terminal_safe(getattr(exc, 'message', None) or str(exc))}", file=sys.stderr)
+        # the program failing (a crash, a non-zero exit) is a finding about it; the rest is bad input
+        return 1 if getattr(exc, "kind", None) == "exit" else 2
     where = ", ".join(f"{k}={v!r}" for k, v in settings.phases.items()) or "the whole process"
+    if patterns and not prof.total:
+        print(f"adprof flame: no instructions inside functions matching {where}: check the pattern", file=sys.stderr)
+        return 2
     title = f"adprof flame --cmd {name} depth {args.depth}: instructions inside {where}"
     rows = list(prof)
-    kw = {"title": title, "highlight": VALUE_KEY_EQ, "top": max(args.top, 1) * 2}
-    out.write_text(render_bars_svg(rows, prof.total, **kw), encoding="utf-8")
-    print(render_table(rows, prof.total, label="ValueKey::eq", **kw))
+    kw = {"title": title, "highlight": VALUE_KEY_EQ, "top": args.top * 2}
+    try:
+        write_atomic(out, render_bars_svg(rows, prof.total, **kw))
+    except OSError as exc:
+        print(f"adprof flame: -o {out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    print(terminal_safe(render_table(rows, prof.total, label="ValueKey::eq", **kw)))
     print(f"\nwrote {out} (svg)")
     return 0
 

@@ -6,6 +6,8 @@ import argparse
 import math
 import os
 import platform
+import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,17 +24,69 @@ from adprof.measure.plan import UsageError, csv_list
 from adprof.model import Report, Result
 from adprof.render.jsonout import json_safe  # noqa: F401  (re-exported: its home is the JSON renderer)
 from adprof.report import fmt_growth
+from adprof.util.files import OutputPathError, check_output_path, write_atomic
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+EXIT_SIGINT, EXIT_SIGTERM, EXIT_SIGHUP = 130, 143, 129
+#: The signals that stop a run with a partial report (a hang-up is a stop, like SIGTERM).
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that it stops a run exactly like Ctrl-C does."""
+    """SIGTERM or SIGHUP, raised in the main thread so that it stops a run exactly like Ctrl-C does."""
 
-    signal_name = "SIGTERM"
+    def __init__(self, signal_name: str = "SIGTERM") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def exit_status_of(signal_name: str) -> int:
+    """The shell's status for a run stopped by ``signal_name``: 128 + its number (130, 143, 129)."""
+    return 128 + int(signal.Signals[signal_name]) if signal_name in signal.Signals.__members__ else EXIT_SIGINT
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP during a command (one instance, :data:`SIGNALS`).
+
+    The first signal stops the measuring: it is raised in the main thread as a KeyboardInterrupt
+    (:class:`Terminated` for SIGTERM/SIGHUP). Every later one is only remembered: a second Ctrl-C 50 ms
+    after the first, or a SIGTERM while the partial report is written, must not cut the report short,
+    nor land in the interpreter's teardown. Once the measuring is over (:meth:`defer`), signals are
+    remembered and answered after the report: the command still exits 130/143/129."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self.raising = True
+
+    def reset(self) -> None:
+        self.received, self.raising = None, True
+
+    def defer(self) -> None:
+        """The measuring is over: from now on a signal waits until the report is out."""
+        self.raising = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        first = self.received is None
+        if first:
+            self.received = signal.Signals(signum).name
+        if first and self.raising:
+            self.raise_now()
+
+    def raise_now(self) -> None:
+        name = self.received or "SIGINT"
+        raise KeyboardInterrupt() if name == "SIGINT" else Terminated(name)
+
+    def poll(self) -> None:
+        """Called while a pool of lanes collects results: a signal received but not acted upon (its
+        KeyboardInterrupt swallowed where Python ignores exceptions, e.g. a weakref callback) is raised
+        again, where the pool handles it."""
+        if self.received is not None and self.raising:
+            self.raise_now()
+
+
+SIGNALS = StopSignals()
 
 
 def positive_int_arg(value: str) -> int:
@@ -45,26 +99,35 @@ def positive_int_arg(value: str) -> int:
     return n
 
 
-def check_output_path(option: str, path: str | None, suffixes: Sequence[str] | None = None) -> None:
-    """Raise :class:`UsageError` unless ``path`` can be written as a regular file (checked before measuring)."""
-    if path is None or (path == "-" and option == "--json"):
-        return
-    if not path:
-        raise UsageError(f"{option}: empty path")
-    p = Path(path)
-    if suffixes is not None and p.suffix.lower() not in suffixes:
-        raise UsageError(f"{option} {path}: unknown file type {p.suffix or '(none)'!r}; use {', '.join(suffixes)}")
-    if p.is_dir():
-        raise UsageError(f"{option} {path}: is a directory (give a file name)")
-    if p.exists() and not p.is_file():
-        raise UsageError(f"{option} {path}: not a regular file (cannot write a report there)")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: cannot write there (no such directory {parent})")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise UsageError(f"{option} {path}: cannot write there (permission denied)")
-    if p.resolve().is_relative_to("/proc") or p.resolve().is_relative_to("/sys"):
-        raise UsageError(f"{option} {path}: cannot write there (a kernel file system)")
+def run_inputs(args: argparse.Namespace) -> list[str]:
+    """The files a run reads (chain files of its targets, the files a ``--cmd`` template names): no
+    output may overwrite them."""
+    files: list[str] = []
+    targets = list(getattr(args, "targets", None) or []) + list(getattr(args, "files", None) or [])
+    if getattr(args, "target", None):
+        targets.append(args.target)
+    for target in targets:
+        files.append(str(target).split("::", 1)[0])
+    template = getattr(args, "cmd", None)
+    if template:
+        try:
+            words = shlex.split(template)
+        except ValueError:
+            words = []
+        files.extend(w for w in words if "{" not in w and os.path.isfile(w))
+    return files
+
+
+def check_outputs(args: argparse.Namespace, outputs: Sequence[tuple[str, str | None, Sequence[str] | None]]) -> None:
+    """Every output path of a command checked before measuring (:func:`adprof.util.files.check_output_path`):
+    ``(option, path, suffixes)``; raises :class:`UsageError` (one line, exit 2)."""
+    inputs = run_inputs(args)
+    others = [(option, path) for option, path, _ in outputs]
+    for option, path, suffixes in outputs:
+        try:
+            check_output_path(option, path, suffixes, inputs=inputs, others=others, stdout_ok=option == "--json")
+        except OutputPathError as exc:
+            raise UsageError(exc.message) from None
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -72,8 +135,7 @@ def check_options(args: argparse.Namespace) -> None:
     is one line and exit 2 before any measuring."""
     from adprof.render import FILE_RENDERERS
 
-    for renderer in FILE_RENDERERS:
-        check_output_path(renderer.option, getattr(args, renderer.option.lstrip("-"), None), renderer.suffixes)
+    check_outputs(args, [(r.option, getattr(args, r.option.lstrip("-"), None), r.suffixes) for r in FILE_RENDERERS])
     for option in ("backend", "mode", "profile"):
         value = getattr(args, option, None)
         if isinstance(value, str) and not csv_list(value):
@@ -101,7 +163,20 @@ def positive_arg(value: str) -> float:
     return x
 
 
+#: The smallest ``--cap``: a phase is not timed finer than a millisecond (a smaller cap would stop every
+#: series at its first depth and say nothing).
+MIN_CAP = 0.001
+
+
+def cap_arg(value: str) -> float:
+    x = positive_arg(value)
+    if x < MIN_CAP:
+        raise argparse.ArgumentTypeError(f"{value} s is too small: the cap must be at least {MIN_CAP:g} s")
+    return x
+
+
 def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, budget: float = DEFAULT_BUDGET) -> None:
+    """The options of every measuring command; ``cap`` and ``budget``: the command's defaults (its help says them)."""
     p.add_argument(
         "--backend",
         default="engine",
@@ -109,7 +184,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
     )
     p.add_argument(
         "--cap",
-        type=positive_arg,
+        type=cap_arg,
         default=cap,
         help=f"seconds per phase; a series stops past it, or when the next point is predicted "
         f"to pass it; a phase running 4x longer is killed (default {cap:g})",
@@ -183,9 +258,11 @@ def add_cmd_options(p: argparse.ArgumentParser) -> None:
 
 def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
     """(report console, stderr console). With ``--json -`` the report goes to stderr."""
+    from adprof.render.console import SafeConsole  # escapes the control characters of users' strings
+
     kw: dict[str, Any] = {"no_color": True} if args.no_color else {}
-    err = Console(stderr=True, highlight=False, **kw)
-    out = err if args.json == "-" else Console(highlight=False, **kw)
+    err = SafeConsole(stderr=True, highlight=False, **kw)
+    out = err if args.json == "-" else SafeConsole(highlight=False, **kw)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out.width = max(out.width, 150)  # piped: wide enough for the summary table
     return out, err
@@ -215,7 +292,7 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
 
 
 def backends_arg(value: str) -> list[str]:
-    names = csv_list(value)
+    names = list(dict.fromkeys(csv_list(value)))
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
     for n in names:
@@ -278,7 +355,7 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
                 sys.stdout.write(text)
                 sys.stdout.flush()
             elif text is not None:
-                Path(path).write_text(text, encoding="utf-8")
+                write_atomic(path, text)  # a reader (or a second run) never sees it half written
         except ImportError as exc:  # matplotlib missing: the report is still fine
             err.print(f"adprof: cannot write {option} {path}: {exc}", markup=False)
         except (OSError, ValueError) as exc:
@@ -289,12 +366,19 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
 
 
 def finish(report: Report, args: argparse.Namespace, err: Console, interrupted: str | None, code: int) -> int:
-    """The exit status after the report is out: 130/143 when interrupted (one line says so), 2 when an
-    output could not be written, else ``code``."""
+    """The exit status after the report is out: 130/143/129 when interrupted (one line says so; a signal
+    that came while the report was written counts too), 2 when an output could not be written, else
+    ``code``."""
+    if interrupted is None and SIGNALS.received is not None:
+        secs = report.elapsed_seconds or 0.0
+        err.print(
+            f"adprof: stopped by {SIGNALS.received} after the run ({secs:.1f} s): the report is whole", markup=False
+        )
+        return exit_status_of(SIGNALS.received)
     if interrupted is not None:
         secs = report.elapsed_seconds or 0.0
         err.print(f"adprof: interrupted by {interrupted} after {secs:.1f} s (partial report)", markup=False)
-        return EXIT_SIGTERM if interrupted == "SIGTERM" else EXIT_SIGINT
+        return exit_status_of(interrupted)
     return code
 
 

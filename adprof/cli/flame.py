@@ -7,7 +7,8 @@ import sys
 
 from adprof.cli.cmd import cmd_flame
 from adprof.cli.common import add_cmd_options
-from adprof.flame.command import add_arguments, run_flame
+from adprof.flame.command import add_arguments, check_flame_options, run_flame
+from adprof.flame.sampling import FlameError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _flame(args: argparse.Namespace) -> int:
     """``--cmd``: callgrind instructions per function (adprof/cli/cmd.py); else py-spy on a chain."""
+    try:
+        check_flame_options(args)  # the same ranges for both
+    except FlameError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.code
     if args.cmd:
         return cmd_flame(args) if args.target is None else _fail("--cmd replaces FILE::CHAIN: give one or the other")
     return run_flame(args) if args.target else _fail("give FILE::CHAIN, or a program with --cmd 'PROG ARGS {depth}'")

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from adprof.backends import BACKEND_PROFILES
-from adprof.cli.common import UsageError, backends_arg, environment
+from adprof.cli.common import SIGNALS, UsageError, backends_arg, environment
 from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
 from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
@@ -87,9 +87,18 @@ def measure_specs(
                 if st.at_risk or verbose:
                     prog.progress.console.print(st.summary(), markup=False, highlight=False, soft_wrap=True)
 
-        return measure_all(
-            specs, cfg, status=prog.status, on_series=on_series, on_structures=on_structures, executor=executor
-        )
+        try:
+            return measure_all(
+                specs,
+                cfg,
+                status=prog.status,
+                on_series=on_series,
+                poll=SIGNALS.poll,
+                on_structures=on_structures,
+                executor=executor,
+            )
+        finally:
+            SIGNALS.defer()  # measured: a signal from now on waits until the report is written
 
 
 def _shard_key(spec: SeriesSpec) -> str:
@@ -145,12 +154,28 @@ def measure_single(
     return make_report(measured, cfg, argv, args.trust)
 
 
+def protocol_notes(series: Sequence[Series]) -> list[str]:
+    """One note per ``--cmd`` series whose JSON lines had keys the protocol does not read (ignored)."""
+    from adprof.backends.cmd.protocol import KNOWN_KEYS, did_you_mean
+
+    notes = []
+    for s in series:
+        keys = list(dict.fromkeys(k for p in s.points for k in p.extra.get("unknown_keys") or ()))
+        if keys:
+            named = ", ".join(f"{k!r}" + (f" (did you mean {m!r}?)" if (m := did_you_mean(k)) else "") for k in keys)
+            notes.append(
+                f"{s.chain} [{s.backend}, {s.mode}]: the program's JSON has keys adprof does not read, ignored: "
+                f"{named}; known keys: {', '.join(KNOWN_KEYS)}"
+            )
+    return notes
+
+
 def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str], trust: str | None = None) -> Report:
     """The report of a measured run (decided once; the renderers read it). ``trust``: ``--trust``."""
     return build_report(
         measured.series,
         measured.structures,
-        notes=measured.notes,
+        notes=[*measured.notes, *protocol_notes(measured.series)],
         environment=environment(cfg, argv),
         budget_seconds=cfg.budget,
         elapsed_seconds=measured.elapsed,

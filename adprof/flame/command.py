@@ -18,16 +18,17 @@ sampled (bad target or options, py-spy missing or refused, zero samples); errors
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import re
 import sys
-from pathlib import Path
 
-from adprof.chain import ChainError, load_chains, parse_target
+from adprof.chain import ChainError, parse_target
 from adprof.flame import sampling
 from adprof.flame.collapse import attribute
 from adprof.flame.output import render_speedscope, render_summary, render_svg
-from adprof.flame.sampling import INSTALL_FIX, FlameError, sample_probe
+from adprof.flame.sampling import INSTALL_FIX, LOAD_TIMEOUT, MAX_SECONDS, FlameError, sample_probe
+from adprof.util.files import OutputPathError, check_output_path, write_atomic
+from adprof.util.text import terminal_safe
 
 FORMATS = ("svg", "speedscope", "raw")
 _SUFFIX = {"svg": ".svg", "speedscope": ".json", "raw": ".txt"}
@@ -52,35 +53,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _resolve_target(target: str) -> tuple[str, str]:
-    """Validate ``FILE[::CHAIN]``; return (``abs file::chain`` for the worker, chain name)."""
+    """Validate ``FILE[::CHAIN]`` by loading it in a subprocess under a timeout (user code never runs in
+    adprof's own process); return (``abs file::chain`` for the worker, chain name)."""
     try:
         path, name = parse_target(target)
-        chains = load_chains(path, [name] if name else None)
     except ChainError as exc:
         raise FlameError(f"adprof flame: {exc}") from None
-    if name is None:
-        if len(chains) != 1:
-            names = ", ".join(c.name for c in chains)
-            raise FlameError(f"adprof flame: {path} defines several chains ({names}); name one with {path}::CHAIN")
-        name = chains[0].name
-    return f"{Path(path).resolve()}::{name}", name
+    return sampling.resolve_chain(str(path), name, LOAD_TIMEOUT)
 
 
-def _check_output(output: str) -> None:
+def _check_output(output: str, target: str) -> None:
     """Raise :class:`FlameError` (exit 2) unless ``output`` can be written as a regular file: before sampling."""
-    p = Path(output)
-    parent = p.resolve().parent
-    if p.is_dir():
-        why = "is a directory"
-    elif p.exists() and not p.is_file():
-        why = "not a regular file"
-    elif not parent.is_dir():
-        why = f"no such directory {parent}"
-    elif parent.is_relative_to("/proc") or parent.is_relative_to("/sys") or not os.access(parent, os.W_OK):
-        why = "cannot write there"
-    else:
-        return
-    raise FlameError(f"adprof flame: error: -o {output}: {why}")
+    try:
+        check_output_path("-o", output, inputs=[target.split("::", 1)[0]])
+    except OutputPathError as exc:
+        raise FlameError(f"adprof flame: error: {exc.message}") from None
 
 
 def _default_output(name: str, mode: str, depth: int, fmt: str) -> str:
@@ -98,26 +85,35 @@ def _format_for(output: str | None, fmt: str | None) -> str:
     return "svg"
 
 
+def check_flame_options(args: argparse.Namespace) -> None:
+    """``--seconds``, ``--rate`` and ``--top`` in range (one line, exit 2)."""
+    if not (args.seconds > 0 and math.isfinite(args.seconds)) or args.seconds > MAX_SECONDS:
+        raise FlameError(f"adprof flame: --seconds must be > 0 and at most {MAX_SECONDS:g}, got {args.seconds:g}")
+    if args.rate < 1:
+        raise FlameError(f"adprof flame: --rate must be >= 1, got {args.rate}")
+    if args.top < 1:
+        raise FlameError(f"adprof flame: --top must be >= 1, got {args.top}")
+
+
 def run_flame(args: argparse.Namespace) -> int:
     """Run ``adprof flame`` for parsed ``args``; print the summary; return the exit code."""
     try:
         return _run(args)
     except FlameError as exc:
-        print(str(exc), file=sys.stderr)
+        print(terminal_safe(str(exc)), file=sys.stderr)
         return exc.code
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.depth < 1:
         raise FlameError(f"adprof flame: --depth must be >= 1, got {args.depth}")
-    if not args.seconds > 0:
-        raise FlameError(f"adprof flame: --seconds must be > 0, got {args.seconds}")
-    if args.rate < 1:
-        raise FlameError(f"adprof flame: --rate must be >= 1, got {args.rate}")
+    check_flame_options(args)
     fmt = _format_for(args.output, args.format)
+    if args.output:
+        _check_output(args.output, args.target)  # before loading anything
     worker_target, name = _resolve_target(args.target)
     output = args.output or _default_output(name, args.mode, args.depth, fmt)
-    _check_output(output)
+    _check_output(output, args.target)
     py_spy = sampling.find_py_spy()  # looked up on the module: tests replace it
     if not py_spy:
         raise FlameError(f"adprof flame: py-spy not found; {INSTALL_FIX}")
@@ -147,11 +143,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         text = run.raw
     try:
-        Path(output).write_text(text, encoding="utf-8")
+        write_atomic(output, text)
     except OSError as exc:
         raise FlameError(f"adprof flame: -o {output}: cannot write it ({exc.strerror or exc})") from None
     summary.notes.append(f"wrote {output} ({fmt})")
-    print(render_summary(summary, top=args.top))
+    print(terminal_safe(render_summary(summary, top=args.top)))
     return 0
 
 
@@ -162,4 +158,4 @@ def main(argv: list[str] | None = None) -> int:
     return run_flame(p.parse_args(argv))
 
 
-__all__ = ["FORMATS", "add_arguments", "main", "run_flame"]
+__all__ = ["FORMATS", "add_arguments", "check_flame_options", "main", "run_flame"]

@@ -82,6 +82,35 @@ def make_iteration(target: str, mode: str, depth: int, profile: str):
     raise ValueError(f"unknown mode {mode!r}; expected traced or eager")
 
 
+def resolve(target: str) -> int:
+    """``--resolve``: load ``FILE[::CHAIN]`` and print ``{"ok": true, "target": "ABS::NAME", "name": NAME}``
+    (or ``{"ok": false, "error": one line}``) as the last line of stdout; the chain's own prints go to stderr."""
+    from pathlib import Path
+
+    from adprof.chain import ChainError, load_chains, parse_target
+
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # a chain that prints at import cannot corrupt the answer
+    sys.stdout = sys.stderr
+    faulthandler.enable()
+    try:
+        path, name = parse_target(target)
+        chains = load_chains(path, [name] if name else None)
+        if name is None and len(chains) != 1:
+            names = ", ".join(c.name for c in chains)
+            raise ChainError(f"{path} defines several chains ({names}); name one with {path}::CHAIN")
+        chosen = name or chains[0].name
+        answer: dict[str, Any] = {"ok": True, "target": f"{Path(path).resolve()}::{chosen}", "name": chosen}
+    except ChainError as exc:
+        answer = {"ok": False, "error": str(exc)}
+    except (Exception, SystemExit) as exc:  # a chain failing at import outside what ChainError covers
+        why = f"the chain file called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else _one_line(exc)
+        answer = {"ok": False, "error": f"loading {target}: {why}"}
+    out.write(json.dumps(answer) + "\n")
+    out.flush()
+    return 0 if answer["ok"] else 1
+
+
 def probe_loop(iteration, seconds: float, status: str | None, done: list[float]) -> None:
     """Run ``iteration`` until ``seconds`` (>= MIN_SECONDS) have passed.
 
@@ -111,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--status", default=None, help="path of the status JSON to write")
     ap.add_argument("--crash-log", default=None, help="file for faulthandler's dump if the worker crashes")
+    ap.add_argument("--resolve", action="store_true", help="only load the chain; print it as one JSON line")
     args = ap.parse_args(argv)
+    if args.resolve:
+        return resolve(args.target)
     if args.crash_log:
         faulthandler.enable(file=open(args.crash_log, "w"))
     write_status(args.status, state="setup", iterations=0, seconds=0.0, error=None)

@@ -6,15 +6,24 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adprof.chain.frames import crash_frame
 from adprof.flame.collapse import Stack, parse_collapsed
+from adprof.util import procs
+from adprof.util.text import one_line_safe
+
+#: Seconds allowed for importing the chain file (in a subprocess: user code never runs in adprof itself).
+LOAD_TIMEOUT = 30.0
+#: Longest ``--seconds`` of looping (an hour of samples is more than any flame graph needs).
+MAX_SECONDS = 3600.0
+#: Bytes of py-spy's (and the looped probe's) stdout and stderr kept: the last ones.
+OUTPUT_KEPT = 1 << 20
 
 INSTALL_FIX = "install it with `pip install py-spy` (it must be on PATH or next to the Python interpreter)"
 PTRACE_FIX = (
@@ -61,6 +70,37 @@ def _repo_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) -> tuple[str, str]:
+    """Load ``file`` in a subprocess (``flame_worker --resolve``) within ``timeout`` seconds and return
+    (``abs file::chain``, chain name); raise :class:`FlameError` (exit 2) with the one-line reason."""
+    target = f"{file}::{name}" if name else file
+    argv = [sys.executable, "-P", "-m", "adprof.flame.flame_worker", target, "--resolve", "--depth", "1"]
+    done = procs.run(argv, timeout=timeout, output_limit=OUTPUT_KEPT, env=_env(), keep_tail=True)
+    if done.timed_out:
+        raise FlameError(f"adprof flame: loading {file} did not finish within {timeout:g} s (killed)")
+    answer: dict[str, Any] = {}
+    for line in reversed(done.stdout.decode(errors="replace").splitlines()):
+        if line.startswith("{"):
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                continue
+            break
+    if answer.get("ok"):
+        return str(answer["target"]), str(answer["name"])
+    if answer.get("error"):
+        raise FlameError(f"adprof flame: {answer['error']}")
+    how = f"exit code {done.returncode}" if done.returncode is not None and done.returncode >= 0 else "killed"
+    tail = _last_line(crash_frame(done.stderr.decode(errors="replace"), file) or done.stderr.decode(errors="replace"))
+    raise FlameError(f"adprof flame: loading {file} failed ({how})" + (f": {one_line_safe(tail)}" if tail else ""))
+
+
 def sample_probe(
     target: str,
     mode: str,
@@ -90,17 +130,16 @@ def sample_probe(
             *("--seconds", str(seconds), "--status", status_path, "--crash-log", crash_path),
         ]
         cmd = [py_spy, "record", "-F", "-r", str(rate), "-d", str(cap), "-f", "raw", "-o", raw_path, "--", *worker]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
         t0 = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=cap + timeout_margin)
-        except FileNotFoundError:
+        try:  # py-spy and the probe in their own session: killed with everything the chain starts
+            done = procs.run(cmd, timeout=cap + timeout_margin, output_limit=OUTPUT_KEPT, env=_env(), keep_tail=True)
+        except OSError:
             raise FlameError(f"adprof flame: cannot run {py_spy}; {INSTALL_FIX}") from None
-        except subprocess.TimeoutExpired:
+        if done.timed_out:
             raise FlameError(
                 f"adprof flame: py-spy did not finish within {cap + timeout_margin:.0f} s; lower --depth or --seconds"
-            ) from None
+            )
+        proc = _Ran(-9 if done.returncode is None else done.returncode, done.stderr.decode(errors="replace"))
         wall = time.monotonic() - t0
         status = _read_status(status_path)
         raw = Path(raw_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(raw_path) else ""
@@ -142,8 +181,16 @@ _FATAL_SIGNALS = {
 }
 
 
+@dataclass
+class _Ran:
+    """What :func:`_checked_stacks` reads of the py-spy run."""
+
+    returncode: int
+    stderr: str
+
+
 def _checked_stacks(
-    proc: subprocess.CompletedProcess[str], raw: str, status: dict, py_spy: str, target: str, depth: int
+    proc: _Ran, raw: str, status: dict, py_spy: str, target: str, depth: int
 ) -> list[tuple[Stack, int]]:
     """The sampled stacks; raise :class:`FlameError` saying why when py-spy or the worker failed, or
     when nothing was sampled."""

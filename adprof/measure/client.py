@@ -5,10 +5,12 @@ request has a phase timeout, reset whenever the worker reports that a new phase 
 absolute deadline (the budget's end) that no event extends; a worker that overruns either is killed
 and restarted on the next request. A worker that dies (segfault) raises :class:`WorkerCrashed`.
 
-A worker runs in its own session (``start_new_session``), so it and everything a chain starts
-(``subprocess``, ``fork``) form one process group, always killed as a group; the worker's watchdog
-thread kills that group when adprof dies (its parent pid changes), so nothing outlives adprof even
-after a SIGKILL. ``python -P``: modules in the current directory do not shadow the worker's imports.
+A worker runs in its own session, supervised by :mod:`adprof.util.procs`: it is always killed with
+everything a chain started (``subprocess``, ``fork``, detached sessions: its descendants, its process
+group and the orphans it left); the worker's watchdog thread kills its own family when adprof dies (its
+parent pid changes), and the guardian the rest, so nothing outlives adprof even after a SIGKILL. Its
+stderr goes through a pipe of which only the last 64 kB are kept (a chain may write gigabytes there).
+``python -P``: modules in the current directory do not shadow the worker's imports.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from adprof.backends.instructions import COUNT_ENV, CountingUnavailable, fill_counts
 from adprof.chain.frames import crash_frame
 from adprof.measure.config import LOAD_TIMEOUT, STARTUP_TIMEOUT
+from adprof.util import procs
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -158,7 +161,7 @@ class Worker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
-        self._err: Any = None
+        self._err: procs.BoundedSink | None = None
         self._lock = threading.RLock()
         self.interrupted = False  # set by interrupt(): every later request fails at once
         #: --metric instructions: the next worker starts under callgrind (:meth:`count_instructions`)
@@ -194,24 +197,36 @@ class Worker:
         with self._lock:
             if self.interrupted:
                 raise WorkerCrashed("interrupted", interrupted=True)
-            self._err = tempfile.TemporaryFile()
             argv, env = [sys.executable, "-P", "-m", "adprof.measure.worker"], worker_env()
+            preexec = None
             if self.counting:
                 self._count_dir = tempfile.TemporaryDirectory(prefix="adprof-callgrind-")
                 argv = callgrind_argv(self.count_file)
                 env = counting_env({**env, COUNT_ENV: "callgrind"})  # the (random) path stays out of it
                 if not scaled:
                     timeout *= COUNTING_TIMEOUT_FACTOR / 10  # imports without instrumentation: ~5x slower
-            personality = _personality() if self.counting and sys.platform.startswith("linux") else None
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._err,
-                env=env,
-                start_new_session=True,  # its own process group: killed with everything the chain starts
-                preexec_fn=(lambda: _fixed_addresses(personality)) if personality else None,
-            )
+                personality = _personality() if sys.platform.startswith("linux") else None
+                if personality:
+
+                    def preexec() -> None:
+                        _fixed_addresses(personality)
+
+            err_read, err_write = os.pipe()
+            try:
+                self.proc = procs.spawn(  # its own session: killed with everything the chain starts
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err_write,
+                    env=env,
+                    preexec=preexec,
+                )
+            except BaseException:
+                os.close(err_read)
+                raise
+            finally:
+                os.close(err_write)
+            self._err = procs.BoundedSink(err_read)
             proc = self.proc
         self._buf = b""
         try:
@@ -234,15 +249,7 @@ class Worker:
         return proc is not None and proc.poll() is None
 
     def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if proc.poll() is None:
-            try:
-                proc.kill()
-            except OSError:
-                pass
+        procs.kill_family(proc)  # the worker, its descendants, its group, the orphans it left
 
     def kill(self) -> None:
         """Kill this worker and its process group (SIGKILL) and reap it."""
@@ -255,15 +262,14 @@ class Worker:
                 except subprocess.TimeoutExpired:  # pragma: no cover
                     pass
                 self._kill_group(proc)  # anything the chain forked after the first kill
+                procs.release(proc)
                 for f in (proc.stdin, proc.stdout):
                     try:
                         if f is not None:
                             f.close()
                     except OSError:
                         pass
-            if self._err is not None:
-                self._err.close()
-                self._err = None
+            self._err = None  # its thread ends at end of file: every writer is dead
             if self._count_dir is not None:
                 self._count_dir.cleanup()
                 self._count_dir = None
@@ -290,16 +296,14 @@ class Worker:
         self.kill()
 
     def stderr_text(self) -> str:
-        """The last 8 kB the worker wrote to stderr."""
-        if self._err is None:
+        """The last 8 kB the worker wrote to stderr (once it is dead: all of them, after a short wait)."""
+        sink = self._err
+        if sink is None:
             return ""
-        try:
-            self._err.seek(0, os.SEEK_END)
-            size = self._err.tell()
-            self._err.seek(max(0, size - 8000))
-            return self._err.read().decode(errors="replace")
-        except (OSError, ValueError):
-            return ""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            sink.settle()
+        return sink.text(8000)
 
     def stderr_tail(self, lines: int = 3, chain_file: str | None = None) -> str:
         """What a crash left on stderr: the chain's frame of a faulthandler dump, else the last lines."""

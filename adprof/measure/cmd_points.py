@@ -19,7 +19,8 @@ from typing import Any
 
 from adprof.backends.cmd import CommandFailure, run_command_point
 from adprof.backends.cmd.point import CountTimeout
-from adprof.measure.client import WorkerTimeout
+from adprof.backends.cmd.process import cancel_when
+from adprof.measure.client import WorkerCrashed, WorkerTimeout
 
 
 @dataclass
@@ -34,8 +35,11 @@ class CommandSettings:
 class CommandPoints:
     """Stands in for a :class:`~adprof.measure.client.Worker` for one ``--cmd`` series."""
 
-    def __init__(self, settings: CommandSettings) -> None:
+    def __init__(self, settings: CommandSettings, lane: Any = None) -> None:
         self.settings = settings
+        #: The lane's worker handle: its ``interrupted`` flag (set by the pool on SIGINT/SIGTERM) kills
+        #: the command in progress at once, with everything it started.
+        self.lane = lane
         #: Once a point reported phases, a later point that prints no JSON fails (phases were expected).
         self.expect_json = False
 
@@ -61,27 +65,35 @@ class CommandPoints:
 
         s = self.settings
         t0 = time.monotonic()
+        if self.interrupted():
+            raise WorkerCrashed("interrupted", None, interrupted=True)
         try:
-            pt = run_command_point(
-                s.template,
-                depth,
-                msg["mode"],
-                metric=s.metric,
-                phases=s.phases or None,
-                timeout=limit,
-                calls=msg.get("calls"),
-                on_run=on_run,
-                require_json=self.expect_json,
-                deadline=hard_deadline,
-            )
+            with cancel_when(self.interrupted):
+                pt = run_command_point(
+                    s.template,
+                    depth,
+                    msg["mode"],
+                    metric=s.metric,
+                    phases=s.phases or None,
+                    timeout=limit,
+                    calls=msg.get("calls"),
+                    on_run=on_run,
+                    require_json=self.expect_json,
+                    deadline=hard_deadline,
+                )
         except CountTimeout as exc:  # valgrind's wall time is not the program's: never a hang or a censored point
             to = WorkerTimeout(phase[0], None, exc.seconds, exc.limit)
             to.total, to.by_deadline, to.counting = time.monotonic() - t0, exc.by_deadline, True
             raise to from None
         except CommandFailure as exc:
+            if exc.kind == "interrupted":
+                raise WorkerCrashed("interrupted", phase[0], interrupted=True) from None
             if exc.kind == "timeout":
                 raise WorkerTimeout(phase[0], None, time.monotonic() - t0, limit) from None
             return {"ok": False, "kind": "cmd", "error": f"depth {depth}: {exc.message}"}
         self.expect_json = self.expect_json or set(pt.times) != {"process"}
         pt.calls = msg.get("calls")
         return {"ok": True, "point": dataclasses.asdict(pt)}
+
+    def interrupted(self) -> bool:
+        return bool(getattr(self.lane, "interrupted", False))

@@ -17,6 +17,9 @@ RESERVE_BASE = 0.5
 RESERVE_PER_SERIES = 0.025
 RESERVE_MAX_SHARE = 0.6
 LOAD_TIMEOUT = 30.0  # importing a chain file
+#: The shortest hard timeout of a phase, whatever the cap: below it a loaded machine's scheduling delays,
+#: not the chain, would decide that a point hangs.
+MIN_TIMEOUT = 0.25
 STARTUP_TIMEOUT = 60.0  # a worker importing numpy, scipy and the engine
 
 
@@ -53,4 +56,5 @@ class MeasureConfig:
 
     @property
     def timeout(self) -> float:
-        return self.timeout_factor * self.cap
+        """The hard timeout of a phase: ``timeout_factor`` x ``cap``, at least :data:`MIN_TIMEOUT`."""
+        return max(self.timeout_factor * self.cap, MIN_TIMEOUT)

@@ -5,6 +5,7 @@ pytest guard, so that they measure the same series the same way."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
@@ -41,7 +42,7 @@ def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | 
 def select(value: str | None, known: Sequence[str], what: str, backend: str = "") -> list[str] | None:
     if value is None:
         return None
-    chosen = csv_list(value)
+    chosen = list(dict.fromkeys(csv_list(value)))  # "traced,traced" measures traced once
     bad = [v for v in chosen if v not in known]
     if bad or not chosen:
         where = f" for backend {backend}" if backend else ""
@@ -65,7 +66,8 @@ def plan_series(
     if profiles is not None and not with_profiles:
         raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
     specs: list[SeriesSpec] = []
-    for backend in backends:
+    seen: set[tuple[str, str, str, str | None, str]] = set()  # a target given twice is measured once
+    for backend in dict.fromkeys(backends):
         known_profiles = [p for p in BACKEND_PROFILES.get(backend, (None,)) if p is not None]
         chosen_profiles: list[str | None] = list(known_profiles) or [None]
         if profiles is not None and known_profiles:
@@ -80,6 +82,10 @@ def plan_series(
             depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
+                    key = (str(Path(m["file"]).resolve()), m["name"], backend, prof, md)
+                    if key in seen:
+                        continue
+                    seen.add(key)
                     specs.append(
                         SeriesSpec(
                             file=m["file"],

@@ -346,7 +346,7 @@ def run_series(
         sched.doubling = True
     counting = spec.metric == "instructions" and spec.cmd is None  # one valgrind'd worker for the series
     if spec.cmd is not None:
-        worker = CommandPoints(spec.cmd)  # type: ignore[assignment]  # same request interface
+        worker = CommandPoints(spec.cmd, worker)  # type: ignore[assignment]  # same request interface
     else:
         worker.count_instructions(counting)  # a fresh valgrind'd worker, or back to a native one
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)

@@ -22,11 +22,13 @@ Failures answer ``{"ok": false, "kind": ..., "error": one line, ...}`` with kind
 process group: the worker is a session leader) when a point hangs; a crash (segfault) shows as
 end-of-file on the protocol stream. A watchdog thread kills the group when the parent dies, and the
 clock functions of :mod:`time` are restored after every request, so a chain that patches them
-cannot falsify the measurements of the next one.
+cannot falsify the measurements of the next one; so is the working directory, so that a chain's
+``os.chdir`` cannot move the files of the next request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
 import gc
@@ -43,6 +45,7 @@ from adprof.backends.instructions import COUNT_ENV
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
+from adprof.util import procs
 
 
 def _freeze() -> None:
@@ -57,11 +60,21 @@ def _freeze() -> None:
 _CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 
 
+def _kill_family() -> None:
+    """Kill what the chains started (detached or not) and this worker's process group with the worker itself;
+    the guardian kills what already left the family."""
+    for _ in range(3):
+        for pid in procs.descendants(os.getpid()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    os.killpg(0, signal.SIGKILL)
+
+
 def _watch_parent(parent: int) -> None:
-    """Kill this worker's process group (the worker and all the chains started) once adprof is gone."""
+    """Kill this worker's family once adprof is gone."""
     while True:
         if os.getppid() != parent:
-            os.killpg(0, signal.SIGKILL)
+            _kill_family()
         time.sleep(0.2)
 
 
@@ -73,7 +86,7 @@ def _watch_hangup(fd: int) -> None:
     while True:
         for _, events in poller.poll():
             if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                os.killpg(0, signal.SIGKILL)
+                _kill_family()
 
 
 class _Worker:
@@ -81,6 +94,7 @@ class _Worker:
         self.out = out
         self.all_chains: dict[str, dict[str, Chain]] = {}
         self.named: dict[tuple[str, str], Chain] = {}
+        self.cwd = os.getcwd()  # the directory relative targets are given from
 
     def send(self, msg: dict[str, Any]) -> None:
         self.out.write(json.dumps(msg) + "\n")
@@ -125,6 +139,8 @@ class _Worker:
         finally:
             for name, fn in clocks.items():
                 setattr(time, name, fn)
+            with contextlib.suppress(OSError):  # a chain's os.chdir must not move the next request's files
+                os.chdir(self.cwd)
 
     def handle_request(self, req: dict[str, Any]) -> None:
         op = req.get("op")
@@ -211,6 +227,12 @@ def main() -> None:
         except Exception as exc:  # a bug of ours, or a chain failing outside a point (e.g. its input)
             msg = str(exc).splitlines()[0] if str(exc) else ""
             w.send({"ok": False, "kind": "internal", "error": f"{type(exc).__name__}: {msg}".rstrip(": ")})
+        except (SystemExit, KeyboardInterrupt, GeneratorExit):
+            raise  # the chain ends the worker: a crash, reported with its exit status
+        except BaseException as exc:  # a chain's own BaseException subclass: its failure, named by its class
+            msg = str(exc).splitlines()[0] if str(exc) else ""
+            what = f"{type(exc).__name__} (a BaseException, not an Exception): {msg}".rstrip(": ")
+            w.send({"ok": False, "kind": "chain", "error": what})
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@ the depth-halving table. Renderers only read results; they never measure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -34,6 +37,34 @@ from adprof.report import (
     several_machines,
     worst_time_text,
 )
+from adprof.util.text import terminal_safe
+
+#: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
+MIN_WIDTH = 80
+
+
+class SafeConsole(Console):
+    """A rich Console through which no control character of a user's string reaches the terminal (a
+    chain's ``ValueError("\\x1b]0;PWNED\\x07")``, a program's stderr): strings are escaped before
+    the layout (``\\x1b``), and every rendered segment once more before it is written. rich's own
+    styles and cursor movements are control segments of their own, kept as they are."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.width < MIN_WIDTH:
+            self.width = MIN_WIDTH
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(terminal_safe(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control or not seg.text:
+                yield seg
+            else:
+                safe = terminal_safe(seg.text)
+                yield seg if safe is seg.text else Segment(safe, seg.style, seg.control)
+
 
 VERDICT_STYLE = {
     model.EXPONENTIAL_TRANSFORM: "bold red",
@@ -50,8 +81,9 @@ VERDICT_STYLE = {
 
 
 def _t(text: str, style: str = "") -> Text:
-    """User-supplied text as a rich Text: never parsed as markup (a ``[x]`` in a message stays as written)."""
-    return Text(text, style=style)
+    """User-supplied text as a rich Text: never parsed as markup (a ``[x]`` in a message stays as written),
+    control characters escaped."""
+    return Text(terminal_safe(text), style=style)
 
 
 def _decided(result: Result) -> str:
@@ -73,16 +105,20 @@ def _time_caption(report: Report) -> str:
 def summary_table(report: Report) -> Table:
     """One row per result."""
     t = Table(title="adprof summary", show_lines=False, caption=_time_caption(report))
+    files = _file_column(report)
+    if files:
+        t.add_column("file")
     machines = several_machines(report.results)  # which host measured it, when there are several
     for col in ("chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "worst time"):
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
     if machines:
         t.add_column("machine")
     t.add_column("stopped", overflow="fold")
-    for r in report.results:
+    for r, file in zip(report.results, files or [None] * len(report.results), strict=True):
         s, v = r.series, r.verdict
         chain = chain_label(s)
         cells = [
+            *([_t(file or "-")] if files else []),
             _t(chain),
             _t(backend_label(s)),
             _t(s.mode),
@@ -94,6 +130,24 @@ def summary_table(report: Report) -> Table:
         ]
         t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(s.error or s.stopped or ""))
     return t
+
+
+def _file_column(report: Report) -> list[str] | None:
+    """The chains' files, when one chain name comes from two files (the rows would look alike), else None.
+    Each file as its shortest distinct tail (``a/x.py``, ``b/x.py``)."""
+    by_name: dict[str, set[str]] = {}
+    for r in report.results:
+        by_name.setdefault(chain_label(r.series), set()).add(r.series.file or "")
+    if all(len(fs) < 2 for fs in by_name.values()):
+        return None
+    paths = {f: Path(f).parts for f in {r.series.file or "" for r in report.results}}
+    short: dict[str, str] = {}
+    for f, parts in paths.items():
+        n = 1
+        while n < len(parts) and sum(p[-n:] == parts[-n:] for p in paths.values()) > 1:
+            n += 1
+        short[f] = str(Path(*parts[-n:])) if parts else ""
+    return [short[r.series.file or ""] for r in report.results]
 
 
 def sweep_rich_table(results: list[dict]) -> Table | None:
@@ -281,6 +335,8 @@ def render_halving_result(result: Result, console: Console) -> None:
 
 
 __all__ = [
+    "MIN_WIDTH",
+    "SafeConsole",
     "render_halving_result",
     "render_report",
     "render_ratio_table",

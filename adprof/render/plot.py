@@ -15,6 +15,7 @@ from typing import Any
 
 from adprof.model import Fit, Report, Result
 from adprof.report import chain_label
+from adprof.util.files import write_atomic
 
 MISSING = "plots need matplotlib: pip install 'adprof[plot]'"
 
@@ -108,7 +109,9 @@ def plot_report(report: Report, path: str | Path) -> Path:
         else:
             ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
     path = Path(path)
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png")
+    write_atomic(path, buf.getvalue())  # a reader never sees half a plot
     return path
 
 

@@ -3,8 +3,11 @@
 ``run_command_point('PROG ARGS {depth}', depth, mode, ...)`` replaces ``{depth}`` (and ``{calls}``, if
 present), splits the template with :func:`shlex.split` and runs it as its own process: its own session
 and process group, stdin closed, stdout and stderr captured up to ``output_limit`` bytes each, on Linux
-``PR_SET_PDEATHSIG`` so that it dies with adprof. When the program exits, anything left in its process
-group is killed; past the timeout or the output limit the whole group is killed and the point fails.
+``PR_SET_PDEATHSIG`` so that it dies with adprof. Its exit status ends the point (not end-of-file: a
+program may close its pipes and keep working, a detached child may hold them open); then everything it
+left is killed, its group and detached descendants alike (:mod:`adprof.util.procs`); past the timeout or
+the output limit all of it is killed and the point fails. Protocol keys it does not know are kept by name
+(``Point.extra["unknown_keys"]``) and warned about.
 
 The protocol: the program prints JSON objects, one per line; the last line of stdout that starts with
 ``{`` is read (it must parse). Keys, all optional: ``transform_seconds``, ``drop_seconds``,

@@ -25,7 +25,14 @@ from adprof.backends.cmd.process import (
     expand,
     run_process,
 )
-from adprof.backends.cmd.protocol import PER_CALL, TRACED_PHASES, apply_protocol, last_json_object, phase_base
+from adprof.backends.cmd.protocol import (
+    PER_CALL,
+    TRACED_PHASES,
+    apply_protocol,
+    check_within,
+    last_json_object,
+    phase_base,
+)
 from adprof.constants import NOMINAL_INSTRUCTION_RATE
 from adprof.model import Point, cost_phases
 
@@ -209,6 +216,8 @@ def _timed_point(argv: list[str], depth: int, mode: str, require_json: bool, **r
     obj = last_json_object(done.stdout.decode("utf-8", "replace"))
     if obj is None and require_json:
         raise CommandFailure("no-json", f"{done.argv[0]} printed no JSON object on stdout (phases were expected)")
+    if obj is not None:
+        check_within(obj, done.seconds)
     if obj is None or not apply_protocol(pt, obj, mode):
         pt.times["process"] = done.seconds
         pt.extra["counted"] = "wall time of the whole process (it reported no phases)"

@@ -1,23 +1,22 @@
-"""Running one command: its own session and process group, stdin closed, outputs captured up to a limit,
-killed with its group past the timeout, on a flood, and when it exits (and, on Linux, when adprof dies)."""
+"""Running one command: its own session and process group, stdin closed, outputs captured up to a limit;
+killed with everything it started past the timeout, on a flood, on an interrupt, and once it exited
+(and, on Linux, when adprof dies): :mod:`adprof.util.procs` supervises it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import selectors
+import re
 import shlex
 import shutil
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from adprof.constants import DEFAULT_CALLS
+from adprof.util import procs
 
 MODES: tuple[str, ...] = ("traced", "eager")
 METRICS: tuple[str, ...] = ("time", "instructions")
@@ -25,13 +24,14 @@ DEFAULT_OUTPUT_LIMIT = 1 << 20
 #: The environment variable set for runs under callgrind.
 METRIC_ENV = "ADPROF_METRIC"
 STDERR_TAIL = 300
+_VALGRIND_LINE = re.compile(r"^==\d+==")
 
 
 class CommandFailure(Exception):
     """A point of a ``--cmd`` series could not be measured; ``message`` is one line.
 
     Kinds: ``template``, ``missing``, ``not-executable``, ``exit``, ``no-json``, ``malformed``,
-    ``negative``, ``timeout``, ``flood``, ``valgrind``, ``baseline``.
+    ``negative``, ``timeout``, ``flood``, ``valgrind``, ``baseline``, ``interrupted``.
     """
 
     def __init__(self, kind: str, message: str):
@@ -49,34 +49,6 @@ class Completed:
     seconds: float
 
 
-def _prctl() -> Any:
-    """libc's ``prctl``, loaded in the parent (the child between fork and exec must not import)."""
-    global _PRCTL
-    if _PRCTL is None:
-        try:
-            import ctypes
-
-            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            _PRCTL = False
-    return _PRCTL
-
-
-_PRCTL: Any = None
-
-
-def _die_with_parent(prctl: Any, parent: int) -> None:  # runs in the child between fork and exec
-    if prctl:
-        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def expand(template: str, depth: int, calls: int | None = None) -> list[str]:
     """The argv of ``template`` at ``depth``: ``{depth}`` (required) and ``{calls}`` replaced."""
     if "{depth}" not in template:
@@ -92,37 +64,75 @@ def expand(template: str, depth: int, calls: int | None = None) -> list[str]:
 
 
 def check_program(prog: str) -> None:
-    """Raise :class:`CommandFailure` (``missing``, ``not-executable``) unless ``prog`` can be run."""
+    """Raise :class:`CommandFailure` (``missing``, ``not-executable``) unless ``prog`` can be run: it
+    exists, is executable, and is not a text file without a ``#!`` line (the kernel refuses to run one)."""
     if os.sep in prog:
         path = Path(prog)
         if not path.exists():
             raise CommandFailure("missing", f"command not found: {prog}")
         if path.is_dir() or not os.access(path, os.X_OK):
             raise CommandFailure("not-executable", f"command is not executable: {prog}")
-    elif shutil.which(prog) is None:
-        raise CommandFailure("missing", f"command not found on PATH: {prog}")
+    else:
+        found = shutil.which(prog)
+        if found is None:
+            raise CommandFailure("missing", f"command not found on PATH: {prog}")
+        path = Path(found)
+    if _script_without_shebang(path):
+        raise CommandFailure(
+            "not-executable", f"command cannot be executed: {prog} is a script without a #! line (e.g. #!/bin/sh)"
+        )
 
 
-def _spawn(argv: list[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in its own session, stdin closed, both outputs piped; one-line failures."""
-    check_program(argv[0])
-    full_env = {**os.environ, **(env or {})}
-    preexec = None
-    if sys.platform.startswith("linux"):
-        parent, prctl = os.getpid(), _prctl()
-
-        def preexec() -> None:
-            _die_with_parent(prctl, parent)
-
+def _script_without_shebang(path: Path) -> bool:
+    """A text file (its first bytes printable) that does not start with ``#!``: execve fails (ENOEXEC).
+    Binaries of any format are left to the kernel."""
     try:
-        return subprocess.Popen(
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    if head.startswith(b"#!"):
+        return False
+    return all(32 <= b < 127 or b in (9, 10, 13) for b in head)
+
+
+#: Per thread: a check that, when true, stops the command in progress (``cancel_when``).
+_CANCEL = threading.local()
+
+
+@contextlib.contextmanager
+def cancel_when(check: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, commands run by this thread are killed as soon as ``check()`` is true (an
+    interrupt of the run): :func:`run_process` then raises ``CommandFailure("interrupted")``."""
+    previous = getattr(_CANCEL, "check", None)
+    _CANCEL.check = check
+    try:
+        yield
+    finally:
+        _CANCEL.check = previous
+
+
+def run_process(
+    argv: list[str], *, timeout: float, output_limit: int = DEFAULT_OUTPUT_LIMIT, env: Mapping[str, str] | None = None
+) -> Completed:
+    """Run ``argv`` in its own session with stdin closed and both outputs captured (each up to
+    ``output_limit`` bytes), supervised by :mod:`adprof.util.procs`: its exit status is waited for (a
+    program may close its pipes and still work), and once it is gone everything it left (its group,
+    detached children) is killed; past the timeout, on a flood, or on an interrupt, all of it at once.
+
+    ``env``: extra environment variables on top of adprof's own. On Linux the program also gets
+    ``PR_SET_PDEATHSIG``, sent when the *thread* that started it ends: call this from a thread that
+    outlives it.
+    """
+    check_program(argv[0])
+    try:
+        done = procs.run(
             argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=preexec,
-            env=full_env,
+            timeout=timeout,
+            output_limit=output_limit,
+            env={**os.environ, **(env or {})},
+            cancel=getattr(_CANCEL, "check", None),
+            die_with_parent=True,
         )
     except FileNotFoundError:
         raise CommandFailure("missing", f"command not found: {argv[0]}") from None
@@ -130,69 +140,22 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None) -> subprocess.Popen[b
         raise CommandFailure("not-executable", f"command is not executable: {argv[0]}") from None
     except OSError as exc:  # e.g. ENOEXEC: a script without a #! line
         raise CommandFailure("not-executable", f"command cannot be executed: {argv[0]} ({exc.strerror})") from None
-
-
-def _pump(
-    proc: subprocess.Popen[bytes], prog: str, t0: float, timeout: float, output_limit: int
-) -> tuple[dict[str, bytearray], CommandFailure | None]:
-    """Read both pipes until they close; stop at the timeout or past the output limit."""
-    buffers = {"stdout": bytearray(), "stderr": bytearray()}
-    assert proc.stdout is not None and proc.stderr is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
-        sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
-        while sel.get_map():
-            elapsed = time.perf_counter() - t0
-            if elapsed > timeout:
-                return buffers, CommandFailure(
-                    "timeout",
-                    f"{prog} did not finish within {timeout:g} s (killed with its process group after {elapsed:.1f} s)",
-                )
-            if proc.poll() is not None:
-                # the program is done: whatever it left in its group must not outlive the point (and
-                # must not hold our pipes open)
-                _kill_group(proc.pid)
-            for sk, _ in sel.select(timeout=min(0.05, max(0.0, timeout - elapsed))):
-                chunk = os.read(sk.fd, 65536)
-                if not chunk:
-                    sel.unregister(sk.fileobj)
-                    continue
-                buf = buffers[sk.data]
-                buf.extend(chunk)
-                if len(buf) > output_limit:
-                    return buffers, CommandFailure(
-                        "flood",
-                        f"{prog} wrote more than {output_limit:,} bytes to {sk.data} (output limit); "
-                        "stopped reading and killed it",
-                    )
-    return buffers, None
-
-
-def run_process(
-    argv: list[str], *, timeout: float, output_limit: int = DEFAULT_OUTPUT_LIMIT, env: Mapping[str, str] | None = None
-) -> Completed:
-    """Run ``argv`` in its own process group with stdin closed and both outputs captured (each up to
-    ``output_limit`` bytes); kill the group on timeout, on a flood, and when the program exits.
-
-    ``env``: extra environment variables on top of adprof's own. Linux delivers the parent-death
-    signal when the *thread* that started the child ends: call this from a thread that outlives it.
-    """
-    t0 = time.perf_counter()
-    proc = _spawn(argv, env)
-    try:
-        buffers, failure = _pump(proc, argv[0], t0, timeout, output_limit)
-    finally:
-        _kill_group(proc.pid)  # start_new_session: the child leads its own group
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
-        assert proc.stdout is not None and proc.stderr is not None
-        proc.stdout.close()
-        proc.stderr.close()
-    if failure:
-        raise failure
-    seconds = time.perf_counter() - t0
-    return Completed(argv, proc.returncode, bytes(buffers["stdout"]), bytes(buffers["stderr"]), seconds)
+    prog = argv[0]
+    if done.cancelled:
+        raise CommandFailure("interrupted", f"{prog} was killed with its process group: adprof was interrupted")
+    if done.timed_out:
+        raise CommandFailure(
+            "timeout",
+            f"{prog} did not finish within {timeout:g} s (killed with its process group after {done.seconds:.1f} s)",
+        )
+    if done.flooded:
+        raise CommandFailure(
+            "flood",
+            f"{prog} wrote more than {output_limit:,} bytes to {done.flooded} (output limit); "
+            "stopped reading and killed it",
+        )
+    assert done.returncode is not None
+    return Completed(argv, done.returncode, done.stdout, done.stderr, done.seconds)
 
 
 def _one_line(text: str, limit: int = STDERR_TAIL) -> str:
@@ -201,10 +164,20 @@ def _one_line(text: str, limit: int = STDERR_TAIL) -> str:
     return tail if len(tail) <= limit else "..." + tail[-limit:]
 
 
+def _signal_label(number: int) -> str:
+    try:
+        return f"signal {number} ({signal.Signals(number).name})"
+    except ValueError:
+        return f"signal {number}"
+
+
 def check_exit(done: Completed) -> None:
+    """Raise ``CommandFailure("exit")`` naming the program, unless it exited 0. valgrind's own lines
+    (``==PID== ...``) are left out of the stderr tail: the program's lines say what went wrong."""
     if done.returncode == 0:
         return
     rc = done.returncode
-    how = f"was killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
-    tail = _one_line(done.stderr.decode("utf-8", "replace"))
+    how = f"was killed by {_signal_label(-rc)}" if rc < 0 else f"exited with status {rc}"
+    text = done.stderr.decode("utf-8", "replace")
+    tail = _one_line("\n".join(ln for ln in text.splitlines() if not _VALGRIND_LINE.match(ln)))
     raise CommandFailure("exit", f"{done.argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import statistics
@@ -29,6 +30,48 @@ TRACED_PHASES: dict[str, str] = {
     "backward": "run",
 }
 PER_CALL = ("forward", "backward")
+#: Every key the protocol reads; any other key of the JSON line is warned about by name (a misspelt
+#: ``transfrom_seconds`` must not silently leave the series to the process's wall time).
+KNOWN_KEYS: tuple[str, ...] = (
+    *PROTOCOL_KEYS,
+    "counters",
+    "value_ops",
+    "derivative_ops",
+    "program_ops",
+    "value",
+    "gradient",
+)
+#: "A phase cannot last longer than the process that timed it", with room for a program that sums the
+#: seconds of its threads or reports a model of its costs: only numbers that cannot be a time of this run
+#: (100 times the process's wall time, plus 10 s) are refused.
+WITHIN_FACTOR, WITHIN_SLACK = 100.0, 10.0
+
+
+def unknown_keys(obj: dict[str, Any]) -> list[str]:
+    """The keys of a protocol object that the protocol does not read, in their order."""
+    return [str(k) for k in obj if k not in KNOWN_KEYS]
+
+
+def did_you_mean(key: str) -> str | None:
+    """The known key closest to a misspelt one, if any is close."""
+    close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def check_within(obj: dict[str, Any], process_seconds: float) -> None:
+    """Raise ``CommandFailure("malformed")`` when a reported phase lasted longer than the whole process
+    that reported it (e.g. ``transform_seconds: 1e300`` from a 50 ms run): the number cannot be a time."""
+    bound = process_seconds * WITHIN_FACTOR + WITHIN_SLACK
+    for key in PROTOCOL_KEYS:
+        value = obj.get(key)
+        values = value if isinstance(value, list) else [value]
+        nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
+        total = sum(nums)
+        if total > bound:
+            raise CommandFailure(
+                "malformed",
+                f"{key} is {total:.3g} s, but the whole process ran {process_seconds:.3f} s: not a time it measured",
+            )
 
 
 def last_json_object(stdout: str) -> dict[str, Any] | None:
@@ -125,6 +168,9 @@ def apply_protocol(pt: Point, obj: dict[str, Any], mode: str) -> bool:
     for key in ("value", "gradient"):
         if isinstance(obj.get(key), int | float) and not isinstance(obj.get(key), bool):
             pt.extra[key] = float(obj[key])
+    unknown = unknown_keys(obj)
+    if unknown:
+        pt.extra["unknown_keys"] = unknown
     return known
 
 

@@ -1,0 +1,26 @@
+"""Text safe to print to a terminal: a user's string (a chain's exception message, a program's stderr or
+binary stdout, a chain name) may hold escape sequences that set the window title, clear the screen or
+rewrite earlier lines. They are shown, escaped, never executed."""
+
+from __future__ import annotations
+
+import re
+
+#: C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
+#: (they reorder what the terminal shows, "Trojan source").
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but tab and newline written as ``\\xNN`` (``\\uNNNN``)."""
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def one_line_safe(text: str) -> str:
+    """:func:`terminal_safe`, with newlines and tabs as spaces (for one-line messages)."""
+    return terminal_safe(text).replace("\n", " ").replace("\t", " ")
