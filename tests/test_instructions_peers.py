@@ -189,6 +189,7 @@ def test_counting_worker_dies_with_adprof():
     """The valgrind'd worker's watchdog sleeps in poll() on its request pipe (no wake-ups that would be
     counted): when adprof is SIGKILLed while the worker is busy in a chain, the pipe hangs up and the
     worker kills its group."""
+    import contextlib
     import os
     import signal
     import subprocess
@@ -220,11 +221,21 @@ def test_counting_worker_dies_with_adprof():
     time.sleep(1.0)
     parent.kill()
     parent.wait()
+
+    def running() -> bool:  # a zombie is dead (this process may be the subreaper it was re-parented to)
+        try:
+            state = Path(f"/proc/{worker}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in (b"Z", b"X")
+
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and os.path.exists(f"/proc/{worker}"):
+    while time.monotonic() < deadline and running():
         time.sleep(0.2)
-    alive = os.path.exists(f"/proc/{worker}")
+    alive = running()
     if alive:
         os.kill(worker, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(worker, 0)  # reap it if it was re-parented to us
     shutil.rmtree(out_dir, ignore_errors=True)  # a SIGKILLed adprof cannot remove its temporary directory
     assert event == "loaded" and not alive, "the counting worker outlived adprof"
