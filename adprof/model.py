@@ -248,10 +248,17 @@ class Series:
     #: The metric asked for (``--metric instructions``): it alone decides, the verdict is inconclusive without it
     #: (never a silent fall-back to time). Empty: the backend's declarations (``deciding_metrics``) apply.
     required_metric: str = ""
+    #: Metrics that count work the phase must do (graph nodes walked, ops traced): they decide when they grow
+    #: superlinearly or exponentially (the work grows at least as fast), never to call a cost linear.
+    lower_bound_metrics: list[str] = field(default_factory=list)
     #: How ``Point.times`` was taken from the repeats: statistic ("lower quartile", "min", "median") and clock.
     statistic: str = ""
     clock: str = ""
     file: str | None = None  # the chain's source file (chains of the same name in two files differ)
+    #: What a depth counts (the chain's ``axis``: ``layer``, ``order``, ``unroll``, ``seq_len``, ...).
+    axis: str = "layer"
+    #: The phases whose cost is classified when the chain names them (empty: :func:`cost_phases` of the mode).
+    classified_phases: list[str] = field(default_factory=list)
     machine: Machine | None = None  # where its points were measured (all on one machine)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
@@ -328,6 +335,7 @@ class Fit:
     curve_depths: list[float] = field(default_factory=list)  # the deciding model's curve, for plots
     curve_values: list[float] = field(default_factory=list)
     reason: str = ""  # inconclusive: why, and the remedy ("raise --cap", "add depths")
+    axis: str = "layer"  # what a depth step counts: the base is "x2.15 per order"
     #: A lower bound (killed at the cap) past the last exact depth, far over what this model predicts there:
     #: its depth (the decision reads it as a runaway; the fit's own reading is left as it is).
     runaway_bound: int | None = None
@@ -360,6 +368,11 @@ class Verdict:
     reuse_agrees: bool | None = None  # when the chain declares `reuse`
     warm_to_call1: float | None = None  # eager: median cost of calls 2..5 / cost of call 1 (deepest point)
     prediction: dict[str, float] | None = None  # the deciding model at the next depth: {"depth", "value"}
+    #: Multi-phase modes (compile): the phase whose cost grows most between the first and last depth
+    #: ("" when one phase or none grows), each phase's share of that growth, and each phase's own time fit.
+    growing_phase: str = ""
+    phase_shares: dict[str, float] = field(default_factory=dict)
+    phase_fits: dict[str, Fit] = field(default_factory=dict)
     #: Time decided the verdict and the machine was loaded while the series ran (load per core above
     #: :data:`adprof.constants.LOADED_PER_CORE`): other work may have inflated the times.
     loaded_machine: bool = False
@@ -406,8 +419,15 @@ class Verdict:
 FINDINGS = frozenset({*PATHOLOGIES, ERROR, RUNAWAY})
 
 
-def fit_figure(fit: Fit, unit: str = "layer") -> str:
-    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]`` (time: with its interval), ``flat`` or ``""``."""
+def depth_symbol(axis: str) -> str:
+    """The power law's variable: ``d`` for layers, else the axis (``seq_len^1.98``)."""
+    return "d" if axis in ("", "layer") else axis
+
+
+def fit_figure(fit: Fit, unit: str | None = None) -> str:
+    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]`` (time: with its interval), ``flat`` or ``""``; the
+    unit is the fit's axis (``x2.15/order``, ``seq_len^1.98``) unless given."""
+    unit = unit or fit.axis or "layer"
     iv = fit.interval
     if fit.kind == "exponential" and fit.base is not None:
         s = f"x{fit.base:.2f}/{unit}"
@@ -415,7 +435,7 @@ def fit_figure(fit: Fit, unit: str = "layer") -> str:
     if fit.exponent is not None and fit.kind in ("linear", "mild", "superlinear", "inconclusive"):
         if fit.exponent == 0.0:
             return "flat"
-        s = f"d^{fit.exponent:.2f}"
+        s = f"{depth_symbol(unit)}^{fit.exponent:.2f}"
         return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
     return ""
 
@@ -469,13 +489,28 @@ class Report:
 COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 
 
-def cost_phases(mode: str) -> tuple[str, ...]:
-    """The phases whose cost is classified (and watched by the depth schedule) for a mode."""
+#: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
+#: partition), Inductor's lowering/fusion/codegen and its C++ compile.
+TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
+#: Where torch's compile mode puts the metrics of the whole compile (no time of its own): classified too.
+WHOLE_COMPILE = "compile"
+
+
+def cost_phases(mode: str, backend: str = "") -> tuple[str, ...]:
+    """The phases whose cost is classified (and watched by the depth schedule) for a mode (torch's compile
+    mode has its own: :data:`TORCH_COMPILE_PHASES`)."""
     if mode == "eager":
         return ("backward",)
     if mode == "compile":
+        if backend == "torch":
+            return (*TORCH_COMPILE_PHASES, WHOLE_COMPILE)
         return ("transform", "lower", "compile", "drop")
     return ("transform", "drop")
+
+
+def classified_phases(series: Series) -> tuple[str, ...]:
+    """The phases classified for a series: the chain's own (``cost_phases=``) or the mode's."""
+    return tuple(series.classified_phases) or cost_phases(series.mode, series.backend)
 
 
 def counter_totals(

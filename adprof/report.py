@@ -18,7 +18,7 @@ from adprof.model import (
     Shard,
     StopReason,
     chain_name,
-    cost_phases,
+    classified_phases,
     fmt_seconds,
     time_value,
 )
@@ -38,7 +38,7 @@ def _structure_of(series: Series, structures: Mapping[Any, Structure]) -> Struct
 
 def halving_tables(series: Series) -> dict[str, list[HalvingRow]]:
     """The depth-halving rows of a series' cost phases, and of ``forward`` in eager mode (``adprof halve``)."""
-    phases = cost_phases(series.mode)
+    phases = classified_phases(series)
     out = {"+".join(phases): halving_rows(series.points, phases)}
     if series.mode == "eager" and any("forward" in p.times for p in series.points):
         out["forward"] = halving_rows(series.points, ("forward",))
@@ -224,7 +224,7 @@ def depth_reached(series: Series) -> str:
 def worst_time_text(series: Series) -> str:
     """The largest cost-phase time over the points (transform+drop, or steady backward), formatted, with
     ``>=`` when the worst point is a censored lower bound."""
-    phases = cost_phases(series.mode)
+    phases = classified_phases(series)
     best: tuple[float, bool] | None = None
     for p in series.points:
         t = time_value(p, phases)

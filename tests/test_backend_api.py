@@ -34,7 +34,8 @@ def test_builtin_declarations_are_consistent():
             for metric in reported - set(b.deciding_metrics.get(mode, ())):
                 assert b.metric_notes[mode][metric], (name, mode, metric)
             fields = b.series_fields(mode)
-            assert set(fields) == {"deciding_metrics", "metric_notes", "statistic", "clock"}
+            assert set(b.lower_bound_metrics.get(mode, ())) <= reported, (name, mode)
+            assert set(fields) == {"deciding_metrics", "lower_bound_metrics", "metric_notes", "statistic", "clock"}
             assert fields["clock"] == "wall (perf_counter)" and fields["statistic"]
     assert backends.KNOWN_BACKENDS[:5] == ("engine", "jax", "torch", "autograd", "tinygrad")
     assert backends.series_fields("jax", "compile")["deciding_metrics"] == []

@@ -28,11 +28,13 @@ from adprof.analysis.costs import (
     fit_cost,
     metric_names,
     metric_value,
+    metric_where,
     next_depth,
     phases_of,
     predicted_growth,
     series_values,
     time_repeats,
+    timed_label,
 )
 from adprof.analysis.eager import (
     AMORTIZED_BELOW,
@@ -41,9 +43,17 @@ from adprof.analysis.eager import (
     amortization_evidence,
     eager_decision,
 )
-from adprof.analysis.evidence import beside_evidence, describe_fit, describe_halving, describe_tail, fit_evidence
+from adprof.analysis.evidence import (
+    beside_evidence,
+    describe_fit,
+    describe_halving,
+    describe_tail,
+    fit_evidence,
+    phase_evidence,
+)
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
 from adprof.analysis.models import B_MAX, P_MAX
+from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.analysis.sweeps import REUSE_TOLERANCE, sweep_table
 from adprof.analysis.tree import TREE_PROPORTION, follows_tree
@@ -110,8 +120,9 @@ TRUST_CHOICES = ("counters", "time")
 
 
 def _labels(series: Series, phases: tuple[str, ...]) -> dict[str, str]:
-    where = "steady backward" if series.mode == "eager" else "+".join(phases)
-    return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({where})", "where": where}
+    where = f"steady {'+'.join(phases)}" if series.mode == "eager" else "+".join(phases)
+    timed = f"steady {timed_label(series, phases)}" if series.mode == "eager" else timed_label(series, phases)
+    return {"counters": f"{where} {COUNTER_LABEL}", "time": f"wall time ({timed})", "where": where}
 
 
 def decide(
@@ -172,7 +183,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         time_fit=time_fit,
         metric_fits=metric_fits,
     )
-    fit, label = _deciding_fit(v, source, labels)
+    fit, label = _deciding_fit(v, source, labels, series, phases)
     if fit is None:
         asked = f" ({series.required_metric} asked for: not counted)" if series.required_metric else ""
         v.evidence.append(f"no cost measured for phases {', '.join(phases)}{asked}")
@@ -193,7 +204,9 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
     if trust is None:
         _time_contradicts(v, series, phases, fit, labels)
     dominant = beside_evidence(v, series, phases, fit, labels)
-    if series.mode == "eager":
+    v.growing_phase, v.phase_shares, v.phase_fits = growing_phase(series, phases, fit)
+    phase_evidence(v, series, fit)
+    if series.mode == "eager" and phases == ("backward",):
         amortization_evidence(v, series)
     _cross_checks(v, series, predicted_base, structure)
     v.cause = explain.cause(
@@ -207,20 +220,32 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         label=label,
         source=fit.source,
         reason=v.reason or fit.reason,
+        axis=series.axis,
+        phase=v.growing_phase,
+        phase_share=v.phase_shares.get(v.growing_phase),
+        bound=_bound_name(series, fit),
     )
     v.remedies = explain.remedies(
-        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source
+        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source, axis=series.axis
     )
     return v
 
 
-def _deciding_fit(v: Verdict, source: str, labels: dict[str, str]) -> tuple[Fit | None, str]:
+def _bound_name(series: Series, fit: Fit) -> str:
+    """The lower-bound metric that decided, or ""."""
+    name = fit.metric.split(":", 1)[0] if fit.source == "metric" else ""
+    return name if name in series.lower_bound_metrics else ""
+
+
+def _deciding_fit(
+    v: Verdict, source: str, labels: dict[str, str], series: Series, phases: tuple[str, ...]
+) -> tuple[Fit | None, str]:
     """The fit of the deciding source, and its label."""
     if source == "counters":
         return v.counter_fit, labels["counters"]
     if source.startswith("metric:"):
         name = source.split(":", 1)[1]
-        return v.metric_fits.get(name), f"{labels['where']} {name}"
+        return v.metric_fits.get(name), f"{metric_where(series, phases, name, labels['where'])} {name}"
     return v.time_fit, labels["time"]
 
 

@@ -8,12 +8,13 @@ from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.constants import NOMINAL_CLOCK
-from adprof.model import COUNTER_KEYS, Fit, Point, Series, cost_phases, counter_value, time_value
+from adprof.model import COUNTER_KEYS, Fit, Point, Series, classified_phases, counter_value, time_value
 
 
 def phases_of(series: Series) -> tuple[str, ...]:
-    """The mode's cost phases, or ``process`` for a command that reports no phases (its wall time)."""
-    phases = cost_phases(series.mode)
+    """The classified phases (the chain's or the mode's), or ``process`` for a command that reports no phases
+    (its wall time)."""
+    phases = classified_phases(series)
     if not any(ph in p.times or ph in p.counters or ph in p.metrics for p in series.points for ph in phases):
         if any("process" in p.times or "process" in p.metrics for p in series.points):
             return ("process",)
@@ -44,6 +45,19 @@ def time_repeats(point: Point, phases: tuple[str, ...]) -> list[float] | None:
         return [float(sum(col)) for col in zip(*lists, strict=True)]
     total = time_value(point, phases)
     return None if total is None else [total]
+
+
+def timed_label(series: Series, phases: tuple[str, ...]) -> str:
+    """The phases that carry times, joined (``transform+lower+compile``): a phase holding only metrics (torch
+    compile's ``compile``) is left out of a time label."""
+    timed = [ph for ph in phases if any(ph in p.times for p in series.points)]
+    return "+".join(timed or phases)
+
+
+def metric_where(series: Series, phases: tuple[str, ...], name: str, where: str) -> str:
+    """Where a metric was counted, for labels: the one phase that carries it in a multi-phase mode, else ``where``."""
+    carrying = {ph for p in series.points for ph in phases if name in p.metrics.get(ph, {})}
+    return next(iter(carrying)) if len(phases) > 1 and len(carrying) == 1 else where
 
 
 def metric_names(series: Series, phases: tuple[str, ...]) -> list[str]:
@@ -86,8 +100,8 @@ def fit_cost(
     label = "+".join(phases)
     metric = {
         "counters": f"counters[{label}]: " + "+".join(COUNTER_KEYS),
-        "metric": f"{name}: {label}",
-        "time": f"time: {label}",
+        "metric": f"{name}: {metric_where(series, phases, name, label)}",
+        "time": f"time: {timed_label(series, phases)}",
     }[source]
     clock = series.clock or "wall (perf_counter)" if source == "time" else ""
     fit = fit_growth(
@@ -101,9 +115,27 @@ def fit_cost(
         seed=seed,
         bootstrap=bootstrap,
     )
+    fit.axis = series.axis
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
     return fit
+
+
+#: Readings of a lower-bound metric that decide (it proves the work grows at least this fast).
+BOUND_KINDS = ("exponential", "superlinear")
+
+
+def _steepness(fit: Fit) -> tuple[int, float]:
+    """Orders readings: exponential above any power law, then by base or exponent."""
+    if fit.kind == "exponential":
+        return (1, float(fit.base or 0.0))
+    return (0, float(fit.exponent or 0.0))
+
+
+def growing_bound(series: Series, metric_fits: dict[str, Fit]) -> str | None:
+    """The steepest of the series' lower-bound metrics that reads superlinear or exponential, else None."""
+    growing = [n for n in series.lower_bound_metrics if n in metric_fits and metric_fits[n].kind in BOUND_KINDS]
+    return max(growing, key=lambda n: _steepness(metric_fits[n])) if growing else None
 
 
 def deciding_fits(
@@ -113,13 +145,18 @@ def deciding_fits(
     has_counters = any(counter_value(p, phases) is not None for p in series.points)
     counter_fit = fit_cost(series, phases, "counters") if has_counters else None
     metric_fits = {n: f for n in metric_names(series, phases) if (f := fit_cost(series, phases, "metric", n))}
-    deciding_metric = next((n for n in series.deciding_metrics if n in metric_fits), None)
+    # a lower bound on the work that itself grows fast decides first (the work grows at least as fast); one
+    # that reads linear proves nothing and leaves the decision to the others
+    bound = growing_bound(series, metric_fits)
+    deciding_metric = bound or next((n for n in series.deciding_metrics if n in metric_fits), None)
     if series.required_metric:  # asked for: it decides, or nothing does (never a silent fall-back to time)
-        deciding_metric = series.required_metric
+        deciding_metric, bound = series.required_metric, None
     time_decides = counter_fit is None and deciding_metric is None
     # a counted chain's times are its counts at a nominal speed: no clock was read, nothing to fit beside
     nominal = series.clock == NOMINAL_CLOCK
     time_fit = None if nominal else fit_cost(series, phases, "time", bootstrap=time_decides and not quick)
+    if bound is not None:
+        return counter_fit, time_fit, metric_fits, f"metric:{bound}"
     if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)
         return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
     if counter_fit is not None:

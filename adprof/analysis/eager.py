@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from adprof import model
-from adprof.analysis.costs import counter_cost, fit_cost
+from adprof.analysis.costs import counter_cost, fit_cost, phases_of
 from adprof.analysis.growth import fit_growth
 from adprof.model import Fit, Point, Series, Verdict
 
@@ -71,7 +71,7 @@ def eager_decision(v: Verdict, series: Series, fit: Fit, label: str) -> tuple[Fi
     calls are linear and call 0 (the cache miss) grows, call 0 decides and the kind names the transform."""
     if series.mode != "eager":
         return fit, label, False, ""
-    if fit.kind != "linear":
+    if fit.kind != "linear" or phases_of(series) != ("backward",):  # call 0 is the backward's cache miss
         return fit, label, True, ""
     call0 = call0_fit(series, v.counter_fit is not None)
     v.call0_fit = call0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from adprof.analysis.costs import next_depth
+from adprof.analysis.costs import metric_where, next_depth
+from adprof.analysis.explain import phase_name
 from adprof.analysis.growth import halving_reading, interval_text, predict
 from adprof.model import Fit, Series, Verdict, counter_totals
 
@@ -23,7 +24,7 @@ def describe_fit(fit: Fit, label: str) -> str:
         tail = f" (tail ratios {ratios})" if ratios and exact else ""
         iv = f" {text.split(' ', 1)[1]}" if " " in text else ""  # time: the interval
         depths = fit.tail_depths if exact and fit.tail_depths else fit.depths
-        return f"{label} x{fit.base:.2f} per layer{iv} over depths {fmt_depths(depths)}{tail}"
+        return f"{label} x{fit.base:.2f} per {fit.axis or 'layer'}{iv} over depths {fmt_depths(depths)}{tail}"
     if fit.kind in ("superlinear", "mild"):
         words = "mildly superlinear, " if fit.kind == "mild" else ""
         return f"{label} grows as {words}{text} {over}"
@@ -59,6 +60,12 @@ def decided_by(fit: Fit, series: Series, label: str) -> str:
         why = f"; no deterministic metric decides ({'; '.join(blind)})" if blind else ""
         return f"decided by {label} ({how}, {fit.interval_method or 'no interval'}){why}"
     how = f": {fit.interval_method}" if fit.interval_method else ""
+    name = fit.metric.split(":", 1)[0]
+    if name in series.lower_bound_metrics:
+        return (
+            f"decided by {label} (deterministic{how}; a lower bound on the phase's work: it counts work the phase "
+            "must do, so the work grows at least this fast)"
+        )
     return f"decided by {label} (deterministic{how})"
 
 
@@ -112,7 +119,29 @@ def beside_evidence(
             continue
         note = series.metric_notes.get(name)
         v.evidence.append(
-            f"beside: {describe_fit(mf, labels['where'] + ' ' + name)}"
+            f"beside: {describe_fit(mf, metric_where(series, phases, name, labels['where']) + ' ' + name)}"
             + (f" (does not decide: {note})" if note else "")
         )
     return dominant
+
+
+def phase_evidence(v: Verdict, series: Series, fit: Fit) -> None:
+    """The growing phase and every phase's share of the growth (multi-phase modes; read from the verdict)."""
+    if not v.phase_shares:
+        return
+    parts = []
+    for ph, share in sorted(v.phase_shares.items(), key=lambda kv: -kv[1]):
+        pf = v.phase_fits.get(ph)
+        figure = interval_text(pf).split(" [")[0] if pf is not None and pf.kind not in ("inconclusive",) else ""
+        parts.append(f"{ph} {share:.0%}" + (f" ({figure})" if figure else ""))
+    pts = [p.depth for p in series.points if not p.extra.get("censored")]
+    span = f" between depths {min(pts)} and {max(pts)}" if pts else ""
+    line = f"phases, share of the time's growth{span}: " + ", ".join(parts)
+    if v.growing_phase:
+        name = fit.metric.split(":", 1)[0] if fit.source == "metric" else ""
+        carried = bool(name) and any(name in p.metrics.get(v.growing_phase, {}) for p in series.points)
+        how = f"its {name} decides" if carried else "most of the growth"
+        line += f"; growing: {v.growing_phase} ({phase_name(series.backend, series.mode, v.growing_phase)}; {how})"
+    v.evidence.append(line)
+    if v.growing_phase:
+        v.key_evidence.append(line)

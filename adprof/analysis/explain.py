@@ -65,31 +65,100 @@ PROFILE_PHASE = (
     "profile the growing phase at two depths (`adprof flame`) to see which function's share grows with depth"
 )
 
+REGIONAL_COMPILE = (
+    "regional compilation: compile the repeated block, not the whole unrolled function "
+    "(`torch.compile` on the layer or cell, or `torch.compiler.nested_compile_region`), so one block is "
+    "traced, fused and compiled once and reused"
+)
+FEWER_UNROLLED = (
+    "unroll fewer steps per compiled graph: compile a few steps and loop over them in Python (the compiled "
+    "graph is cached and reused), or mark the loop count dynamic"
+)
+TORCH_SCAN = (
+    "keep the loop rolled: `torch._higher_order_ops.scan` (prototype) gives the compiler one step body "
+    "instead of depth copies"
+)
+TAYLOR_MODE = (
+    "for derivatives of high order, propagate a truncated Taylor series in one pass (`jax.experimental.jet`, "
+    "the remedy of jax#520) instead of nesting grad: its cost grows polynomially in the order, not exponentially"
+)
+
 _PHASE_WORDS = {
     "traced": "the grad transform",
     "compile": "lowering and compiling the gradient",
     "eager": "every eager backward call",
 }
 
+#: What each phase of a multi-phase mode does, by (backend, mode) (the cause names the growing one).
+PHASE_NAMES: dict[tuple[str, str], dict[str, str]] = {
+    ("torch", "compile"): {
+        "dynamo": "Dynamo's trace (bytecode to FX graph, guards)",
+        "aot_autograd": "AOTAutograd (joint forward-backward graph, partition)",
+        "inductor_codegen": "Inductor's lowering, fusion and code generation",
+        "inductor_compile": "Inductor's C++ compile (gcc) and module load",
+    },
+    ("jax", "compile"): {
+        "transform": "tracing the gradient to a jaxpr",
+        "lower": "lowering the jaxpr to StableHLO",
+        "compile": "XLA's backend compile",
+    },
+    ("tinygrad", "compile"): {
+        "transform": "building the lazy gradient graph",
+        "lower": "tinygrad's scheduler (the graph cut into kernels)",
+        "compile": "tinygrad's codegen (lowering, linearizer, rendering)",
+    },
+}
 
-def _measured_cause(kind: str, *, base, exponent, mode: str, backend: str, label: str) -> str:
-    """A cause that names only what was measured (no engine counters: no mechanism is claimed)."""
-    what = _PHASE_WORDS.get(mode, "the measured phase")
-    who = f" on {backend}" if backend else ""
+
+def phase_name(backend: str, mode: str, phase: str) -> str:
+    """What ``phase`` of ``mode`` on ``backend`` does, in words (the phase name when unknown)."""
+    return PHASE_NAMES.get((backend, mode), {}).get(phase, phase)
+
+
+def _growth_words(kind: str, base: float | None, exponent: float | None, axis: str) -> str:
     if kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
-        growth = f"x{base:.2f} per layer" if base is not None else "exponentially"
-    elif exponent is not None:
-        growth = f"as depth^{exponent:.2f}"
-    else:
-        growth = "superlinearly"
+        return f"x{base:.2f} per {axis}" if base is not None else "exponentially"
+    if exponent is not None:
+        return f"as {'depth' if axis == 'layer' else axis}^{exponent:.2f}"
+    return "superlinearly"
+
+
+def _measured_cause(
+    kind: str,
+    *,
+    base,
+    exponent,
+    mode: str,
+    backend: str,
+    label: str,
+    axis: str = "layer",
+    phase: str = "",
+    share: float | None = None,
+    bound: str = "",
+) -> str:
+    """A cause that names only what was measured (no engine counters: no mechanism is claimed beyond what a
+    lower-bound metric shows), and the growing phase where one grows."""
+    what = _PHASE_WORDS.get(mode, "the measured phase")
+    if phase:
+        what = phase_name(backend, mode, phase)
+    who = f" on {backend}" if backend else ""
+    growth = _growth_words(kind, base, exponent, axis)
+    of_growth = f", {share:.0%} of the growth of the {mode} time" if phase and share is not None else ""
     tail = " and is paid again on each call" if kind.endswith("backward") else ""
     if backend == "jax" and mode == "compile":
         tail = ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"
+    if backend == "torch" and mode == "compile" and bound == "inductor_loop_body_ops":
+        tail = (
+            ": the ops Inductor traces into its kernels' loop bodies grow as fast while Dynamo's graph grows "
+            "linearly: pointwise producers are inlined into each consumer, a tree of the shared values"
+        )
     mild = "mildly (n log n-like) " if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD) else ""
-    return (
-        f"{what}{who} grows {mild}{growth} ({label}){tail}; no engine counters were measured, so no mechanism "
-        "is claimed"
+    claim = (
+        f"{bound} counts work the phase must do, so the work grows at least this fast"
+        if bound
+        else "no engine counters were measured, so no mechanism is claimed"
     )
+    return f"{what}{who} grows {mild}{growth} ({label}{of_growth}){tail}; {claim}"
 
 
 def cause(
@@ -105,8 +174,14 @@ def cause(
     label: str = "",
     source: str = "counters",
     reason: str = "",
+    axis: str = "layer",
+    phase: str = "",
+    phase_share: float | None = None,
+    bound: str = "",
 ) -> str:
-    """One sentence explaining the verdict, naming a mechanism only where the counters show it."""
+    """One sentence explaining the verdict, naming a mechanism only where the counters show it (``axis``: what
+    a depth counts; ``phase``/``phase_share``: the growing phase of a multi-phase mode and its share of the
+    growth; ``bound``: the lower-bound metric that decided, if one did)."""
     if kind == model.LINEAR:
         return "cost grows linearly with depth (or not at all): no pathology found"
     if kind == model.INCONCLUSIVE:
@@ -116,10 +191,21 @@ def cause(
     if kind == model.ERROR:
         return f"the chain failed: {error}" if error else "no points were measured"
     if source != "counters" or dominant is None:
-        return _measured_cause(kind, base=base, exponent=exponent, mode=mode, backend=backend, label=label)
+        return _measured_cause(
+            kind,
+            base=base,
+            exponent=exponent,
+            mode=mode,
+            backend=backend,
+            label=label,
+            axis=axis,
+            phase=phase,
+            share=phase_share,
+            bound=bound,
+        )
     mech = _COUNTER_WORDS.get(dominant or "", "structural key comparison")
     b = f"x{base:.1f}" if base is not None else "exponentially"
-    p = f"as depth^{exponent:.1f}" if exponent is not None else "superlinearly"
+    p = f"as {'depth' if axis == 'layer' else axis}^{exponent:.1f}" if exponent is not None else "superlinearly"
     if kind == model.EXPONENTIAL_TRANSFORM:
         what = (
             "the grad transform (and the drop of its derivative graph)"
@@ -127,7 +213,7 @@ def cause(
             else ("the first eager backward (the derivative transform, cache miss)")
         )
         return (
-            f"{what} grows {b} per layer: {_uses(base, declared_reuse)}, and {mech} unfolds "
+            f"{what} grows {b} per {axis}: {_uses(base, declared_reuse)}, and {mech} unfolds "
             "the graph into a tree instead of visiting each node once"
         )
     if kind in (model.SUPERLINEAR_TRANSFORM, model.MILD_TRANSFORM):
@@ -137,7 +223,7 @@ def cause(
         )
     if kind == model.EXPONENTIAL_BACKWARD:
         return (
-            f"every eager backward call grows {b} per layer and is paid again on each call: "
+            f"every eager backward call grows {b} per {axis} and is paid again on each call: "
             f"{_uses(base, declared_reuse)}, and {mech} re-walks the graph as a tree on each backward"
         )
     return (
@@ -148,13 +234,24 @@ def cause(
 
 
 def remedies(
-    kind: str, *, mode: str = "traced", backend: str = "", profile: str | None = None, source: str = "counters"
+    kind: str,
+    *,
+    mode: str = "traced",
+    backend: str = "",
+    profile: str | None = None,
+    source: str = "counters",
+    axis: str = "layer",
 ) -> list[str]:
     """The remedies that follow from a verdict and what was measured (empty for linear/inconclusive/error)."""
     engine = profile is not None
     fixed = [FIXED_PROFILE] if engine and profile != "fixed" else []
-    if backend == "jax" and mode == "compile" and kind in model.PATHOLOGIES + (model.MILD_TRANSFORM,):
+    pathology = kind in model.PATHOLOGIES + (model.MILD_TRANSFORM,)
+    if axis == "order" and pathology:
+        return [TAYLOR_MODE, MEASURE_FIRST]
+    if backend == "jax" and mode == "compile" and pathology:
         return [XLA_SCAN, STAGING, CACHED_COMPILE]
+    if backend == "torch" and mode == "compile" and pathology:
+        return [REGIONAL_COMPILE, FEWER_UNROLLED, TORCH_SCAN]
     if source != "counters" and kind in model.PATHOLOGIES:
         first = [TRACED] if kind.endswith("backward") else []
         return [*first, STAGING, MEASURE_FIRST, PROFILE_PHASE]

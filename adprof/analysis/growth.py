@@ -40,7 +40,7 @@ from adprof.analysis.consistency import check_consistency, halving_pair
 from adprof.analysis.marginal import EMERGING_RATE, RISE_RATE, TAIL, marginal_curve, marginal_reading
 from adprof.analysis.models import BOOTSTRAP, CONFIDENCE, Observation, lower_quartile, predict
 from adprof.analysis.noisy import EXP_MIN_BASE, FLAT_SHARE, OVERHEAD_POINTS, noisy_reading
-from adprof.model import Fit, fit_figure
+from adprof.model import Fit, depth_symbol, fit_figure
 
 __all__ = [
     "BOOTSTRAP",
@@ -58,6 +58,7 @@ __all__ = [
     "Fit",
     "Observation",
     "band",
+    "depth_symbol",
     "fit_growth",
     "halving_pair",
     "halving_reading",

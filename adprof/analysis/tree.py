@@ -40,6 +40,6 @@ def follows_tree(counter_fit: Fit, structure: Any) -> Fit | None:
     fit.notes.append(
         f"only {len(d)} depths before the cap; the counters are proportional to the structure's tree size "
         f"(counters/tree {min(props):.3g}..{max(props):.3g} at depths {fmt_depths(d)}), whose exact growth over "
-        f"depths {fmt_depths(tree_fit.depths)} is exponential x{tree_fit.base:.2f} per layer"
+        f"depths {fmt_depths(tree_fit.depths)} is exponential x{tree_fit.base:.2f} per {fit.axis or 'layer'}"
     )
     return fit

@@ -148,9 +148,9 @@ BACKENDS: dict[str, str] = {name: cls.implementation for name, cls in BUILTIN_BA
 
 
 def series_fields(name: str, mode: str) -> dict[str, object]:
-    """The series-level fields (``deciding_metrics``, ``metric_notes``, ``statistic``, ``clock``) backend
-    ``name`` declares for ``mode`` (empty when the backend is unknown or broken: the error is reported
-    where the backend is used)."""
+    """The series-level fields (``deciding_metrics``, ``lower_bound_metrics``, ``metric_notes``, ``statistic``,
+    ``clock``) backend ``name`` declares for ``mode`` (empty when the backend is unknown or broken: the error is
+    reported where the backend is used)."""
     try:
         return backend_declaration(name).series_fields(mode)
     except UnknownBackendError:

@@ -8,8 +8,9 @@ two halves of ``grad(f)(x)``. Call 0 and the lower quartile of the warm calls; `
 a further warm call (numpy's C functions count as one call each).
 
 ``xp`` is :data:`xp`: ``autograd.numpy`` whose ``linalg.svd`` defaults to the reduced SVD
-(``full_matrices=False``), as the engine's does. autograd has no gradient of ``linalg.qr``: a chain
-using it fails at its first layer with autograd's own one-line message.
+(``full_matrices=False``), as the engine's does, and ``xp.grad`` is ``autograd.grad`` (derivative-order
+chains nest it). autograd has no gradient of ``linalg.qr``: a chain using it fails at its first layer with
+autograd's own one-line message.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from adprof.model import Point
 try:
     import autograd.numpy as anp
     import numpy as np
+    from autograd import grad as autograd_grad
     from autograd.core import make_vjp
 except ImportError as _exc:
     raise not_installed("autograd", _exc, "autograd") from None
@@ -49,8 +51,9 @@ def _svd(a: Any, full_matrices: bool = False, compute_uv: bool = True, **kwargs:
 
 
 _linalg = namespace("adprof_autograd_linalg", anp.linalg, {"svd": _svd})
-#: The ``xp`` chains get: autograd.numpy with a reduced-SVD default.
-xp = namespace("adprof_autograd_numpy", anp, {"linalg": _linalg})
+#: The ``xp`` chains get: autograd.numpy with a reduced-SVD default, and ``xp.grad`` = ``autograd.grad``
+#: (derivative-order chains nest it).
+xp = namespace("adprof_autograd_numpy", anp, {"linalg": _linalg, "grad": autograd_grad})
 
 
 #: ``_fn(chain, depth)``: the chain as a function of ``x`` on :data:`xp`.

@@ -243,9 +243,14 @@ class Backend:
     * ``metrics[mode]``: deterministic work metrics the points carry in ``metrics[phase]``;
       ``deciding_metrics[mode]``: those that see the mode's work and may decide, in order of preference
       (empty: time decides); ``metric_notes[mode][metric]``: why a reported metric may not decide;
+      ``lower_bound_metrics[mode]``: metrics that count work the phase must do (each node of a graph walked,
+      each op traced): blind to other work, so they decide only when they themselves grow superlinearly or
+      exponentially (the work grows at least as fast), never to call a cost linear;
     * ``requires``: importable top-level packages; ``install_hint``: how to install them;
     * ``statistic``/``clock``: how ``times`` are taken (copied into every Series);
-    * ``depths``: suggested depths for time-only series (or None);
+    * ``depths``: suggested depths for time-only series (or None); ``mode_depths[mode]``: the depths of a
+      mode's series unless the chain declares its own exactly (``adaptive=False``); ``caps[mode]``: seconds per
+      phase for a mode's series unless ``--cap`` or the chain says otherwise (compiles of seconds per point).
     * ``instruction_modes``: modes whose cost phases ``--metric instructions`` counts: ``measure_point``
       then gets ``metric="instructions"``, runs in a worker started under callgrind, measures each phase
       once and stores ``metrics[phase]["instructions"]`` (:mod:`adprof.backends.instructions`).
@@ -257,6 +262,7 @@ class Backend:
     phases: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     metrics: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     deciding_metrics: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    lower_bound_metrics: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     metric_notes: ClassVar[Mapping[str, Mapping[str, str]]] = {}
     requires: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
@@ -264,6 +270,8 @@ class Backend:
     clock: ClassVar[str] = CLOCK
     depths: ClassVar[tuple[int, ...] | None] = (8, 16, 32, 64, 128)
     instruction_modes: ClassVar[tuple[str, ...]] = ()
+    mode_depths: ClassVar[Mapping[str, tuple[int, ...]]] = {}
+    caps: ClassVar[Mapping[str, float]] = {}
     #: The failure class the worker catches (the shared one; a plugin may raise a subclass).
     PointFailure: ClassVar[type[PointFailure]] = PointFailure
 
@@ -288,6 +296,7 @@ class Backend:
         """The series-level fields of a series measured in ``mode`` (see :class:`adprof.model.Series`)."""
         return {
             "deciding_metrics": list(self.deciding_metrics.get(mode, ())),
+            "lower_bound_metrics": list(self.lower_bound_metrics.get(mode, ())),
             "metric_notes": dict(self.metric_notes.get(mode, {})),
             "statistic": self.statistic,
             "clock": self.clock,
@@ -302,6 +311,7 @@ class Backend:
             "phases": {m: list(self.phases.get(m, ())) for m in self.modes},
             "metrics": {m: list(self.metrics.get(m, ())) for m in self.modes},
             "deciding_metrics": {m: list(self.deciding_metrics.get(m, ())) for m in self.modes},
+            "lower_bound_metrics": {m: list(self.lower_bound_metrics.get(m, ())) for m in self.modes},
             "metric_notes": {m: dict(self.metric_notes.get(m, {})) for m in self.modes},
             "requires": list(self.requires),
             "install_hint": self.install_hint,

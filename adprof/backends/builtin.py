@@ -114,15 +114,61 @@ class JaxBackend(ModuleBackend):
     instruction_modes = ("compile",)
 
 
+_TORCH_COMPILE_METRICS = (
+    "python_calls",
+    "graph_nodes",
+    "graph_ops",
+    "guards",
+    "calls_captured",
+    "unique_graphs",
+    "graph_breaks",
+    "inductor_ir_nodes",
+    "inductor_loop_body_ops",
+)
+_TORCH_COMPILE_NOTES = {
+    "python_calls": (
+        "calls of the whole compile (Dynamo, AOTAutograd and Inductor are Python), blind to the C++ compiler "
+        "(gcc: inductor_compile's time, linear in the generated code) and to work inside a call"
+    ),
+    "graph_nodes": (
+        "size of Dynamo's graph, a lower bound on Dynamo's and AOTAutograd's work: it decides when it grows "
+        "superlinearly, and is blind to what Inductor does with each node"
+    ),
+    "graph_ops": "ops of Dynamo's graph: read as graph_nodes, shown beside",
+    "guards": "guards Dynamo builds for the frame: constant without graph breaks",
+    "calls_captured": "ops Dynamo captured: linear in an unrolled chain, not the compile's work",
+    "unique_graphs": "graphs compiled: 1 without graph breaks, more with them",
+    "graph_breaks": "graph breaks (each one restarts Dynamo's trace, pytorch#124437)",
+    "inductor_ir_nodes": "size of Inductor's lowered graph, not the work of fusing and generating code for it",
+    "inductor_loop_body_ops": (
+        "ops traced into Inductor's kernel loop bodies (a pointwise producer inlined into a consumer is traced "
+        "again): a lower bound on Inductor's codegen, blind to fusion's pair checks (pytorch#154652) and to the "
+        "C++ compile; it decides when it grows superlinearly, else time decides"
+    ),
+}
+
+
 class TorchBackend(ModuleBackend):
     """PyTorch (``array_api_compat.torch``, float64, CPU, one thread)."""
 
     name = "torch"
     implementation = "adprof.backends.torch_backend"
-    modes = ("traced", "eager")
-    phases = {"traced": ("record", "transform", "drop"), "eager": _EAGER_PHASES}
-    metrics = {"traced": ("python_calls",), "eager": ("python_calls", "autograd_nodes")}
-    deciding_metrics = {"traced": ("python_calls",), "eager": ()}
+    modes = ("traced", "eager", "compile")
+    phases = {
+        "traced": ("record", "transform", "drop"),
+        "eager": _EAGER_PHASES,
+        "compile": ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile", "run"),
+    }
+    metrics = {
+        "traced": ("python_calls",),
+        "eager": ("python_calls", "autograd_nodes"),
+        "compile": _TORCH_COMPILE_METRICS,
+    }
+    deciding_metrics = {"traced": ("python_calls",), "eager": (), "compile": ("python_calls",)}
+    lower_bound_metrics = {
+        "eager": ("autograd_nodes",),
+        "compile": ("inductor_loop_body_ops", "graph_nodes"),
+    }
     metric_notes = {
         "traced": {},
         "eager": {
@@ -130,9 +176,18 @@ class TorchBackend(ModuleBackend):
                 "sees the forward's op calls, but backward() runs in the C++ autograd engine (a constant handful "
                 "of Python calls at any depth): time decides"
             ),
-            "autograd_nodes": "size of the autograd graph, not the C++ engine's work walking it: time decides",
+            "autograd_nodes": (
+                "size of the autograd graph: a lower bound on the backward's work (every node runs once), blind "
+                "to the C++ engine's bookkeeping; it decides when it grows superlinearly, else time decides"
+            ),
         },
+        "compile": _TORCH_COMPILE_NOTES,
     }
+    #: Unit steps first (an inlining blowup shows there), then doublings: every point costs seconds (gcc).
+    mode_depths = {"compile": (1, 2, 3, 4, 6, 8, 16, 32, 64)}
+    #: One compile (forward and backward, two gcc runs) takes 3-6 s on these machines, the first one of a process
+    #: ~40 s: a 1.5 s cap would stop every series at its first depth.
+    caps = {"compile": 60.0}
     requires = ("torch", "array_api_compat")
     install_hint = INSTALL_HINT
     #: the C++ autograd engine's backward counted under callgrind

@@ -9,7 +9,9 @@ work metrics, see :mod:`adprof.backends.base` and the declarations in :mod:`adpr
   sub-jaxprs, e.g. of the jitted ``jnp.linalg.svd``, count; the top-level counts are in ``extra``).
 * ``compile``: ``jax.jit(jax.grad(f))`` of a fresh function per repeat, step by step: ``transform`` =
   ``.trace(x)``, ``lower`` = ``.lower()``, ``compile`` = ``.compile()`` (XLA), ``run`` = the compiled call.
-  This is jit's first-call cost, paid once per shape, reported as its own result.
+  This is jit's first-call cost, paid once per shape, reported as its own result. Each phase's seconds are
+  JAX's own attribution, its ``jax.monitoring`` duration events (:data:`COMPILE_EVENTS`: jaxpr trace, jaxpr to
+  MLIR, backend compile), and the step's wall time where an event did not fire.
 * ``eager``: ``jax.grad(f)`` without jit, per call, split in its two halves: ``forward`` =
   ``jax.vjp(f, x)`` (primal ops dispatched one by one, plus linearization), ``backward`` = the VJP
   function applied to 1.0. ``calls`` calls on fresh arrays: call 0 and the lower quartile of the warm calls.
@@ -17,7 +19,8 @@ work metrics, see :mod:`adprof.backends.base` and the declarations in :mod:`adpr
 On import: ``JAX_PLATFORMS=cpu`` and single-threaded XLA
 (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``) unless already set,
 and x64 enabled. ``xp`` is :data:`xp`: ``jax.numpy`` whose ``linalg.svd`` defaults to the reduced SVD
-(``full_matrices=False``), as the engine's does; nothing else is changed.
+(``full_matrices=False``), as the engine's does, and ``xp.grad`` is ``jax.grad`` (derivative-order chains
+nest it); nothing else is changed.
 """
 
 from __future__ import annotations
@@ -83,8 +86,9 @@ def _svd(a: Any, full_matrices: bool = False, compute_uv: bool = True, **kwargs:
 
 
 _linalg = namespace("adprof_jax_linalg", jnp.linalg, {"svd": _svd})
-#: The ``xp`` chains get: jax.numpy with a reduced-SVD default.
-xp = namespace("adprof_jax_numpy", jnp, {"linalg": _linalg})
+#: The ``xp`` chains get: jax.numpy with a reduced-SVD default, and ``xp.grad`` = ``jax.grad`` (derivative-order
+#: chains nest it).
+xp = namespace("adprof_jax_numpy", jnp, {"linalg": _linalg, "grad": jax.grad})
 
 
 def count_eqns(jaxpr: Any, recursive: bool = True) -> int:
@@ -176,6 +180,42 @@ def hlo_instructions(compiled: Any) -> int:
 
 _cache_events: list[str] = []
 
+#: The ``jax.monitoring`` duration event that attributes each compile-mode phase.
+COMPILE_EVENTS = {
+    "transform": "/jax/core/compile/jaxpr_trace_duration",
+    "lower": "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "compile": "/jax/core/compile/backend_compile_duration",
+}
+_EVENT_NAMES = frozenset(COMPILE_EVENTS.values())
+#: Duration events seen while :func:`attributed` runs a step (recording only then).
+_durations: list[tuple[str, float]] = []
+_listening: dict[str, bool] = {}
+
+
+def _on_duration(event: str, secs: float, **kwargs: Any) -> None:
+    if _listening.get("recording") and event in _EVENT_NAMES:
+        _durations.append((event, float(secs)))
+
+
+def _listen_for_durations() -> None:
+    if "registered" not in _listening:
+        jax.monitoring.register_event_duration_secs_listener(_on_duration)
+        _listening["registered"] = True
+
+
+def attributed(phase: str, step: Any) -> tuple[float, Any, bool]:
+    """``(seconds, step(), from_event)``: the step timed, its seconds taken from JAX's duration event for the
+    phase when it fired during the step (summed), else the wall time."""
+    _durations.clear()
+    _listening["recording"] = True
+    try:
+        wall, out = timed(step)
+    finally:
+        _listening["recording"] = False
+    secs = [s for name, s in _durations if name == COMPILE_EVENTS[phase]]
+    _durations.clear()
+    return (sum(secs), out, True) if secs else (wall, out, False)
+
 
 def _listen_for_cache_hits() -> None:
     if not _cache_events:
@@ -201,31 +241,39 @@ def measure_compile(
     phase = "transform"
     try:
         _listen_for_cache_hits()
+        _listen_for_durations()
         if first_time(chain, "compile"):  # first use of each primitive, untimed
             jax.jit(jax.grad(_fn(chain, 1))).lower(x).compile()
         hits_before = len(_cache_events)
         samples: dict[str, list[float]] = {"transform": [], "lower": [], "compile": []}
         totals: list[float] = []
+        by_event: set[str] = set()
         traced = compiled = None
         while more_repeats(totals, repeats):
             traced = compiled = None
             g = jax.jit(jax.grad(_fn(chain, depth)))  # a fresh function per repeat
             phase = "transform"
             on_phase(phase, None)
-            t_trace, traced = timed(lambda g=g: g.trace(x))
+            t_trace, traced, ev_trace = attributed(phase, lambda g=g: g.trace(x))
             phase = "lower"
             on_phase(phase, None)
-            t_lower, lowered = timed(traced.lower)
+            t_lower, lowered, ev_lower = attributed(phase, traced.lower)
             phase = "compile"
             on_phase(phase, None)
-            t_compile, compiled = timed(lowered.compile)
+            t_compile, compiled, ev_compile = attributed(phase, lowered.compile)
             del lowered
+            by_event.update(
+                n for n, ev in (("transform", ev_trace), ("lower", ev_lower), ("compile", ev_compile)) if ev
+            )
             for name, t in (("transform", t_trace), ("lower", t_lower), ("compile", t_compile)):
                 samples[name].append(t)
             totals.append(t_trace + t_lower + t_compile)
         for name, values in samples.items():
             record_samples(pt, name, values)
         pt.extra["compile_cache_hits"] = len(_cache_events) - hits_before
+        pt.extra["phase_seconds_from"] = {
+            ph: ("jax.monitoring " + COMPILE_EVENTS[ph]) if ph in by_event else "wall (perf_counter)" for ph in samples
+        }
         pt.extra["transform_includes"] = "trace + grad (jit(grad(f)).trace(x))"
         pt.ops["derivative_ops"] = count_eqns(traced.jaxpr)
         pt.extra["derivative_ops_top_level"] = count_eqns(traced.jaxpr, recursive=False)

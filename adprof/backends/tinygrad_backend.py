@@ -4,7 +4,9 @@ Device: ``DEV=PYTHON`` (set on import unless ``DEV`` is already set). tinygrad's
 kernels with clang, which these machines do not have (gcc only); the PYTHON device runs the same
 frontend, scheduler and codegen (lowering, linearizer) and then interprets the kernel in Python, so it
 works everywhere, with no C compiler, and everything tinygrad does is Python. ``CACHELEVEL=0``: no
-on-disk kernel cache shared between processes.
+on-disk kernel cache shared between processes. A gradient that does not depend on the input (a constant,
+e.g. of ``y = 0.7*y + 0.3*y``) has no device, and tinygrad would realize it on ``CPU`` (clang): every
+tensor the backend realizes is placed on the input's device first (:func:`on_device`).
 
 tinygrad is lazy: building the chain records a graph, ``backward()`` adds the gradient graph, and
 realizing a tensor schedules the graph into kernels, generates their code (cached by kernel) and runs
@@ -152,13 +154,27 @@ def _check(y: Any, depth: int) -> None:
     check_output(tuple(y.shape), dtypes.is_float(y.dtype), depth)
 
 
+def on_device(t: Any, like: Any) -> Any:
+    """``t`` on ``like``'s device. A gradient that does not depend on the input (``y = 0.7*y + 0.3*y``: a
+    constant) has no device, and tinygrad realizes a device-less tensor on ``CPU``, which compiles its
+    kernels with clang whatever ``DEV`` says; adding it to zeros on the input's device keeps it there."""
+    if t.device is not None:
+        return t
+    return Tensor.zeros(t.shape, device=like.device, dtype=t.dtype) + t
+
+
+def _gradient(loss: Any, x: Any) -> Any:
+    """``d loss / d x`` on ``x``'s device."""
+    (g,) = loss.gradient(x)
+    return on_device(g, x)
+
+
 def _warm_up(chain: Chain, mode: str) -> None:
     """One untimed call at depth 1 the first time a chain is seen (first use of each op)."""
     if first_time(chain, mode):
         x = Tensor(chain.make_input())
         loss = _fn(chain, 1)(x)
-        (g,) = loss.gradient(x)
-        g.numpy()
+        _gradient(loss, x).numpy()
 
 
 # --------------------------------------------------------------------------- compile
@@ -194,7 +210,7 @@ def measure_compile(
             def transform() -> Any:
                 loss = _fn(chain, depth)(x)
                 _check(loss, depth)
-                return loss.gradient(x)[0]
+                return _gradient(loss, x)
 
             steps = {
                 "transform": transform,
@@ -247,7 +263,7 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
 
     def backward(x: Any, loss: Any) -> Any:
         loss.backward()
-        return x.grad.realize().numpy()
+        return on_device(x.grad, x).realize().numpy()
 
     def warm_up() -> None:
         _warm_up(chain, "eager")
@@ -256,7 +272,8 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     def scalar(loss: Any) -> float:
         # the value from a separate forward graph: realizing ``loss`` itself would replace its graph by a
         # buffer, and its backward would no longer reach x (untimed: between the timed blocks)
-        return float(f(Tensor(a)).numpy())
+        x = Tensor(a)
+        return float(on_device(f(x), x).numpy())
 
     return _eager_loop(
         chain,
@@ -283,6 +300,7 @@ __all__ = [
     "UnsupportedOpError",
     "clear_caches",
     "measure_compile",
+    "on_device",
     "measure_eager",
     "measure_point",
     "xp",

@@ -9,16 +9,20 @@ work metrics, see :mod:`adprof.backends.base` and the declarations in :mod:`adpr
 * ``traced``: a real transform, traced to a graph: ``record`` = ``make_fx(f)(x)`` (``value_ops``),
   ``transform`` = ``make_fx(torch.func.grad(f))(x)`` (functorch's grad transform traced into an FX
   graph; ``derivative_ops``), ``drop`` = freeing that graph. Op counts are the graphs'
-  ``call_function`` nodes. There is no compile mode (``torch.compile`` is not a grad transform).
+  ``call_function`` nodes.
+* ``compile``: ``torch.compile`` of the chain with its gradient (Dynamo, AOTAutograd, Inductor; gcc as
+  Inductor's C++ compiler), phase by phase: :mod:`adprof.backends.torch_compile`.
 
 ``xp`` is :data:`xp`: ``array_api_compat.torch`` with three documented changes so that chains
 written for the engine's numpy-like namespace run unchanged: ``linalg.svd`` defaults to the reduced
 SVD (``full_matrices=False``; torch and the array API default to the full one), ``transpose`` has
 numpy's semantics (``transpose(x)`` reverses the axes, ``transpose(x, axes)`` permutes them;
 torch's ``transpose(x, dim0, dim1)`` swaps two), and ``asarray`` of Python numbers or sequences
-gives float64 (torch would give float32). On import: ``torch.set_num_threads(1)``, and subnormal
-floats are flushed to zero (``torch.set_flush_denormal``), as XLA does on CPU: chains like mul
-underflow after ~10 layers, and timing subnormal arithmetic would fake a superlinear cost.
+gives float64 (torch would give float32); ``xp.grad(fn)`` differentiates with
+``torch.autograd.grad(create_graph=True)`` (derivative-order chains nest it). On import:
+``torch.set_num_threads(1)``, and subnormal floats are flushed to zero (``torch.set_flush_denormal``), as
+XLA does on CPU: chains like mul underflow after ~10 layers, and timing subnormal arithmetic would fake a
+superlinear cost.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ torch.set_num_threads(1)
 torch.set_flush_denormal(True)
 
 PROFILES: tuple[None, ...] = (None,)
-MODES: tuple[str, ...] = ("traced", "eager")
+MODES: tuple[str, ...] = ("traced", "eager", "compile")
 #: Depths suggested for this backend's time-only fits (>= 8x span, doublings).
 DEPTHS: tuple[int, ...] = (8, 16, 32, 64, 128)
 
@@ -80,9 +84,21 @@ def _asarray(obj: Any, /, *, dtype: Any = None, **kwargs: Any) -> Any:
     return _xt.asarray(obj, dtype=dtype, **kwargs)
 
 
+def _grad(fn: Any) -> Any:
+    """``xp.grad(fn)``: ``x -> d fn(x) / dx`` by ``torch.autograd.grad(create_graph=True)``, differentiable again
+    (derivative-order chains nest it, pytorch#111563); ``x`` must require grad (eager mode's leaves do)."""
+
+    def grad_of(x: Any) -> Any:
+        with torch.enable_grad():
+            (gx,) = torch.autograd.grad(fn(x), x, create_graph=True)
+        return gx
+
+    return grad_of
+
+
 _linalg = namespace("adprof_torch_linalg", _xt.linalg, {"svd": _svd})
 #: The ``xp`` chains get (see the module docstring).
-xp = namespace("adprof_torch_xp", _xt, {"linalg": _linalg, "transpose": _transpose, "asarray": _asarray})
+xp = namespace("adprof_torch_xp", _xt, {"linalg": _linalg, "transpose": _transpose, "asarray": _asarray, "grad": _grad})
 
 _warm = False
 
@@ -220,9 +236,20 @@ def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase)
     return measure_counted_eager(chain, depth, on_phase=on_phase, **_eager_calls(chain, depth))
 
 
-#: Measure one point; ``mode`` is ``eager`` or ``traced``; ``profile`` must be None.
+def measure_compile(
+    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+) -> Point:
+    """``torch.compile`` of the chain with its gradient (see :mod:`adprof.backends.torch_compile`)."""
+    from adprof.backends import torch_compile
+
+    return torch_compile.measure_compile(chain, depth, xp=xp, bind=_fn, on_phase=on_phase, repeats=repeats)
+
+
+#: Measure one point; ``mode`` is ``eager``, ``traced`` or ``compile``; ``profile`` must be None.
 measure_point = peer_measure_point(
-    "torch", {"traced": measure_traced, "eager": measure_eager}, counted={"eager": count_eager}
+    "torch",
+    {"traced": measure_traced, "eager": measure_eager, "compile": measure_compile},
+    counted={"eager": count_eager},
 )
 
 
@@ -232,6 +259,7 @@ __all__ = [
     "PROFILES",
     "PointFailure",
     "count_eager",
+    "measure_compile",
     "measure_eager",
     "measure_point",
     "measure_traced",

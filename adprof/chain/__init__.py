@@ -15,6 +15,8 @@ from adprof.chain.loader import (
     parse_target,
 )
 from adprof.chain.spec import (
+    COMMON_AXES,
+    DEFAULT_AXIS,
     DEFAULT_DEPTHS,
     DEFAULT_INPUT_SHAPE,
     DEFAULT_MODES,
@@ -28,6 +30,8 @@ from adprof.chain.spec import (
 )
 
 __all__ = [
+    "COMMON_AXES",
+    "DEFAULT_AXIS",
     "DEFAULT_DEPTHS",
     "DEFAULT_INPUT_SHAPE",
     "DEFAULT_MODES",

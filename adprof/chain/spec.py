@@ -27,6 +27,20 @@ Chains can be swept over extra keyword parameters::
 ``reuse.variants()`` yields ``reuse[k=1]`` ... ``reuse[k=4]``, each a plain ``(xp, x, depth)``
 chain with ``params={"k": ...}``.
 
+A chain can say what its depth counts (``axis="order"``: the derivative order, ``"unroll"``, ``"seq_len"``;
+default ``"layer"``; every report then reads "x2.15 per order"), which backends and modes it is for
+(``modes={"jax": ("traced",), "torch": ("eager",)}``), and measure exactly its declared depths
+(``adaptive=False``) with its own per-phase cap (``cap=60``) where the adaptive schedule would waste the
+budget (compiles of seconds per point). Derivative-order chains nest ``xp.grad`` (the backend's own
+grad: ``jax.grad``, ``torch.autograd.grad(create_graph=True)``, ``autograd.grad``)::
+
+    @adprof.chain(input_shape=(), axis="order", modes={"jax": ("traced",), "torch": ("eager",)})
+    def sin_exp(xp, x, depth):
+        g = lambda x: xp.sum(xp.sin(x) * xp.exp(x))
+        for _ in range(depth - 1):
+            g = (lambda h: lambda x: xp.sum(xp.grad(h)(x)))(g)
+        return g(x)  # the measured transform takes the depth-th derivative
+
 Loading chain files lives in :mod:`adprof.chain.loader`. Every user-facing error is a
 :class:`ChainError` (a ``ValueError``) with a one-line message. This module imports only numpy and
 the standard library.
@@ -43,6 +57,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "COMMON_AXES",
+    "DEFAULT_AXIS",
     "DEFAULT_DEPTHS",
     "DEFAULT_INPUT_SHAPE",
     "DEFAULT_MODES",
@@ -55,9 +71,13 @@ __all__ = [
     "chain",
 ]
 
-#: Modes a chain can ask to be probed in.
-KNOWN_MODES: tuple[str, ...] = ("traced", "eager")
+#: Modes a chain can ask to be probed in (``compile`` only on backends that have it).
+KNOWN_MODES: tuple[str, ...] = ("traced", "eager", "compile")
 DEFAULT_MODES: tuple[str, ...] = ("traced", "eager")
+#: What a depth counts, when the chain does not say (reports read "x2.00 per layer").
+DEFAULT_AXIS = "layer"
+#: Axes the docs name; any lowercase word works (``"step"``, ``"history"``).
+COMMON_AXES: tuple[str, ...] = ("layer", "order", "unroll", "seq_len")
 #: Default input: a 3x3 float64 matrix, uniform in [0.5, 1.0), from ``numpy.random.default_rng(0)``.
 #: Entries below 1 keep power chains such as ``y <- (y*y)*0.5`` from overflowing (they decay to 0).
 DEFAULT_INPUT_SHAPE: tuple[int, ...] = (3, 3)
@@ -136,6 +156,12 @@ class Chain:
         seed: seed of the default random input.
         base: for a variant, the name of the swept chain it came from.
         source: the file the chain was loaded from, if :func:`load_chains` loaded it.
+        axis: what the depth counts (``layer``, ``order``, ``unroll``, ``seq_len``, ...).
+        backend_modes: backend -> the modes to probe on it; empty: every backend, in ``modes``.
+        adaptive: False: measure exactly ``depths`` (else they bound the adaptive schedule).
+        cap: seconds per phase for this chain's series when ``--cap`` is not given (None: the default).
+        cost_phases: the phases whose cost is classified (empty: the mode's, e.g. ``backward`` in eager).
+        repeats: exact repeats of each timed phase (None: the repeat policy, one run past half a second).
     """
 
     name: str
@@ -152,6 +178,12 @@ class Chain:
     seed: int = DEFAULT_SEED
     base: str | None = None
     source: str | None = None
+    axis: str = DEFAULT_AXIS
+    backend_modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    adaptive: bool = True
+    cap: float | None = None
+    cost_phases: tuple[str, ...] = ()
+    repeats: int | None = None
 
     def __call__(self, xp: Any, x: Any, depth: int, *args: Any, **kwargs: Any) -> Any:
         """Run the chain: ``fn(xp, x, depth, ...)`` (a variant's ``fn`` already binds its params)."""
@@ -187,7 +219,19 @@ class Chain:
             "dtype": self.dtype,
             "seed": self.seed,
             "source": self.source,
+            "axis": self.axis,
+            "backend_modes": {b: list(m) for b, m in self.backend_modes.items()},
+            "adaptive": self.adaptive,
+            "cap": self.cap,
+            "cost_phases": list(self.cost_phases),
+            "repeats": self.repeats,
         }
+
+    def modes_on(self, backend: str) -> tuple[str, ...]:
+        """The modes to probe on ``backend`` (empty when the chain is not for it)."""
+        if not self.backend_modes:
+            return self.modes
+        return self.backend_modes.get(backend, ())
 
     def make_input(self) -> np.ndarray:
         """A fresh numpy input: ``input`` if given, else uniform [0.5, 1.0) of ``input_shape``.
@@ -302,7 +346,21 @@ def _sweep_of(sweep_in: Any, name: str) -> dict[str, list[Any]]:
     return sweep
 
 
-def _modes_of(modes: Any, name: str) -> tuple[str, ...]:
+def _modes_of(modes: Any, name: str) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """``(modes, backend -> modes)``: a mode name, a tuple of them, or a dict backend -> those."""
+    if isinstance(modes, Mapping):
+        if not modes:
+            raise ChainError(f"chain {name!r}: modes must name at least one backend")
+        per: dict[str, tuple[str, ...]] = {}
+        for backend, ms in modes.items():
+            if not isinstance(backend, str) or not backend:
+                raise ChainError(f"chain {name!r}: modes: bad backend name {backend!r}")
+            per[backend] = _mode_names(ms, name)
+        return tuple(dict.fromkeys(m for ms in per.values() for m in ms)), per
+    return _mode_names(modes, name), {}
+
+
+def _mode_names(modes: Any, name: str) -> tuple[str, ...]:
     modes = modes or DEFAULT_MODES
     if not isinstance(modes, str | Sequence):
         raise ChainError(f"chain {name!r}: modes must be a mode name or a tuple of them, got {modes!r}")
@@ -334,6 +392,31 @@ def _input_of(input_shape: Any, inp: Any, name: str) -> tuple[int, ...]:
     return input_shape
 
 
+def _axis_of(axis: Any, name: str) -> str:
+    if not isinstance(axis, str) or not axis.isidentifier() or axis != axis.lower() or len(axis) > 24:
+        raise ChainError(
+            f"chain {name!r}: axis must be a short lowercase word ({', '.join(COMMON_AXES)}, ...), got {axis!r}"
+        )
+    return axis
+
+
+def _cap_of(cap: Any, name: str) -> float | None:
+    if cap is None:
+        return None
+    if isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < float("inf"):
+        raise ChainError(f"chain {name!r}: cap must be a positive number of seconds, got {cap!r}")
+    return float(cap)
+
+
+def _phases_of(phases: Any, name: str) -> tuple[str, ...]:
+    if phases is None:
+        return ()
+    phases = (phases,) if isinstance(phases, str) else phases
+    if not isinstance(phases, Sequence) or not all(isinstance(p, str) and p for p in phases):
+        raise ChainError(f"chain {name!r}: cost_phases must be phase names, got {phases!r}")
+    return tuple(phases)
+
+
 def _dtype_of(dtype: Any, name: str) -> str:
     """A floating numpy dtype's name: the input is what the gradient is taken with respect to."""
     try:
@@ -363,7 +446,16 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     sweep = _sweep_of(opts.pop("sweep", None) or {}, name)
     _check_signature(fn, name, list(sweep))
     depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
-    modes = _modes_of(opts.pop("modes", None), name)
+    modes, backend_modes = _modes_of(opts.pop("modes", None), name)
+    axis = _axis_of(opts.pop("axis", DEFAULT_AXIS), name)
+    adaptive = opts.pop("adaptive", True)
+    if not isinstance(adaptive, bool):
+        raise ChainError(f"chain {name!r}: adaptive must be True or False, got {adaptive!r}")
+    cap = _cap_of(opts.pop("cap", None), name)
+    phases = _phases_of(opts.pop("cost_phases", None), name)
+    repeats = opts.pop("repeats", None)
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
+        raise ChainError(f"chain {name!r}: repeats must be a positive int, got {repeats!r}")
     inp = opts.pop("input", None)
     input_shape = _input_of(opts.pop("input_shape", None), inp, name)
     dtype = _dtype_of(opts.pop("dtype", "float64"), name)
@@ -390,6 +482,12 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         description=description,
         sweep=sweep,
         seed=int(seed),
+        axis=axis,
+        backend_modes=backend_modes,
+        adaptive=adaptive,
+        cap=cap,
+        cost_phases=phases,
+        repeats=repeats,
     )
     try:
         setattr(fn, _CHAIN_ATTR, ch)
@@ -409,16 +507,25 @@ def chain(
     reuse: float | str | None = None,
     depths: Sequence[int] | None = None,
     max_depth: int | None = None,
-    modes: Sequence[str] | None = None,
+    modes: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     description: str | None = None,
     sweep: Mapping[str, Sequence[Any]] | None = None,
     seed: int = DEFAULT_SEED,
+    axis: str = DEFAULT_AXIS,
+    adaptive: bool = True,
+    cap: float | None = None,
+    cost_phases: Sequence[str] | None = None,
+    repeats: int | None = None,
 ) -> Any:
     """Mark ``fn(xp, x, depth[, sweep params])`` as a chain; returns a callable :class:`Chain`.
 
     Usable bare (``@chain``) or with options (``@chain(reuse=2)``). ``max_depth=N`` means depths
     ``1..N``; the default depths are :data:`DEFAULT_DEPTHS`. Without ``input``/``input_shape``
-    the input is a 3x3 float64 matrix, uniform in [0.5, 1.0), seed 0.
+    the input is a 3x3 float64 matrix, uniform in [0.5, 1.0), seed 0. ``modes``: a tuple, or a dict
+    backend -> modes (the chain runs on those backends only); ``axis``: what the depth counts;
+    ``adaptive=False``: measure exactly ``depths``; ``cap``: seconds per phase unless ``--cap`` is given;
+    ``cost_phases``: the phases to classify instead of the mode's; ``repeats``: exact repeats of each timed
+    phase where one run per point is too noisy (compiles of a second on a loaded machine).
     """
     opts = dict(
         name=name,
@@ -432,6 +539,11 @@ def chain(
         description=description,
         sweep=sweep,
         seed=seed,
+        axis=axis,
+        adaptive=adaptive,
+        cap=cap,
+        cost_phases=cost_phases,
+        repeats=repeats,
     )
     if fn is not None:
         return _make_chain(fn, **opts)

@@ -66,8 +66,6 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
         plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
         specs = plan_series(metas, backends, args.profile, args.mode, notes)
-        for s in specs if args.depths else ():
-            s.depths = None  # --depths (cfg.depths) wins over the planned time-only depths
         if args.metric == "instructions":  # the peers' C++ phases, counted under callgrind
             declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
             specs = counted_specs(specs, declared, explicit=bool(args.depths))

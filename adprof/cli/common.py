@@ -163,6 +163,14 @@ def positive_arg(value: str) -> float:
     return x
 
 
+class _CapGiven(argparse.Action):
+    """``--cap``: the value, and that it was given (a chain's own ``cap=`` applies only without it)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.cap_given = True
+
+
 #: The smallest ``--cap``: a phase is not timed finer than a millisecond (a smaller cap would stop every
 #: series at its first depth and say nothing).
 MIN_CAP = 0.001
@@ -186,6 +194,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         "--cap",
         type=cap_arg,
         default=cap,
+        action=_CapGiven,
         help=f"seconds per phase; a series stops past it, or when the next point is predicted "
         f"to pass it; a phase running 4x longer is killed (default {cap:g})",
     )
@@ -288,6 +297,7 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     from adprof.analysis.classify import predicted_growth
 
     kw.setdefault("predictor", predicted_growth)
+    kw.setdefault("cap_given", bool(getattr(args, "cap_given", False)))
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 

@@ -148,6 +148,10 @@ def measure_single(
         max_depth=max(meta.get("depths") or [8]),
         declared_reuse=meta.get("reuse"),
         params=dict(meta.get("params") or {}),
+        axis=meta.get("axis") or "layer",
+        cap=meta.get("cap"),
+        cost_phases=tuple(meta.get("cost_phases") or ()),
+        repeats=meta.get("repeats"),
     )
     measured = measure_specs([spec], cfg, err, args.verbose)
     args.interrupted = measured.interrupted  # the command prints the partial report, then exits 130/143

@@ -28,6 +28,7 @@ class MeasureConfig:
     """Knobs of a measuring run (the CLI fills them)."""
 
     cap: float = DEFAULT_CAP  # seconds per phase; a series stops past it
+    cap_given: bool = False  # --cap was given: it wins over a chain's own cap
     budget: float = DEFAULT_BUDGET  # seconds of wall time for the whole run
     timeout_factor: float = DEFAULT_TIMEOUT_FACTOR  # hard timeout per phase = factor x cap
     calls: int = DEFAULT_CALLS  # eager calls per point

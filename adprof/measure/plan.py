@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adprof import backends as backends_pkg
 from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
 from adprof.chain import KNOWN_MODES, parse_target
 from adprof.measure.client import Worker, list_chains
@@ -60,7 +61,7 @@ def backend_modes(backend: str) -> tuple[str, ...]:
 def plan_series(
     metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
 ) -> list[SeriesSpec]:
-    every = tuple(dict.fromkeys(KNOWN_MODES + tuple(md for b in backends for md in backend_modes(b))))
+    every = tuple(dict.fromkeys(md for b in backends for md in backend_modes(b)))
     want_modes = select(modes, every, "mode")
     with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
     if profiles is not None and not with_profiles:
@@ -73,13 +74,16 @@ def plan_series(
         if profiles is not None and known_profiles:
             chosen_profiles = list(select(profiles, known_profiles, "profile", backend) or [])
         for m in metas:
-            chain_modes = list(m.get("modes") or KNOWN_MODES)
-            # the chain's modes; "compile" (not a chain mode) only when asked for explicitly
+            per_backend = m.get("backend_modes") or {}
+            if per_backend and backend not in per_backend:
+                notes.append(f"{m['name']}: skipped on {backend} (a case for {', '.join(per_backend)})")
+                continue
+            chain_modes = list(per_backend.get(backend) or m.get("modes") or KNOWN_MODES)
+            # the chain's modes; "compile" only when asked for explicitly or declared by the chain
             wanted = want_modes if want_modes is not None else chain_modes
             use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
                 notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
-            depths = None if known_profiles else _time_only_depths(m.get("depths"))
             for prof in chosen_profiles:
                 for md in use:
                     key = (str(Path(m["file"]).resolve()), m["name"], backend, prof, md)
@@ -96,10 +100,35 @@ def plan_series(
                             max_depth=max(m.get("depths") or [8]),
                             declared_reuse=m.get("reuse"),
                             params=dict(m.get("params") or {}),
-                            depths=depths,
+                            depths=series_depths(m, backend, md, bool(known_profiles)),
+                            axis=m.get("axis") or "layer",
+                            cap=m.get("cap") or _declared(backend, "caps", md),
+                            cost_phases=tuple(m.get("cost_phases") or ()),
+                            repeats=m.get("repeats"),
                         )
                     )
     return specs
+
+
+def _declared(backend: str, attr: str, mode: str) -> Any:
+    """A backend's per-mode declaration ``attr[mode]`` (``caps``, ``mode_depths``), or None."""
+    try:
+        table = getattr(backends_pkg.backend_declaration(backend), attr, None) or {}
+    except backends_pkg.UnknownBackendError:
+        return None
+    return table.get(mode)
+
+
+def series_depths(meta: dict[str, Any], backend: str, mode: str, counters: bool) -> tuple[int, ...] | None:
+    """The depths planned for a series (None: the adaptive schedule): the chain's own when it declares
+    ``adaptive=False``; else the backend's for the mode (torch compile: small steps, compiles cost seconds);
+    else, for a backend without counters, the time-only depths."""
+    if meta.get("adaptive", True) is False:
+        return tuple(meta.get("depths") or ()) or None
+    declared = _declared(backend, "mode_depths", mode)
+    if declared:
+        return tuple(declared)
+    return None if counters else _time_only_depths(meta.get("depths"))
 
 
 #: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,

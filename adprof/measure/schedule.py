@@ -17,10 +17,10 @@ from adprof.model import Point, cost_phases, counter_totals, counter_value, time
 UNIT_UNTIL = 8
 
 
-def point_metric(point: Point, mode: str) -> float | None:
-    """The cost the schedule watches: counters over the mode's cost phases, else their instruction counts
-    (``--metric instructions``: exact, and what decides), else their time."""
-    phases = cost_phases(mode)
+def point_metric(point: Point, mode: str, phases: Sequence[str] | None = None) -> float | None:
+    """The cost the schedule watches: counters over the classified phases (default: the mode's), else their
+    instruction counts (``--metric instructions``: exact, and what decides), else their time."""
+    phases = tuple(phases) if phases else cost_phases(mode)
     v = counter_value(point, phases)
     if v is None or v <= 0:
         counted = [point.metrics[p]["instructions"] for p in phases if "instructions" in point.metrics.get(p, {})]
@@ -44,10 +44,16 @@ class Schedule:
     """Decides the next depth from the points so far (adaptive, unit steps, or explicit)."""
 
     def __init__(
-        self, max_depth: int, mode: str, explicit: Sequence[int] | None = None, unit_steps: bool = False
+        self,
+        max_depth: int,
+        mode: str,
+        explicit: Sequence[int] | None = None,
+        unit_steps: bool = False,
+        phases: Sequence[str] | None = None,
     ) -> None:
         self.max_depth = max(1, int(max_depth))
         self.mode = mode
+        self.phases = tuple(phases) if phases else cost_phases(mode)
         self.explicit = sorted(set(int(d) for d in explicit)) if explicit else None
         self.unit_steps = unit_steps
         self.doubling = False  # switched to doublings (never back)
@@ -58,7 +64,7 @@ class Schedule:
         if len(pts) < 3:
             return True
         d = [p.depth for p in pts[-4:]]
-        v = [point_metric(p, self.mode) for p in pts[-4:]]
+        v = [point_metric(p, self.mode, self.phases) for p in pts[-4:]]
         if any(x is None for x in v) or any(b - a != 1 for a, b in zip(d, d[1:], strict=False)):
             return False
         m = [b - a for a, b in zip(v, v[1:], strict=False)]  # type: ignore[operator]

@@ -61,6 +61,15 @@ class SeriesSpec:
     #: "instructions": counted under valgrind (--cmd: callgrind runs after a native run; a chain: one
     #: valgrind'd worker for the series), and they alone decide (Series.required_metric)
     metric: str = "time"
+    axis: str = "layer"  # what a depth counts (the chain's axis)
+    cap: float | None = None  # the chain's own per-phase cap (used when --cap is not given)
+    cost_phases: tuple[str, ...] = ()  # the chain's classified phases (empty: the mode's)
+    repeats: int | None = None  # the chain's exact repeats per timed phase (None: the repeat policy)
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The phases whose cost is classified and watched by the schedule."""
+        return self.cost_phases or cost_phases(self.mode, self.backend)
 
     @property
     def label(self) -> str:
@@ -76,6 +85,8 @@ class SeriesSpec:
             mode=self.mode,
             declared_reuse=self.declared_reuse,
             params=dict(self.params),
+            axis=self.axis,
+            classified_phases=list(self.cost_phases),
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
@@ -128,6 +139,8 @@ class _SeriesRun:
         status: StatusCallback | None,
         series: Series,
     ) -> None:
+        if spec.cap is not None and not cfg.cap_given:  # the chain's own cap (compiles of seconds per point)
+            cfg = dataclasses.replace(cfg, cap=spec.cap)
         self.spec, self.worker, self.cfg, self.series = spec, worker, cfg, series
         self.allowance, self.hard_deadline, self.status = allowance, hard_deadline, status
         self.start = time.monotonic()
@@ -151,13 +164,13 @@ class _SeriesRun:
         by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
         if by_model is not None:  # the deciding model's growth for the classified phases
             growth, figure = by_model
-            for ph in cost_phases(self.spec.mode):
+            for ph in self.spec.phases:
                 if points[-1].times.get(ph) is not None:
                     pred[ph] = points[-1].times[ph] * growth
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
-            model = figure if by_model is not None and ph in cost_phases(self.spec.mode) else ""
+            model = figure if by_model is not None and ph in self.spec.phases else ""
             return Stop(
                 StopReason.PREDICTED_CAP, after=last, depth=depth, phase=ph, seconds=t, limit=cfg.cap, by_model=model
             )
@@ -206,6 +219,7 @@ class _SeriesRun:
             "calls": self.calls,
             "counter_budget": cfg.counter_budget,
             **({"metric": spec.metric} if spec.metric != "time" and spec.cmd is None else {}),
+            **({"repeats": spec.repeats} if spec.repeats else {}),
         }
 
         def on_event(ev: dict[str, Any]) -> None:
@@ -341,7 +355,10 @@ def run_series(
     """
     series = resume if resume is not None else spec.new_series()
     series.stop = None
-    sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, spec.depths or cfg.depths, cfg.unit_steps)
+    # explicit --depths win over the depths planned for the series (time-only defaults, a chain's declared depths)
+    sched = Schedule(
+        cfg.max_depth or spec.max_depth, spec.mode, cfg.depths or spec.depths, cfg.unit_steps, phases=spec.phases
+    )
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
     counting = spec.metric == "instructions" and spec.cmd is None  # one valgrind'd worker for the series

@@ -97,7 +97,10 @@ def _decided(result: Result) -> str:
 def _time_caption(report: Report) -> str:
     timed = [r.series for r in report.results if r.verdict.fit is not None and r.verdict.fit.source == "time"]
     stats = sorted({f"{s.statistic or 'lower quartile of repeats'}, {s.clock or 'wall (perf_counter)'}" for s in timed})
-    base = "growth: the deciding model's per-layer base or exponent (time: with its 95% interval)"
+    base = (
+        "growth: the deciding model's base per depth step (x2.00/layer, x2.15/order) or exponent "
+        "(time: with its 95% interval)"
+    )
     loaded = f"\n{LOADED_NOTE}" if any(r.verdict.loaded_machine for r in report.results) else ""
     return base + (f"; time: {'; '.join(stats)}" if stats else "") + loaded
 

@@ -20,7 +20,7 @@ Schema (``schema`` 2; every number is a JSON number or null)::
                                                # exponential-backward | superlinear-backward |
                                                # mildly-superlinear-transform | -backward |
                                                # linear | inconclusive | runaway | error
-          "base": 2.01,              # per-layer ratio (exponential verdicts), else null
+          "base": 2.01,              # ratio per depth step (per layer, order, ...; exponential), else null
           "exponent": null,          # power-law exponent (superlinear/linear verdicts), else null
           "halving_ratio": 457.5,    # cost(d)/cost(d/2) at the deepest pair, or null
           "predicted_base": 2.0,     # from the chain's structure, or null
@@ -45,6 +45,12 @@ Schema (``schema`` 2; every number is a JSON number or null)::
           "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
           "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
           "required_metric": "",     # "instructions" with --metric instructions: it alone decides
+          "lower_bound_metrics": ["autograd_nodes"],  # metrics that decide only when they grow fast
+          "axis": "order",           # what a depth counts (layer | order | unroll | seq_len | ...)
+          "classified_phases": [],   # the chain's classified phases ([]: the mode's)
+          "growing_phase": "inductor_codegen",  # multi-phase modes: the phase that grows ("" if none)
+          "phase_shares": {"inductor_codegen": 0.87, ...},  # each phase's share of the time's growth
+          "phase_fits": {"inductor_codegen": {...}},        # each phase's own time fit (evidence)
           "prediction": {"depth": 400, "value": 8.1},  # the deciding model at the next depth, or null
           "machine": {"host": "node-7", "cpu_model": "...", "cpus": 40, "load_average": 3.1,
                       "load_peak": 3.4, "worker": "tcp://10.0.0.7:40123"},  # where it was measured, or null
@@ -121,7 +127,14 @@ _VERDICT_FIELDS = (
     "remedies",
     "evidence",
 )
-_SERIES_FIELDS = ("file", "statistic", "clock", "deciding_metrics", "metric_notes", "required_metric")
+_SERIES_FIELDS = (
+    "file",
+    "statistic",
+    "clock",
+    "deciding_metrics",
+    "metric_notes",
+    "required_metric",
+)
 
 
 def _fit_to(f: Fit | None) -> dict[str, Any] | None:
