@@ -3,8 +3,9 @@
     python benchmarks/counter_overhead.py [--repeats 30]
 
 "Off" is a copy of the engine package with every counter update removed (each
-``COUNTERS.<name> += ...`` line and the local ``visits`` tally become no-ops), imported under another
-name; both engines run the same workloads interleaved in this process, on the fixed profile:
+``COUNTERS.<name> += ...`` line and the local ``visits`` tally become no-ops), "on" an unchanged copy,
+each imported fresh under another name; both run the same workloads interleaved in this process, on
+the fixed profile:
 record + grad transform of the mul chain at depth 200, eager forward + backward of the 400-layer sin
 chain, and the prepared traced grad program of that chain. Ratios are medians on / off.
 """
@@ -28,19 +29,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def uncounted_engine():
-    tmp = Path(tempfile.mkdtemp(prefix="adprof-nocount-"))
-    dst = tmp / "engine_nocount"
+def engine_copy(counted: bool):
+    """A fresh copy of the engine package imported under another name, with its counter updates
+    (``counted``) or without them; returns the module and the number of updates removed.
+
+    Comparing two fresh copies leaves counting as the only difference: the engine used by earlier
+    workloads in the same process carries their state (grown intern and metadata tables, and CPython's
+    per-instruction specializations tuned to other op mixes), which a fresh copy does not.
+    """
+    name = "engine_counted" if counted else "engine_nocount"
+    tmp = Path(tempfile.mkdtemp(prefix=f"adprof-{name}-"))
+    dst = tmp / name
     shutil.copytree(ROOT / "engine", dst, ignore=shutil.ignore_patterns("__pycache__"))
     removed = 0
-    for path in dst.glob("*.py"):
+    for path in [] if counted else dst.rglob("*.py"):
         text = path.read_text()
         new, n = re.subn(r"^(\s*)COUNTERS\.\w+ \+= .*$", r"\1pass", text, flags=re.M)
         new, m = re.subn(r"^(\s*)visits \+= 1$", r"\1pass", new, flags=re.M)
         removed += n + m
         path.write_text(new)
     sys.path.insert(0, str(tmp))
-    return importlib.import_module("engine_nocount"), removed
+    return importlib.import_module(name), removed
+
+
+def uncounted_engine():
+    """The engine copy without counter updates (see :func:`engine_copy`)."""
+    return engine_copy(counted=False)
 
 
 def mul_transform(eng):
@@ -76,9 +90,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=30)
     args = ap.parse_args()
-    import engine as on
-
-    off, removed = uncounted_engine()
+    on, _ = engine_copy(counted=True)
+    off, removed = engine_copy(counted=False)
     print(f"uncounted copy: {removed} counter updates removed")
     xs = np.linspace(0.1, 1.0, 10)
     rts = {id(on): on.EagerRuntime(), id(off): off.EagerRuntime()}

@@ -14,7 +14,15 @@ chi 16) vs ``jax.make_jaxpr(jax.grad(f))``; eager forward, eager backward and th
 grad program of the 400-layer sin chain (n = 10) vs torch; time to first gradient at depth 400 vs
 JAX ``jit(grad(f))``'s first call; the traced grad of sum(sin(x) x^2) at n = 1e6 vs numpy by hand;
 staged TRG (eager and traced) value + grad per beta vs torch eager TRG with the Lorentzian SVD rule;
-and counters on vs off (the engine copy without counter updates of ``counter_overhead.py``).
+and counters on vs off (two fresh copies of the engine, with and without counter updates, from
+``counter_overhead.py``).
+
+A second table gives the floors, what bounds a figure from outside the engine, measured in the same
+run: numpy's ufunc calls alone against torch's eager forward; CPython's ``compile()`` of the first
+gradient's prepared source against JAX's first call; the n = 1e6 plan's numpy kernels called by hand;
+and numpy's LAPACK/BLAS (``gesdd``, ``gemm``) against torch's MKL on the very matrices staged TRG
+feeds its SVD and matmul kernels, with the staged TRG ratio that leaves if everything else matched
+torch. docs/performance.md has the tables and what they mean.
 """
 
 from __future__ import annotations
@@ -182,7 +190,7 @@ def fig_sin(r: int, depth: int = 400) -> list[Figure]:
             bwd_t.append(bt)
     figs = [
         Figure(
-            "eager forward, sin 400 (n 10)", "torch forward", statistics.median(fwd_e), statistics.median(fwd_t), 1.2
+            "eager forward, sin 400 (n 10)", "torch forward", statistics.median(fwd_e), statistics.median(fwd_t), 1.0
         ),
         Figure("eager backward, sin 400", "torch backward", statistics.median(bwd_e), statistics.median(bwd_t), 0.5),
     ]
@@ -318,28 +326,162 @@ def fig_staged_trg(r: int, beta: float = 0.30) -> list[Figure]:
     return figs
 
 
+# --------------------------------------------------------------------------- floors
+
+
+@dataclass
+class Floor:
+    """What bounds a figure from outside the engine: the cost on our side that is not the engine's
+    (``ours``: numpy's kernels, CPython's compiler) against the peer's (``theirs``), and the lowest
+    ratio the figure can have with it (``floor``: everything else free, or for staged TRG, matching
+    torch's)."""
+
+    name: str
+    ours: float
+    theirs: float
+    figure: str
+    floor: float
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.theirs
+
+
+def print_floors(floors: list[Floor]) -> None:
+    w = max(len(f.name) for f in floors)
+    print(f"\n{'floor (outside the engine)':{w}s}  {'ours':>13s}  {'peer':>13s}  {'ratio':>8s}  floor    of figure")
+    for f in floors:
+        print(f"{f.name:{w}s}  {_fmt(f.ours)}  {_fmt(f.theirs)}  {f.ratio:7.3f}x  {f.floor:6.3f}x  {f.figure}")
+
+
+def _trg_kernels() -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+    """The operands of every SVD and matmul kernel one staged traced TRG value + grad runs."""
+    from engine.ops import IMPL_RULES, matmul_p, svd_p
+
+    svds: list[np.ndarray] = []
+    mms: list[tuple[np.ndarray, np.ndarray]] = []
+    svd, mm = IMPL_RULES[svd_p], IMPL_RULES[matmul_p]
+
+    def svd_spy(x: np.ndarray, eps: float) -> Any:
+        svds.append(x.copy())
+        return svd(x, eps)
+
+    def mm_spy(a: np.ndarray, b: np.ndarray) -> Any:
+        mms.append((a.copy(order="K"), b.copy(order="K")))
+        return mm(a, b)
+
+    IMPL_RULES[svd_p], IMPL_RULES[matmul_p] = svd_spy, mm_spy
+    try:  # programs bind their kernels when prepared: a fresh StagedTRG picks up the spies
+        StagedTRG(20, 16).value_and_grad(0.30, "traced", None)
+    finally:
+        IMPL_RULES[svd_p], IMPL_RULES[matmul_p] = svd, mm
+    return svds, mms
+
+
+def floor_trg(r: int, torch_seconds: float) -> Floor:
+    """numpy's LAPACK (gesdd) and BLAS (gemm) against torch's MKL on the matrices staged TRG feeds them."""
+    svds, mms = _trg_kernels()
+    tsvds = [torch.from_numpy(x) for x in svds]
+    tmms = [(torch.from_numpy(a), torch.from_numpy(b)) for a, b in mms]
+
+    def ours() -> None:
+        for x in svds:
+            np.linalg.svd(x, full_matrices=False)
+        for a, b in mms:
+            np.matmul(a, b)
+
+    def theirs() -> None:
+        for x in tsvds:
+            torch.linalg.svd(x, full_matrices=False)
+        for a, b in tmms:
+            torch.matmul(a, b)
+
+    a, b = interleaved(ours, theirs, r)
+    floor = (a + torch_seconds - b) / torch_seconds  # our kernels, torch's everything else
+    return Floor(f"staged TRG: its {len(svds)} SVDs + {len(mms)} matmuls", a, b, "staged TRG", floor)
+
+
+def floor_eager_forward(r: int, torch_seconds: float, depth: int = 400) -> Floor:
+    """numpy's own ufunc calls (np.sin on 10 elements, 400 times) against torch's whole forward."""
+    xs = sin.make_input()
+
+    def calls() -> None:
+        y = xs
+        for _ in range(depth):
+            y = np.sin(y)
+
+    def t_fwd() -> None:
+        x = torch.tensor(xs, requires_grad=True)
+        sin(torch_backend.xp, x, depth)
+
+    a, b = interleaved(calls, t_fwd, r)
+    return Floor("eager forward: np.sin x400 alone (n 10)", a, b, "eager forward", a / b)
+
+
+def floor_vector(r: int, n: int = 1_000_000) -> Floor:
+    """The prepared plan's own numpy kernels, called by hand with the plan's buffers, against numpy by hand."""
+    from engine.program import execution_plan
+
+    xs = np.random.default_rng(0).uniform(-1.0, 1.0, n)
+    x = engine.input((n,))
+    xp = engine.numpy
+    planned = len(execution_plan(engine.compile(engine.grad(xp.sum(xp.sin(x) * x * x), x), inputs=[x]))[0])
+    if planned != 7:
+        print(f"  note: the n = 1e6 plan runs {planned} kernels, the floor below calls 7")
+
+    def kernels() -> np.ndarray:
+        c = np.cos(xs)
+        sq = np.multiply(xs, xs)
+        np.multiply(sq, c, out=sq)
+        s = np.sin(xs)
+        np.multiply(xs, s, out=s)
+        np.add(s, s, out=s)
+        return np.add(s, sq, out=s)
+
+    def by_hand() -> np.ndarray:
+        return np.cos(xs) * xs * xs + 2.0 * xs * np.sin(xs)
+
+    a, b = interleaved(kernels, by_hand, r)
+    return Floor("n 1e6: the plan's 7 numpy kernels by hand", a, b, "traced grad run, n 1e6", a / b)
+
+
+def floor_first_gradient(r: int, jax_seconds: float, depth: int = 400) -> Floor:
+    """CPython's compile() of the prepared program's source (part of every first gradient) against
+    JAX's first jit(grad) call."""
+    xs = sin.make_input()
+    x = engine.input(xs.shape)
+    source = engine.compile(engine.grad(sin(engine.numpy, x, depth), x), inputs=[x]).prepare().source
+    a = statistics.median([_time(lambda: compile(source, "<prepared program>", "exec")) for _ in range(r)])
+    return Floor(
+        "first gradient: CPython compile() of its source", a, jax_seconds, "time to first gradient", a / jax_seconds
+    )
+
+
 # --------------------------------------------------------------------------- counters on vs off
 
 
 def fig_counters(r: int) -> list[Figure]:
+    """Two fresh copies of the engine, with and without counter updates (counter_overhead.engine_copy):
+    after the other figures the engine itself carries their state, which a fresh copy does not."""
     import counter_overhead  # benchmarks/counter_overhead.py
 
-    off, _removed = counter_overhead.uncounted_engine()
+    on, _ = counter_overhead.engine_copy(counted=True)
+    off, _removed = counter_overhead.engine_copy(counted=False)
     xs = sin.make_input()
     figs = []
-    with engine.profile("fixed"), off.profile("fixed"):
+    with on.profile("fixed"), off.profile("fixed"):
         ours, peer = interleaved(
-            lambda: counter_overhead.mul_transform(engine), lambda: counter_overhead.mul_transform(off), r
+            lambda: counter_overhead.mul_transform(on), lambda: counter_overhead.mul_transform(off), r
         )
         figs.append(Figure("counters on/off: record + grad, mul 200", "same, counters off", ours, peer, 1.05))
-        rts = {id(engine): engine.EagerRuntime(), id(off): off.EagerRuntime()}
+        rts = {id(on): on.EagerRuntime(), id(off): off.EagerRuntime()}
         ours, peer = interleaved(
-            lambda: counter_overhead.sin_eager(engine, rts[id(engine)], xs),
+            lambda: counter_overhead.sin_eager(on, rts[id(on)], xs),
             lambda: counter_overhead.sin_eager(off, rts[id(off)], xs),
             r,
         )
         figs.append(Figure("counters on/off: eager fwd + bwd, sin 400", "same, counters off", ours, peer, 1.05))
-        on_run, off_run = counter_overhead.sin_program(engine), counter_overhead.sin_program(off)
+        on_run, off_run = counter_overhead.sin_program(on), counter_overhead.sin_program(off)
         ours, peer = interleaved(lambda: on_run(xs), lambda: off_run(xs), 3 * r)
         figs.append(Figure("counters on/off: prepared grad run, sin 400", "same, counters off", ours, peer, 1.05))
     return figs
@@ -371,7 +513,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     figs.extend(fig_counters(2 * r))
     print(f"  counters: {time.perf_counter() - t0:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    by_name = {f.name: f for f in figs}
+    floors = [
+        floor_eager_forward(10 * r, by_name["eager forward, sin 400 (n 10)"].theirs),
+        floor_first_gradient(r, by_name["time to first gradient, sin 400"].theirs),
+        floor_vector(2 * r),
+        floor_trg(max(2, r // 2 + 1), by_name["staged TRG eager, value + grad per beta"].theirs),
+    ]
+    print(f"  floors: {time.perf_counter() - t0:.1f} s", flush=True)
     print_table(figs)
+    print_floors(floors)
     print(f"\ntotal {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -23,6 +23,7 @@ derivative program both ways.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 import numpy as np
 
@@ -32,10 +33,11 @@ from .counters import COUNTERS
 from .errors import TransformError
 from .graph import Node, TracedTensor, chain_aliases, freeze
 from .metadata import MetadataScope
-from .ops import add, full, rule
+from .ops import JVP_RULES, VJP_RULES, add, full, rule
 from .program import Program, ProgramBuilder, live_eqn_count, prune_inputs
 
 _keep_forward = False
+_key_of = attrgetter("key")
 
 
 def _on_profile(name: str) -> None:
@@ -98,13 +100,21 @@ def vjp_program(
     out_aval = program.avals[out_var]
     ct_seed = b.add_binding(seed) if seed is not None else b.add_input(out_aval)
     cts: dict[int, object] = {out_var: ct_seed}
+    var = env.__getitem__
     for e in reversed(program.eqns):
-        out_cts = [cts.pop(o, None) for o in e.outs]
-        if all(c is None for c in out_cts):
-            continue
+        if len(e.outs) == 1:
+            ct = cts.pop(e.outs[0], None)
+            if ct is None:
+                continue
+            out_cts = [ct]
+        else:
+            out_cts = [cts.pop(o, None) for o in e.outs]
+            if all(c is None for c in out_cts):
+                continue
         if not e.prim.differentiable:
             continue
-        in_cts = rule(e.prim, "vjp")(out_cts, [env[i] for i in e.ins], [env[o] for o in e.outs], **e.params)
+        vjp_rule = VJP_RULES.get(e.prim) or rule(e.prim, "vjp")
+        in_cts = vjp_rule(out_cts, list(map(var, e.ins)), list(map(var, e.outs)), **e.params)
         for i, c in zip(e.ins, in_cts, strict=False):
             if c is None:
                 continue
@@ -138,7 +148,8 @@ def jvp_program(program: Program, wrt: list[int], keep_forward: bool | None = No
         ts = [tangents.get(i) for i in e.ins]
         if all(t is None for t in ts) or not e.prim.differentiable:
             continue
-        outs = rule(e.prim, "jvp")(ts, [env[i] for i in e.ins], [env[o] for o in e.outs], **e.params)
+        jvp_rule = JVP_RULES.get(e.prim) or rule(e.prim, "jvp")
+        outs = jvp_rule(ts, [env[i] for i in e.ins], [env[o] for o in e.outs], **e.params)
         for o, t in zip(e.outs, outs, strict=True):
             if t is not None:
                 tangents[o] = t
@@ -178,14 +189,16 @@ def derivative_traces_from_program(
             leaf = TracedTensor(K.InputKey(), program.avals[v], data=array, register=False)
         env[v] = leaf
         items.append((leaf.key, leaf.aval))
+    tensor = env.__getitem__
+    avals = program.avals
     for e in program.eqns:
-        args = tuple(env[i] for i in e.ins)
-        opkey = K.op_key(e.prim, tuple(e.params.values()), tuple(a.key for a in args))
+        args = tuple(map(tensor, e.ins))
+        opkey = K.op_key(e.prim, tuple(e.params.values()), tuple(map(_key_of, args)))
         node = Node(e.prim, e.params, args, opkey)
         for slot, o in enumerate(e.outs):
-            t = TracedTensor(K.value_key(opkey, slot), program.avals[o], node, slot, register=False)
-            env[o] = t
-            items.append((t.key, t.aval))
+            key = K.value_key(opkey, slot)
+            env[o] = TracedTensor(key, avals[o], node, slot, None, False)
+            items.append((key, avals[o]))
     COUNTERS.nodes_visited += len(program.eqns)
     COUNTERS.derivative_ops_rebuilt += len(program.eqns)
     COUNTERS.derivative_ops_live += live_eqn_count(program)

@@ -31,15 +31,28 @@ FIELDS = (
 )
 
 
-class Counters:
-    """The live global counters (one instance: :data:`COUNTERS`)."""
+#: Fields kept as plain attributes; ``metadata_lookups`` is derived from them (see :class:`Counters`).
+STORED = tuple(name for name in FIELDS if name != "metadata_lookups") + ("metadata_removals",)
 
-    __slots__ = FIELDS + ("budget",)
+
+class Counters:
+    """The live global counters (one instance: :data:`COUNTERS`).
+
+    Every probe of the metadata table is a registration, a deregistration, or the removal of an
+    entry whose last holder went (``metadata_removals``), so ``metadata_lookups`` is their sum, not a
+    second attribute bumped next to each of them.
+    """
+
+    __slots__ = STORED + ("budget",)
 
     def __init__(self) -> None:
-        for name in FIELDS:
+        for name in STORED:
             setattr(self, name, 0)
         self.budget = None
+
+    @property
+    def metadata_lookups(self) -> int:
+        return self.metadata_registrations + self.metadata_deregistrations + self.metadata_removals
 
     def values(self) -> tuple:
         return tuple(getattr(self, name) for name in FIELDS)
@@ -90,7 +103,7 @@ def totals() -> dict[str, float]:
 
 
 def reset() -> None:
-    for name in FIELDS:
+    for name in STORED:
         setattr(COUNTERS, name, 0)
 
 

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import profiles
+from . import context, profiles
 from .ad import derivative_traces_from_program, vjp_program
 from .counters import COUNTERS
 from .errors import DTypeError, EngineError, TransformError
-from .graph import TracedTensor, freeze
+from .graph import TracedTensor, constant, freeze
 from .keys import InputKey
 from .ops import IMPL_RULES, Aval, Primitive, add_p
-from .ops.operators import Tensor
+from .tensor import Tensor
 
 ENGINE_TARGET = "cpu-numpy"
 _new_aval = tuple.__new__  # Aval(...) without its keyword wrapper
@@ -56,20 +56,20 @@ def current_session() -> EagerSession | None:
     return _SESSION
 
 
-class _Pending:
-    """An eager op whose trace is not recorded yet (fixed profile: recorded on first need)."""
+def _context_constant(array) -> EagerTensor | TracedTensor:
+    """A constant in the active context: the innermost open eager session, else the traced graph."""
+    session = _SESSION
+    return session.constant(array) if session is not None else constant(array)
 
-    __slots__ = ("prim", "params", "args", "ordinals", "session", "traces")
 
-    def __init__(
-        self, prim: Primitive, params: dict, args: tuple, ordinals: list, session: EagerSession | None
-    ) -> None:
-        self.prim = prim
-        self.params = params
-        self.args = args
-        self.ordinals = ordinals  # session ordinal per output slot (None outside a session)
-        self.session = session
-        self.traces = None
+context.make_constant = _context_constant
+
+
+# A trace not recorded yet (fixed profile: recorded on first need) is a list, cheaper to build than an
+# object with attributes: [primitive, params, args, ordinals, traces]. ``ordinals`` is the session
+# ordinal of the output (None outside a session), or a list of them, one per slot, for a primitive with
+# several outputs (which share one list); ``traces`` stays None until recorded.
+_ARGS, _TRACES = 2, 4
 
 
 class EagerTensor(Tensor):
@@ -78,6 +78,10 @@ class EagerTensor(Tensor):
     In the ``fixed`` profile the trace is recorded lazily: only a derivative request that misses
     the cache (or ``create_graph``, or reading ``.trace``) records it, as tenferro defers the
     metadata analysis of eager traces; ``v08`` records it with every op, as traced mode does.
+
+    Built by :func:`_eager_tensor` (and inline, field by field, on the hot path of ``_bind``): the
+    class has no ``__init__``, since filling the slots of a bare instance costs about half as much as
+    an ``__init__`` call on every eager op.
     """
 
     __slots__ = (
@@ -93,28 +97,6 @@ class EagerTensor(Tensor):
         "_freed",
         "__weakref__",
     )
-
-    def __init__(
-        self,
-        value: np.ndarray,
-        trace: TracedTensor | None,
-        runtime: EagerRuntime,
-        fp=None,
-        session: EagerSession | None = None,
-        requires_grad: bool = False,
-        pending: _Pending | None = None,
-        slot: int = 0,
-    ) -> None:
-        self.value = value
-        self._trace = trace
-        self._pending = pending
-        self._slot = slot
-        self.runtime = runtime
-        self.fp = fp
-        self.session = session
-        self.requires_grad = requires_grad
-        self.grad = None
-        self._freed = False
 
     # the abstract value is derived from the value on demand: building it for every eager op
     # would cost a third of the op's bookkeeping
@@ -172,36 +154,49 @@ class EagerTensor(Tensor):
 
     # -- recording ---------------------------------------------------------------------------
     def _bind(self, prim: Primitive, args, params):
-        runtime = self.runtime
         session = _SESSION
-        if _lazy_traces and session is not None and prim.nout == 1 and session.runtime is runtime:
+        if _lazy_traces and session is not None and prim.nout == 1 and session.runtime is self.runtime:
             # the common case, kept lean (fixed profile, inside a session, one output, operands that
             # are leaves or results of this session): run the kernel, defer the trace; anything
-            # else (including every error) takes the general path below
-            fps = []
-            for a in args:
-                if type(a) is not EagerTensor or a.runtime is not runtime or a._freed:
-                    break
-                if a.session is session:  # leaves never carry a session
-                    fps.append(a.fp)
-                elif a._pending is None and a._trace.node is None:
-                    fps.append(session.leaf_fp(a))
-                else:
-                    break
-            else:
-                impl = IMPL_RULES[prim]
-                if len(args) == 1:
-                    out = impl(args[0].value, **params)
-                else:
-                    out = impl(*[a.value for a in args], **params)
-                COUNTERS.ops_executed += 1
-                v = out if type(out) is np.ndarray else np.asarray(out)
-                values = session.values
-                o = len(values)
-                values.append(v)
-                fp = hash((prim.name, tuple(params.values()) if params else (), tuple(fps), o))
-                return EagerTensor(v, None, runtime, fp, session, False, _Pending(prim, params, args, [o], session))
-        return runtime._apply(prim, args, params)
+            # else (including every error) takes the general path, runtime._apply
+            runtime = session.runtime
+            fps = None
+            if len(args) == 1:  # unary on a result of this session (chains of unary ops): no loop, no list
+                a = args[0]
+                if type(a) is EagerTensor and a.session is session and not a._freed:
+                    fps = (a.fp,)
+                    out = IMPL_RULES[prim](a.value, **params) if params else IMPL_RULES[prim](a.value)
+            if fps is None:
+                fps = []
+                for a in args:
+                    if type(a) is not EagerTensor or a._freed:
+                        return runtime._apply(prim, args, params)
+                    if a.session is session:  # a result of this session (so of its runtime; leaves carry none)
+                        fps.append(a.fp)
+                    elif a.runtime is runtime and a._pending is None and a._trace.node is None:
+                        fps.append(session.leaf_fp(a))
+                    else:
+                        return runtime._apply(prim, args, params)
+                fps = tuple(fps)
+                out = IMPL_RULES[prim](*[a.value for a in args], **params)
+            COUNTERS.ops_executed += 1
+            v = out if type(out) is np.ndarray else np.asarray(out)
+            values = session.values
+            o = len(values)
+            values.append(v)
+            t = EagerTensor()  # what _eager_tensor does, inline
+            t.value = v
+            t._trace = None
+            t._pending = [prim, params, args, o, None]
+            t._slot = 0
+            t.runtime = runtime
+            t.fp = hash((prim.name, tuple(params.values()) if params else (), fps, o))
+            t.session = session
+            t.requires_grad = False
+            t.grad = None
+            t._freed = False
+            return t
+        return self.runtime._apply(prim, args, params)
 
     def _constant(self, array: np.ndarray) -> EagerTensor:
         return self.runtime.constant(array)
@@ -214,6 +209,31 @@ class EagerTensor(Tensor):
         The trace is freed afterwards unless ``retain_graph`` (or ``create_graph``) is set.
         """
         self.runtime._backward(self, create_graph, retain_graph or create_graph)
+
+
+def _eager_tensor(
+    value: np.ndarray,
+    trace: TracedTensor | None,
+    runtime: EagerRuntime,
+    fp=None,
+    session: EagerSession | None = None,
+    requires_grad: bool = False,
+    pending: list | None = None,
+    slot: int = 0,
+) -> EagerTensor:
+    """An eager tensor: its value, its trace (or the ``pending`` list that records it on demand)."""
+    t = EagerTensor()
+    t.value = value
+    t._trace = trace
+    t._pending = pending
+    t._slot = slot
+    t.runtime = runtime
+    t.fp = fp
+    t.session = session
+    t.requires_grad = requires_grad
+    t.grad = None
+    t._freed = False
+    return t
 
 
 @dataclass
@@ -295,7 +315,7 @@ class EagerRuntime:
         """A leaf that collects gradients in ``.grad``."""
         value = _as_float_array(array, "variable")
         trace = TracedTensor(InputKey(), Aval(value.shape, value.dtype), data=value)
-        var = EagerTensor(value, trace, self, requires_grad=True)
+        var = _eager_tensor(value, trace, self, requires_grad=True)
         trace.owner = weakref.ref(var)
         return var
 
@@ -305,7 +325,7 @@ class EagerRuntime:
         if value.dtype.kind in "iu":
             value = value.astype(np.float64)
         trace = TracedTensor(InputKey(), Aval(value.shape, value.dtype), data=value)
-        return EagerTensor(value, trace, self)
+        return _eager_tensor(value, trace, self)
 
     # -- sessions ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -355,18 +375,16 @@ class EagerRuntime:
         if lazy and prim.nout == 1:  # the common case, kept lean: one output, trace deferred
             v = out if type(out) is np.ndarray else np.asarray(out)
             o = None if session is None else session.record(None, v)
-            pending = _Pending(prim, params, args, [o], session)
-            return EagerTensor(
-                v, None, self, None if node_id is None else hash((*node_id, o)), session, pending=pending
-            )
+            fp = None if node_id is None else hash((*node_id, o))
+            return _eager_tensor(v, None, self, fp, session, pending=[prim, params, args, o, None])
         if prim.nout == 1:
             out = (out,)
         values = [np.asarray(v) for v in out]
         if lazy:
             ordinals = [None if session is None else session.record(None, v) for v in values]
-            pending = _Pending(prim, params, tuple(args), ordinals, session)
+            pending = [prim, params, tuple(args), ordinals, None]
             results = [
-                EagerTensor(
+                _eager_tensor(
                     v, None, self, None if node_id is None else hash((*node_id, o)), session, pending=pending, slot=i
                 )
                 for i, (v, o) in enumerate(zip(values, ordinals, strict=True))
@@ -380,7 +398,7 @@ class EagerRuntime:
                 if session is not None:
                     ordinal = session.record(t, v)
                     fp = None if node_id is None else hash((*node_id, ordinal))
-                results.append(EagerTensor(v, t, self, fp, session))
+                results.append(_eager_tensor(v, t, self, fp, session))
         return results[0] if prim.nout == 1 else tuple(results)
 
     # -- backward ----------------------------------------------------------------------------
@@ -417,7 +435,7 @@ class EagerRuntime:
             for n, (owner, g) in enumerate(zip(owners, grads, strict=True)):
                 trace = derivative_traces_from_program(entry.program, list(leaves), output_slice=slice(n, n + 1))[0]
                 if create_graph:
-                    grad_t = EagerTensor(g, trace, self)
+                    grad_t = _eager_tensor(g, trace, self)
                     owner.grad = grad_t if owner.grad is None else _accumulate(self, owner.grad, grad_t)
                 else:
                     del trace  # the gradient becomes a plain value: its derivative trace is dropped
@@ -493,28 +511,34 @@ class EagerRuntime:
 
 def _record_pending(t: EagerTensor) -> None:
     """Record the deferred traces behind ``t``, parents first (iterative: any depth)."""
-    order: list[_Pending] = []
+    order: list[EagerTensor] = []  # one tensor per pending list to record
     seen: set[int] = set()
-    stack = [(t._pending, False)]
+    stack = [(t, False)]
     while stack:
-        p, done = stack.pop()
+        x, done = stack.pop()
         if done:
-            order.append(p)
+            order.append(x)
             continue
-        if id(p) in seen or p.traces is not None:
+        p = x._pending
+        if id(p) in seen or p[_TRACES] is not None:
             continue
         seen.add(id(p))
-        stack.append((p, True))
-        for a in p.args:
-            if a._trace is None and a._pending is not None and a._pending.traces is None:
-                stack.append((a._pending, False))
-    for p in order:
-        traces = TracedTensor._bind(None, p.prim, tuple(a.trace for a in p.args), p.params)
-        p.traces = (traces,) if p.prim.nout == 1 else traces
-        if p.session is not None:
-            for trace, ordinal in zip(p.traces, p.ordinals, strict=True):
-                p.session.name_trace(trace, ordinal)
-    t._trace = t._pending.traces[t._slot]
+        stack.append((x, True))
+        for a in p[_ARGS]:
+            if a._trace is None and a._pending is not None and a._pending[_TRACES] is None:
+                stack.append((a, False))
+    for x in order:
+        prim, params, args, ordinals, _ = p = x._pending
+        traces = TracedTensor._bind(None, prim, tuple(a.trace for a in args), params)
+        if prim.nout == 1:
+            traces, ordinals = (traces,), (ordinals,)
+        p[_TRACES] = traces
+        x._trace = traces[x._slot]
+        session = x.session
+        if session is not None:
+            for trace, ordinal in zip(traces, ordinals, strict=True):
+                session.name_trace(trace, ordinal)
+    t._trace = t._pending[_TRACES][t._slot]
 
 
 def rebuild_source_program(trace: TracedTensor, tag: bool = False):

@@ -18,8 +18,8 @@ from .checkpoint_chain import merge_chains
 from .counters import COUNTERS
 from .errors import DTypeError, TransformError
 from .ops import SHAPE_RULES, Aval, Primitive
-from .ops.operators import Tensor
 from .program import Program, ProgramBuilder
+from .tensor import Tensor
 
 
 class Node:
@@ -96,7 +96,7 @@ class TracedTensor(Tensor):
         opkey = K.op_key(prim, tuple(params.values()), tuple(keys))
         node = Node(prim, params, args, opkey)
         if prim.nout == 1:
-            return TracedTensor(K.value_key(opkey, 0), out_avals[0], node, 0, chain=chain)
+            return TracedTensor(K.value_key(opkey, 0), out_avals[0], node, 0, None, True, None, chain)
         return tuple(
             TracedTensor(K.value_key(opkey, i), aval, node, i, chain=chain) for i, aval in enumerate(out_avals)
         )
@@ -171,7 +171,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
             t = aliases[id(t)][1]
         roots.append(t)
     stack = [(t.node, False) for t in roots if t.node is not None]
-    visits = 0
     while stack:
         node, done = stack.pop()
         nid = id(node)
@@ -182,7 +181,6 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
             continue
         if nid in state:
             continue
-        visits += 1
         state[nid] = 1
         stack.append((node, True))
         for p in node.inputs:
@@ -190,7 +188,7 @@ def toposort(outputs, aliases: dict | None = None) -> list[Node]:
                 p = aliases[id(p)][1]
             if p.node is not None and id(p.node) not in state:
                 stack.append((p.node, False))
-    COUNTERS.nodes_visited += visits
+    COUNTERS.nodes_visited += len(state)  # each node visited once
     return order
 
 
@@ -273,7 +271,12 @@ def freeze(
 
     cse_map: dict = {}
     for node in nodes:
-        ins = [var_for(p) for p in node.inputs]
+        ins = []
+        for p in node.inputs:  # (var_for, with the common case inline)
+            if p.node is None or tag:
+                ins.append(var_for(p))
+            else:
+                ins.append(var_of[(id(p.node), p.slot)])
         outs = cse_map.get(node.opkey) if cse else None
         if outs is None:
             r = b.bind(node.prim, ins, node.params)

@@ -19,7 +19,8 @@ Equality is where the profiles differ:
 from __future__ import annotations
 
 import itertools
-from weakref import KeyedRef
+import weakref
+from operator import attrgetter
 
 from . import profiles
 from .counters import COUNTERS, CounterBudgetExceeded
@@ -32,14 +33,25 @@ _op_interner: dict = {}
 _value_interner: dict = {}
 
 
-def _forget_op(ref) -> None:
-    if _op_interner.get(ref.key) is ref:
-        del _op_interner[ref.key]
+_uid_of = attrgetter("uid")
+_fingerprint_of = attrgetter("fingerprint")
 
 
-def _forget_value(ref) -> None:
-    if _value_interner.get(ref.key) is ref:
-        del _value_interner[ref.key]
+class _InternRef(weakref.ref):
+    """A weak reference to an interned key that remembers its table entry (``weakref.KeyedRef``
+    without its Python-level constructor: built in C, it costs a third as much)."""
+
+    __slots__ = ("ident",)
+
+
+def _forget_op(ref: _InternRef) -> None:
+    if _op_interner.get(ref.ident) is ref:
+        del _op_interner[ref.ident]
+
+
+def _forget_value(ref: _InternRef) -> None:
+    if _value_interner.get(ref.ident) is ref:
+        del _value_interner[ref.ident]
 
 
 def _on_profile(name: str) -> None:
@@ -79,7 +91,7 @@ class OpKey:
         self.params = params
         self.inputs = inputs
         self.uid = _next_uid()
-        self.fingerprint = hash((prim.name, params, tuple(k.fingerprint for k in inputs)))
+        self.fingerprint = hash((prim.name, params, tuple(map(_fingerprint_of, inputs))))
 
     def __hash__(self) -> int:
         return self.fingerprint
@@ -182,12 +194,13 @@ def structural_key_eq(a, b) -> bool:
 def op_key(prim, params: tuple, inputs: tuple) -> OpKey:
     """Make (``v08``) or find (``fixed``: hash-consed) the key of an operation."""
     if _interning:
-        ident = (prim.name, params, tuple([k.uid for k in inputs]))
+        ident = (prim.name, params, tuple(map(_uid_of, inputs)))
         ref = _op_interner.get(ident)
         key = None if ref is None else ref()
         if key is None:
             key = OpKey(prim, params, inputs)
-            _op_interner[ident] = KeyedRef(key, _forget_op, ident)
+            ref = _op_interner[ident] = _InternRef(key, _forget_op)
+            ref.ident = ident
         return key
     return OpKey(prim, params, inputs)
 
@@ -200,7 +213,8 @@ def value_key(op: OpKey, slot: int) -> ValueKey:
         key = None if ref is None else ref()
         if key is None:
             key = ValueKey(op, slot)
-            _value_interner[ident] = KeyedRef(key, _forget_value, ident)
+            ref = _value_interner[ident] = _InternRef(key, _forget_value)
+            ref.ident = ident
         return key
     return ValueKey(op, slot)
 

@@ -22,7 +22,6 @@ _TABLE: dict = {}
 
 def register_metadata(key, meta) -> None:
     """Register one entry (reference-counted: equal keys share one entry)."""
-    COUNTERS.metadata_lookups += 1
     COUNTERS.metadata_registrations += 1
     entry = _TABLE.get(key)
     if entry is None:
@@ -33,14 +32,13 @@ def register_metadata(key, meta) -> None:
 
 def deregister_metadata(key) -> None:
     """Release one registration of ``key``; the entry goes when its last holder does."""
-    COUNTERS.metadata_lookups += 1
     COUNTERS.metadata_deregistrations += 1
     entry = _TABLE.get(key)
     if entry is None:  # table cleared under us (tests); nothing to release
         return
     entry[1] -= 1
     if entry[1] == 0:
-        COUNTERS.metadata_lookups += 1
+        COUNTERS.metadata_removals += 1
         del _TABLE[key]
 
 
@@ -49,9 +47,21 @@ def table_size() -> int:
     return len(_TABLE)
 
 
-def deregister_metadata_batch(keys) -> None:
-    for key in keys:
-        deregister_metadata(key)
+def deregister_metadata_batch(keys: list) -> None:
+    """:func:`deregister_metadata` for each of ``keys``, counted once for the batch."""
+    table = _TABLE
+    size = len(table)
+    done = 0  # keys probed so far (the one whose probe raises counts, as it would one by one)
+    try:
+        for done, key in enumerate(keys, 1):  # noqa: B007 - read in finally
+            entry = table.get(key)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del table[key]
+    finally:
+        COUNTERS.metadata_deregistrations += done
+        COUNTERS.metadata_removals += size - len(table)
 
 
 class MetadataScope:
@@ -59,12 +69,20 @@ class MetadataScope:
 
     __slots__ = ("keys", "on_close", "__weakref__")
 
-    def __init__(self, items, on_close=None) -> None:
+    def __init__(self, items: list, on_close=None) -> None:
         self.on_close = on_close
-        self.keys = []
-        for key, meta in items:  # tracked one by one: a failure midway still releases what it holds
-            register_metadata(key, meta)
-            self.keys.append(key)
+        self.keys = keys = []
+        table = _TABLE
+        try:
+            for key, meta in items:  # tracked one by one: a failure midway still releases what it holds
+                entry = table.get(key)
+                if entry is None:
+                    table[key] = [meta, 1]
+                else:
+                    entry[1] += 1
+                keys.append(key)
+        finally:  # counted once for the batch (a probe that raised counts, as it would one by one)
+            COUNTERS.metadata_registrations += len(keys) + (len(keys) < len(items))
 
     def close(self) -> None:
         """Deregister the batch now (idempotent); the time goes to ``drop_seconds``."""

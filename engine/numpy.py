@@ -12,6 +12,7 @@ import types
 
 import numpy as _np
 
+from . import context as _context
 from . import ops as _ops
 from .errors import DTypeError, ShapeError
 from .ops import TensorBase as _TensorBase
@@ -20,16 +21,6 @@ float64 = _np.float64
 float32 = _np.float32
 pi = _np.pi
 e = _np.e
-
-
-def _context_constant(array):
-    """Make a constant leaf in the active context: an eager session if one is open, else traced."""
-    from . import eager, graph
-
-    session = eager.current_session()
-    if session is not None:
-        return session.constant(array)
-    return graph.constant(array)
 
 
 def asarray(obj, dtype=None):
@@ -43,7 +34,7 @@ def asarray(obj, dtype=None):
     array = _np.asarray(obj, dtype=dtype)
     if dtype is None and array.dtype.kind in "iu":
         array = array.astype(_np.float64)
-    return _context_constant(array)
+    return _context.make_constant(array)
 
 
 def _is_scalar(x) -> bool:

@@ -9,13 +9,17 @@ calling the same op functions as user code.
 from __future__ import annotations
 
 import hashlib
+from operator import attrgetter
 
 import numpy as np
 
 from .counters import COUNTERS
 from .errors import ShapeError
 from .ops import IMPL_RULES, SHAPE_RULES, Aval, Primitive
-from .ops.operators import Tensor
+from .tensor import Tensor
+
+_aval_of = attrgetter("aval")
+_idx_of = attrgetter("idx")
 
 
 class Var(Tensor):
@@ -61,6 +65,7 @@ class Program:
         self.outputs: list[int] = outputs
         self._fingerprint: bytes | None = None
         self.tags: list | None = None  # per variable: what it stands for (e.g. the traced tensor)
+        self.live_eqns: int | None = None  # equations the outputs need, when known (see live_eqn_count)
 
     @property
     def op_count(self) -> int:
@@ -99,16 +104,18 @@ class Program:
 
 
 def semantic_fingerprint(program: Program) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
-    parts = [f"in {i} {program.avals[v]}" for i, v in enumerate(program.inputs)]
-    parts += [f"bind {program.avals[v]}" for v, _ in program.bindings]
-    for e in program.eqns:
-        parts.append(
-            f"{e.prim.name} {sorted(e.params.items())} {e.ins} {e.outs} {[str(program.avals[o]) for o in e.outs]}"
-        )
-    parts.append(f"out {program.outputs}")
-    h.update("\n".join(parts).encode())
-    return h.digest()
+    """Hash of a canonical positional encoding: every variable's abstract value, the inputs, the bound
+    variables, each equation's primitive, sorted parameters, operands and results, and the outputs.
+
+    Built as one tuple whose ``repr`` is hashed (each distinct abstract value spelled once), not as a
+    line of text per equation: the same information at a fraction of the cost.
+    """
+    aval_codes: dict[Aval, int] = {}
+    codes = [aval_codes.setdefault(a, len(aval_codes)) for a in program.avals]
+    eqns = [(e.prim.name, tuple(sorted(e.params.items())) if e.params else (), e.ins, e.outs) for e in program.eqns]
+    bound = [v for v, _ in program.bindings]
+    encoding = ([str(a) for a in aval_codes], codes, program.inputs, bound, eqns, program.outputs)
+    return hashlib.blake2b(repr(encoding).encode(), digest_size=16).digest()
 
 
 def format_program(program: Program) -> str:
@@ -142,10 +149,12 @@ def _kernel(eqn: Eqn):
 
 def live_eqn_count(program: Program) -> int:
     """Equations the outputs need (what dead-code elimination would keep)."""
+    if program.live_eqns is not None:  # known from the build that eliminated dead code
+        return program.live_eqns
     live = set(program.outputs)
     count = 0
     for e in reversed(program.eqns):
-        if any(o in live for o in e.outs):
+        if not live.isdisjoint(e.outs):
             count += 1
             live.update(e.ins)
     return count
@@ -159,6 +168,7 @@ def prune_inputs(program: Program) -> tuple[Program, list[int]]:
     kept = [i for i, v in enumerate(program.inputs) if v in used]
     pruned = Program(program.avals, [program.inputs[i] for i in kept], program.bindings, program.eqns, program.outputs)
     pruned.tags = program.tags
+    pruned.live_eqns = program.live_eqns
     return pruned, kept
 
 
@@ -176,6 +186,7 @@ def execution_plan(program: Program) -> tuple[list[Eqn], list[int]]:
     the outputs no longer need.
     """
     alias: dict[int, int] = {}
+    resolve = alias.get
     ones: set[int] = set()
     for v, array in program.bindings:
         if array.size <= 16 and array.dtype.kind == "f" and np.all(array == 1):
@@ -184,7 +195,7 @@ def execution_plan(program: Program) -> tuple[list[Eqn], list[int]]:
     kept: list[Eqn] = []
     avals = program.avals
     for e in program.eqns:
-        ins = tuple([alias.get(i, i) for i in e.ins])
+        ins = tuple(map(resolve, e.ins, e.ins)) if alias else e.ins
         name = e.prim.name
         if name == "broadcast_in_dim" and ins[0] in ones:
             ones.add(e.outs[0])
@@ -193,22 +204,127 @@ def execution_plan(program: Program) -> tuple[list[Eqn], list[int]]:
             if avals[other] == avals[e.outs[0]]:
                 alias[e.outs[0]] = other
                 continue
-        key = (e.prim, tuple(e.params.items()), tuple(sorted(ins)) if name in COMMUTATIVE else ins)
+        key = (e.prim, tuple(e.params.items()) if e.params else (), tuple(sorted(ins)) if name in COMMUTATIVE else ins)
         earlier = seen.get(key)
         if earlier is not None:
             for o, prev in zip(e.outs, earlier, strict=True):
                 alias[o] = prev
             continue
         seen[key] = e.outs
-        kept.append(Eqn(e.prim, e.params, ins, e.outs))
+        kept.append(e if ins == e.ins else Eqn(e.prim, e.params, ins, e.outs))
     outputs = [alias.get(o, o) for o in program.outputs]
     live = set(outputs)
     needed: list[Eqn] = []
     for e in reversed(kept):
-        if any(o in live for o in e.outs):
+        if not live.isdisjoint(e.outs):
             needed.append(e)
             live.update(e.ins)
     return needed[::-1], outputs
+
+
+#: Intermediates from this size on are freed right after their last use, and a dead one may take the
+#: result of an elementwise kernel in place (as numpy's temporary elision does in hand-written
+#: expressions); a smaller one is freed when a later result takes its local name.
+LARGE_BYTES = 1 << 16
+
+
+def _fresh_elementwise(e: Eqn) -> bool:
+    """Whether ``e``'s kernel is an elementwise numpy ufunc (not a generalized one such as matmul)
+    called without parameters: it returns a new array and takes an ``out=`` buffer of the result's
+    shape and dtype, even one of its operands."""
+    impl = IMPL_RULES[e.prim]
+    return not e.params and isinstance(impl, np.ufunc) and impl.signature is None
+
+
+def _nbytes(aval: Aval) -> int:
+    size = aval.dtype.itemsize
+    for d in aval.shape:
+        size *= d
+    return size
+
+
+class StoragePlan:
+    """Where a prepared program keeps its values: local slots reused once a value is dead (rebinding
+    a local frees the value it held, so no ``del`` statements are needed), ``del`` right after the
+    last use of a large value, and ``out=`` buffers taken over from dead large operands.
+
+    A buffer is written only when a ufunc made it and only ufuncs read it (so no view of it exists),
+    the writing equation is a ufunc, it is the buffer's last use, shape and dtype match, and (checked
+    when the program runs) every operand is C-contiguous. Program inputs, bindings and outputs are
+    never written, freed or renamed.
+    """
+
+    def __init__(self, program: Program, eqns: list[Eqn], outputs: list[int]) -> None:
+        avals = program.avals
+        fixed = set(outputs) | set(program.inputs) | {v for v, _ in program.bindings}
+        nbytes: dict[Aval, int] = {}
+        for a in avals:
+            if a not in nbytes:
+                nbytes[a] = _nbytes(a)
+        big = {a for a, b in nbytes.items() if b >= LARGE_BYTES}
+        self.large = {v for v, a in enumerate(avals) if a in big} if big else set()
+        last_use: dict[int, int] = {}
+        for n, e in enumerate(eqns):
+            for i in e.ins:
+                last_use[i] = n
+        dying_at: list[list[int]] = [[] for _ in eqns]  # equation -> operands read for the last time
+        for v, n in last_use.items():
+            if v not in fixed:
+                dying_at[n].append(v)
+        for n, e in enumerate(eqns):  # results never read die where they are made
+            for o in e.outs:
+                if o not in last_use and o not in fixed:
+                    dying_at[n].append(o)
+        self.slot: dict[int, int] = {}  # variable -> local slot
+        for v in [*program.inputs, *(v for v, _ in program.bindings)]:
+            self.slot[v] = len(self.slot)
+        self.n_slots = len(self.slot)
+        self.free: list[int] = []  # slots whose value is dead
+        self.inplace: dict[int, int] = {}  # equation -> operand variable whose buffer takes the result
+        self.dead_after: dict[int, list[int]] = {}  # equation -> large variables freed after it
+        owned = self._owned(eqns) if self.large else set()
+        for n, e in enumerate(eqns):
+            self._assign(n, e, dying_at[n], owned, avals)
+
+    def _owned(self, eqns: list[Eqn]) -> set[int]:
+        """Large variables whose buffer a ufunc made and only ufuncs read."""
+        fresh = [_fresh_elementwise(e) for e in eqns]
+        made = {e.outs[0] for e, f in zip(eqns, fresh, strict=True) if f and e.outs[0] in self.large}
+        for e, f in zip(eqns, fresh, strict=True):
+            if not f:
+                made.difference_update(e.ins)
+        self.fresh = fresh
+        return made
+
+    def _assign(self, n: int, e: Eqn, dying: list[int], owned: set[int], avals: list[Aval]) -> None:
+        """Give equation ``n``'s results slots: the first one an operand's that dies here (its buffer
+        too, for a ufunc over a large one), the others free or new ones; free the rest that die."""
+        slot, large, outs = self.slot, self.large, e.outs
+        taken = None
+        if owned and len(outs) == 1 and self.fresh[n]:
+            out_aval = avals[outs[0]]
+            for i in dying:
+                if i in owned and i not in outs and avals[i] == out_aval:
+                    taken = self.inplace[n] = i
+                    break
+        if taken is None:
+            for i in dying:
+                if i not in large and i not in outs:
+                    taken = i
+                    break
+        for k, o in enumerate(outs):
+            if k == 0 and taken is not None:
+                slot[o] = slot[taken]
+            elif self.free:
+                slot[o] = self.free.pop()
+            else:
+                slot[o] = self.n_slots
+                self.n_slots += 1
+        for i in dying:
+            if i != taken:
+                self.free.append(slot[i])
+                if i in large:
+                    self.dead_after.setdefault(n, []).append(i)
 
 
 class Prepared:
@@ -218,33 +334,35 @@ class Prepared:
         self.program = program
         self.input_avals = program.input_avals
         eqns, outputs = execution_plan(program)
+        plan = StoragePlan(program, eqns, outputs)
+        local = {v: f"v{s}" for v, s in plan.slot.items()}
         ns: dict = {"np": np}
         body = []
         for v, array in program.bindings:
             ns[f"c{v}"] = array
-            body.append(f"    v{v} = c{v}")
-        # free each intermediate after its last use: large temporaries then recycle memory (as they
-        # do in hand-written numpy) instead of all staying alive until the program returns
-        last_use: dict[int, int] = {}
+            body.append(f"    {local[v]} = c{v}")
+        kernel_names: dict[int, str] = {}  # id(kernel) -> its global: one per distinct kernel
         for n, e in enumerate(eqns):
-            for i in e.ins:
-                last_use[i] = n
-        keep = set(outputs) | set(program.inputs) | {v for v, _ in program.bindings}
-        dead_after: dict[int, list[int]] = {}
-        for v, n in last_use.items():
-            if v not in keep:
-                dead_after.setdefault(n, []).append(v)
-        for n, e in enumerate(eqns):
-            ns[f"k{n}"] = _kernel(e)
-            args = ", ".join(f"v{i}" for i in e.ins)
-            if len(e.outs) == 1:
-                body.append(f"    v{e.outs[0]} = k{n}({args})")
+            kernel = _kernel(e)
+            name = kernel_names.get(id(kernel))
+            if name is None:
+                name = kernel_names[id(kernel)] = f"k{len(kernel_names)}"
+                ns[name] = kernel
+            args = ", ".join([local[i] for i in e.ins])
+            if n in plan.inplace:
+                # a fresh result of C-contiguous operands is C-contiguous: only then is the buffer's
+                # layout the one numpy would pick, which later reductions' summation order depends on
+                contiguous = " and ".join([f"{local[i]}.flags.c_contiguous" for i in dict.fromkeys(e.ins)])
+                call = f"{name}({args}, out={local[plan.inplace[n]]}) if {contiguous} else {name}({args})"
+                body.append(f"    {local[e.outs[0]]} = {call}")
+            elif len(e.outs) == 1:
+                body.append(f"    {local[e.outs[0]]} = {name}({args})")
             else:
-                body.append(f"    {', '.join(f'v{o}' for o in e.outs)}, = k{n}({args})")
-            if n in dead_after:
-                body.append(f"    del {', '.join(f'v{v}' for v in sorted(dead_after[n]))}")
-        ins = ", ".join(f"v{i}" for i in program.inputs)
-        outs = ", ".join(f"v{o}" for o in outputs)
+                body.append(f"    {', '.join([local[o] for o in e.outs])}, = {name}({args})")
+            if n in plan.dead_after:
+                body.append(f"    del {', '.join([local[v] for v in plan.dead_after[n]])}")
+        ins = ", ".join([local[i] for i in program.inputs])
+        outs = ", ".join([local[o] for o in outputs])
         body.append(f"    return [{outs}]")
         src = f"def run_program({ins}):\n" + "\n".join(body) + "\n"
         exec(compile(src, f"<prepared program {program.fingerprint.hex()[:8]}>", "exec"), ns)
@@ -296,15 +414,17 @@ class ProgramBuilder:
         return v
 
     def bind(self, prim: Primitive, args, params):
-        out_avals = SHAPE_RULES[prim](*[a.aval for a in args], **params)
-        avals = self.avals
+        out_avals = SHAPE_RULES[prim](*map(_aval_of, args), **params)
+        ins = tuple(map(_idx_of, args))
         if prim.nout == 1:
-            avals.append(out_avals[0])
-            out = Var(len(avals) - 1, out_avals[0], self)
-            self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), (out.idx,)))
-            return out
-        outs = tuple(self._new(a) for a in out_avals)
-        self.eqns.append(Eqn(prim, params, tuple([a.idx for a in args]), tuple(o.idx for o in outs)))
+            avals = self.avals
+            aval = out_avals[0]
+            idx = len(avals)
+            avals.append(aval)
+            self.eqns.append(Eqn(prim, params, ins, (idx,)))
+            return Var(idx, aval, self)
+        outs = tuple([self._new(a) for a in out_avals])
+        self.eqns.append(Eqn(prim, params, ins, tuple(map(_idx_of, outs))))
         return outs
 
     def build(self, outputs: list[Var], dce: bool = True, keep_prefix: int = 0) -> Program:
@@ -320,7 +440,7 @@ class ProgramBuilder:
             kept = []
             for n in range(len(eqns) - 1, -1, -1):
                 e = eqns[n]
-                if n < keep_prefix or any(o in live for o in e.outs):
+                if n < keep_prefix or not live.isdisjoint(e.outs):
                     kept.append(e)
                     live.update(e.ins)
             eqns = kept[::-1]
@@ -341,16 +461,26 @@ class ProgramBuilder:
             avals.append(src[v])
             new_bindings.append((remap[v], a))
         new_eqns = []
+        renamed = remap.__getitem__
         for e in eqns:
-            ins = tuple([remap[i] for i in e.ins])
-            outs = []
-            for o in e.outs:
-                remap[o] = len(avals)
+            ins = tuple(map(renamed, e.ins))
+            if len(e.outs) == 1:
+                o = e.outs[0]
+                outs = (len(avals),)
+                remap[o] = outs[0]
                 avals.append(src[o])
-                outs.append(remap[o])
-            new_eqns.append(Eqn(e.prim, e.params, ins, tuple(outs)))
+            else:
+                outs = []
+                for o in e.outs:
+                    remap[o] = len(avals)
+                    avals.append(src[o])
+                    outs.append(remap[o])
+                outs = tuple(outs)
+            new_eqns.append(Eqn(e.prim, e.params, ins, outs))
         outputs_idx = [remap[v] for v in out_idx]
         program = Program(avals, inputs, new_bindings, new_eqns, outputs_idx)
+        if dce and not keep_prefix:  # every equation kept is one the outputs need
+            program.live_eqns = len(new_eqns)
         if self.tags:
             program.tags = [None] * len(avals)
             for v, tag in self.tags.items():

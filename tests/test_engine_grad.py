@@ -222,3 +222,77 @@ def test_prepared_execution_skips_exact_redundancy_without_changing_bits():
     a = np.linspace(-2.0, 2.0, 5)
     expected = np.cos(a) * a * a + (np.sin(a) * a + np.sin(a) * a)
     assert np.array_equal(program.prepare()(a)[0], expected)
+
+
+def _reference_run(program, *arrays):
+    """Every equation of ``program`` in order, each result a new array (no plan, no reuse)."""
+    env = dict(zip(program.inputs, arrays, strict=True))
+    env.update(program.bindings)
+    for e in program.eqns:
+        out = ops.IMPL_RULES[e.prim](*[env[i] for i in e.ins], **e.params)
+        env.update(zip(e.outs, out if e.prim.nout > 1 else (out,), strict=True))
+    return [env[o] for o in program.outputs]
+
+
+_STEP = st.tuples(st.sampled_from("sin cos tanh add mul sub matmul T reshape svd".split()), st.integers(0, 99))
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(_STEP, min_size=4, max_size=14))
+def test_prepared_storage_reuse_keeps_bits_and_inputs(steps):
+    """Large intermediates reuse slots and ufunc buffers (``out=``) only where no view or later use can
+    see it: random programs of ufuncs, matmul, views (transpose, reshape) and a multi-output SVD whose
+    results go partly unused run bit for bit like an equation-by-equation evaluation, inputs intact."""
+    from engine.program import LARGE_BYTES, StoragePlan, execution_plan
+
+    n = 96  # 96 x 96 float64 = 72 KiB: every matrix counts as large
+    assert n * n * 8 >= LARGE_BYTES
+    x = engine.input((n, n))
+    vals = [x]
+    for op, pick in steps:
+        a, b = vals[pick % len(vals)], vals[(pick // 7) % len(vals)]
+        if op in ("sin", "cos", "tanh"):
+            vals.append(getattr(xnp, op)(a))
+        elif op in ("add", "mul", "sub"):
+            vals.append({"add": a + b, "mul": a * b, "sub": a - b}[op])
+        elif op == "matmul":
+            vals.append((a @ b) * 0.01)
+        elif op == "T":
+            vals.append(xnp.transpose(a))
+        elif op == "reshape":
+            vals.append(xnp.reshape(xnp.reshape(a, (n * n,)), (n, n)))
+        else:
+            u, _, vt = xnp.linalg.svd(xnp.tanh(a) * 0.01)
+            vals.append(u + vt)
+    y = xnp.sum(xnp.sin(vals[-1]) * vals[len(vals) // 2])
+    a = np.random.default_rng(len(steps)).uniform(-1.0, 1.0, (n, n))
+    kept = a.copy()
+    for program in (engine.compile(y, inputs=[x]), engine.compile(engine.grad(y, x), inputs=[x])):
+        got = program.prepare()(a)
+        assert np.array_equal(a, kept)
+        for g, ref in zip(got, _reference_run(program, a), strict=True):
+            assert np.asarray(g).tobytes() == np.asarray(ref).tobytes()
+        eqns, outputs = execution_plan(program)
+        plan = StoragePlan(program, eqns, outputs)
+        assert plan.n_slots <= len(eqns) + len(program.inputs) + len(program.bindings)
+
+
+def test_prepared_storage_reuses_slots_and_buffers():
+    """The storage plan of the n = 1e6 gradient: results take dying operands' buffers (``out=``) and
+    the deep sin chain's gradient runs in a handful of locals."""
+    from engine.program import StoragePlan, execution_plan
+
+    x = engine.input((100_000,))
+    program = engine.compile(engine.grad(xnp.sum(xnp.sin(x) * x * x), x), inputs=[x])
+    eqns, outputs = execution_plan(program)
+    plan = StoragePlan(program, eqns, outputs)
+    assert len(plan.inplace) == 4 and plan.n_slots == 4
+    x = engine.input((10,))
+    h = x
+    for _ in range(200):
+        h = xnp.sin(h)
+    program = engine.compile(engine.grad(xnp.sum(h), x), inputs=[x])
+    eqns, outputs = execution_plan(program)
+    plan = StoragePlan(program, eqns, outputs)
+    assert not plan.inplace and not plan.dead_after  # small values: freed by rebinding their local
+    assert plan.n_slots < len(eqns) // 2

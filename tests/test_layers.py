@@ -1,5 +1,6 @@
-"""adprof/ imports go one way only: every import (module-level or inside a function) of every module
-under adprof/ is checked against the layer table below (README, "Architecture")."""
+"""Imports go one way only: every import (module-level or inside a function) of every module under
+adprof/ and engine/ is checked against a layer table (adprof's: README, "Architecture"; the engine's:
+ENGINE_LAYERS below), and neither package has an import cycle."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "adprof"
+ENGINE = PACKAGE.parent / "engine"
 
 #: Layer of a module: the first matching prefix wins (``adprof`` alone is the public package API).
 LAYER_OF: tuple[tuple[str, str], ...] = (
@@ -73,11 +75,13 @@ def is_module(name: str, root: Path = PACKAGE) -> bool:
 
 
 def imported_modules(source: str, module: str, is_package: bool, root: Path = PACKAGE) -> list[tuple[int, str]]:
-    """``(line, adprof module)`` for every import in ``source``, at any depth (functions included)."""
+    """``(line, module of root's package)`` for every import in ``source``, at any depth (functions
+    included)."""
+    top = root.name
     out: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            out.extend((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "adprof")
+            out.extend((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == top)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = module.split(".") if is_package else module.split(".")[:-1]
@@ -85,7 +89,7 @@ def imported_modules(source: str, module: str, is_package: bool, root: Path = PA
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.split(".")[0] != "adprof":
+            if target.split(".")[0] != top:
                 continue
             for a in node.names:  # `from adprof import model` imports the module adprof.model
                 sub = f"{target}.{a.name}"
@@ -119,6 +123,131 @@ def violations(root: Path = PACKAGE) -> list[str]:
 def test_every_module_has_a_layer_and_imports_only_downward() -> None:
     bad = violations()
     assert not bad, "\n".join(bad)
+
+
+# --------------------------------------------------------------------------------------------- engine
+
+#: The engine's layers, bottom first; a module imports only its own layer and the ones below. The
+#: primitives (ops) sit under the xp namespace built on them, the operators on tensors (tensor) over
+#: that namespace, the tensor types over the operators; ``engine.context`` lets the namespace reach the
+#: active eager session or traced graph without importing them (engine.eager installs it).
+ENGINE_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("engine.errors", "engine.counters", "engine.profiles", "engine.context"),
+    ("engine.keys", "engine.metadata", "engine.checkpoint_chain"),
+    ("engine.ops",),
+    ("engine.numpy",),
+    ("engine.tensor",),
+    ("engine.program", "engine.runtime"),
+    ("engine.graph",),
+    ("engine.ad", "engine.compile"),
+    ("engine.eager",),
+    ("engine.remedies",),
+    ("engine",),
+)
+
+
+def engine_rank(module: str) -> int | None:
+    """Index in ENGINE_LAYERS of the longest listed prefix of ``module``."""
+    best = None
+    for rank, names in enumerate(ENGINE_LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > best[0]):
+                best = (len(name), rank)
+    return None if best is None else best[1]
+
+
+def import_graph(root: Path) -> dict[str, list[tuple[int, str]]]:
+    """module -> [(line, imported module of the same package)], every import at any depth."""
+    graph = {}
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        graph[module] = imported_modules(path.read_text(encoding="utf-8"), module, path.name == "__init__.py", root)
+    return graph
+
+
+def engine_violations(root: Path = ENGINE) -> list[str]:
+    """One line per engine import that goes up the layer table."""
+    bad = []
+    for module, imports in import_graph(root).items():
+        rank = engine_rank(module)
+        if rank is None:
+            bad.append(f"{module}: not in the layer table")
+            continue
+        for line, target in imports:
+            t_rank = engine_rank(target)
+            if t_rank is None:
+                bad.append(f"{module}:{line} imports {target}, which is not in the layer table")
+            elif t_rank > rank:
+                bad.append(f"{module}:{line} imports {target}: a layer above it")
+    return bad
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Import cycles among the modules of ``root``'s package (a package's ``__init__`` importing its
+    own submodules is not a cycle with them: it imports them, they never import it back)."""
+    graph = {m: sorted({t for _, t in imports if t != m}) for m, imports in import_graph(root).items()}
+    cycles, state, stack = [], {}, []
+
+    def visit(start: str) -> None:  # iterative DFS: a back edge closes a cycle
+        work = [(start, iter(graph.get(start, ())))]
+        state[start] = 1
+        stack.append(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is None:
+                work.pop()
+                stack.pop()
+                state[node] = 2
+            elif state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append(nxt)
+                work.append((nxt, iter(graph.get(nxt, ()))))
+
+    for module in graph:
+        if module not in state:
+            visit(module)
+    return cycles
+
+
+def test_engine_modules_import_only_downward() -> None:
+    bad = engine_violations()
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("root", [PACKAGE, ENGINE], ids=["adprof", "engine"])
+def test_no_import_cycle(root: Path) -> None:
+    cycles = import_cycles(root)
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def _engine_tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in {"__init__.py": "", "ops/__init__.py": "", "numpy.py": "", **files}.items():
+        f = tmp_path / "engine" / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    return tmp_path / "engine"
+
+
+def test_ops_importing_the_namespace_above_is_reported(tmp_path: Path) -> None:
+    """The import that made the cycle (ops/operators.py: ``from .. import numpy``), even inside a function."""
+    root = _engine_tree(tmp_path, {"ops/operators.py": "def f():\n    from .. import numpy as xnp\n"})
+    assert engine_violations(root) == ["engine.ops.operators:2 imports engine.numpy: a layer above it"]
+
+
+def test_an_import_cycle_is_found(tmp_path: Path) -> None:
+    root = _engine_tree(
+        tmp_path,
+        {
+            "ad.py": "from .compile import f\n",
+            "compile.py": "def g():\n    from . import ad\n",
+            "eager.py": "from . import ad\n",
+        },
+    )
+    assert import_cycles(root) == [["engine.ad", "engine.compile", "engine.ad"]]
+    assert import_cycles(_engine_tree(tmp_path / "ok", {"ad.py": "from . import compile\n", "compile.py": ""})) == []
 
 
 def test_the_table_covers_every_layer() -> None:

@@ -1,8 +1,8 @@
 """Primitives by family (``core``: registry and abstract values; ``elementwise``, ``shape``, ``reduce``,
 ``linalg``), re-exported here: ``engine.ops.mul``, ``engine.ops.svd_p``, ``engine.ops.VJP_RULES``, ...
 
-``engine.ops.operators.Tensor`` (the operators, spelled with ``engine.numpy``) is imported by the tensor
-types, not here, because ``engine.numpy`` itself builds on this package.
+The bottom of the engine: nothing here imports the layers built on it (``engine.numpy``, the tensor
+types, the transforms). Python operators on tensors live above, in ``engine.tensor``.
 """
 
 from __future__ import annotations

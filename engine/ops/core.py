@@ -122,7 +122,7 @@ class TensorBase:
     """What traced, eager and program tensors share: ``aval`` and the numpy-like attributes.
 
     Subclasses provide ``aval``, ``_bind(prim, args, params)`` and ``_constant(array)``; the
-    operators come from ``engine.ops.operators.Tensor``.
+    operators come from ``engine.tensor.Tensor``.
     """
 
     __slots__ = ()

@@ -1,12 +1,11 @@
 """``Tensor``: Python operators on engine tensors, spelled with ``engine.numpy`` (broadcasting,
-Python scalars, numpy arrays), which is built on the primitives of ``engine.ops``."""
+Python scalars, numpy arrays). It sits above that namespace, which is built on the primitives of
+``engine.ops``, and below the tensor types (program, traced and eager tensors) that derive from it."""
 
 from __future__ import annotations
 
-from .. import numpy as xnp
-from .core import TensorBase
-from .elementwise import neg
-from .shape import transpose
+from . import numpy as xnp
+from .ops import TensorBase, neg, transpose
 
 
 class Tensor(TensorBase):
