@@ -22,3 +22,14 @@ RUN_REPEATS = 3
 #: core's worth of runnable work beyond one per core (adprof's own lanes fill one per core). A time-decided
 #: verdict measured there is flagged (``Verdict.loaded_machine``).
 LOADED_PER_CORE = 1.5
+#: Nominal native speed (instructions per second) of a point whose time is taken from its instruction count
+#: (``--metric instructions`` where the program does not time a phase, and the peers' counted points): the
+#: cap and the schedule's predictions then apply to a deterministic native-time estimate, never to
+#: valgrind's wall time. A fast core: torch's C++ backward runs ~9e9/s natively on this project's machines,
+#: XLA's compile 2.3-4.6e9/s (so its estimate is 2-4x low). Too low a speed would stop a counted series
+#: before it can be read (XLA's compile of the sin chain needs depth 200); the budget bounds the callgrind
+#: runs anyway.
+NOMINAL_INSTRUCTION_RATE = 1e10
+#: ``Series.clock`` of a series whose times are its instruction counts at that nominal speed (the peers'
+#: counted points): no clock was read.
+NOMINAL_CLOCK = f"nominal (instructions / {NOMINAL_INSTRUCTION_RATE:.3g} per s)"

@@ -117,6 +117,8 @@ class StopReason(StrEnum):
     RUNAWAY = "runaway"  # a point killed by the budget far past its prediction (killed)
     TIMEOUT = "timeout"  # a point killed at its own hard timeout after healthy depths (killed: a hang)
     NOT_MEASURED = "not measured"  # no point was run (the budget, or an interrupt, came first)
+    #: --metric instructions: a callgrind run past its own (100x) limit; valgrind's wall time is not the chain's
+    COUNT_TIMEOUT = "count timeout"
 
 
 @dataclass
@@ -180,6 +182,9 @@ def stop_text(stop: Stop) -> str:
         return f"{head}{killed_text(stop)} (censored)"
     if r is StopReason.TIMEOUT:
         return f"{head}{killed_text(stop)} (censored; no deeper depth measured)"
+    if r is StopReason.COUNT_TIMEOUT:
+        cut = f"depth {stop.depth} not counted{where}: valgrind ran {secs}, past its {stop.limit:.0f} s limit"
+        return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
     if stop.interrupt:
         return f"not measured: interrupted by {stop.interrupt}"
     if stop.seconds is not None and stop.limit is not None:
@@ -240,6 +245,9 @@ class Series:
     deciding_metrics: list[str] = field(default_factory=list)
     #: Metric name -> why it may not decide here (e.g. "blind to XLA's C++ compile").
     metric_notes: dict[str, str] = field(default_factory=dict)
+    #: The metric asked for (``--metric instructions``): it alone decides, the verdict is inconclusive without it
+    #: (never a silent fall-back to time). Empty: the backend's declarations (``deciding_metrics``) apply.
+    required_metric: str = ""
     #: Metrics that count work the phase must do (graph nodes walked, ops traced): they decide when they grow
     #: superlinearly or exponentially (the work grows at least as fast), never to call a cost linear.
     lower_bound_metrics: list[str] = field(default_factory=list)

@@ -187,7 +187,8 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
     )
     fit, label = _deciding_fit(v, source, labels, series, phases)
     if fit is None:
-        v.evidence.append(f"no cost measured for phases {', '.join(phases)}")
+        asked = f" ({series.required_metric} asked for: not counted)" if series.required_metric else ""
+        v.evidence.append(f"no cost measured for phases {', '.join(phases)}{asked}")
         v.reason = "no cost was measured"
         v.cause = explain.cause(model.INCONCLUSIVE, reason=v.reason)
         return v
@@ -246,7 +247,7 @@ def _deciding_fit(
         return v.counter_fit, labels["counters"]
     if source.startswith("metric:"):
         name = source.split(":", 1)[1]
-        return v.metric_fits[name], f"{metric_where(series, phases, name, labels['where'])} {name}"
+        return v.metric_fits.get(name), f"{metric_where(series, phases, name, labels['where'])} {name}"
     return v.time_fit, labels["time"]
 
 

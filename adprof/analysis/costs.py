@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
+from adprof.constants import NOMINAL_CLOCK
 from adprof.model import COUNTER_KEYS, Fit, Point, Series, classified_phases, counter_value, time_value
 
 
@@ -189,8 +190,12 @@ def deciding_fits(
     # that reads linear proves nothing and leaves the decision to the others
     bound = growing_bound(series, metric_fits)
     deciding_metric = bound or next((n for n in series.deciding_metrics if n in metric_fits), None)
+    if series.required_metric:  # asked for: it decides, or nothing does (never a silent fall-back to time)
+        deciding_metric, bound = series.required_metric, None
     time_decides = counter_fit is None and deciding_metric is None
-    if quick and not time_decides:  # the schedule reads the deciding fit only
+    # a counted chain's times are its counts at a nominal speed: no clock was read, nothing to fit beside
+    nominal = series.clock == NOMINAL_CLOCK
+    if nominal or (quick and not time_decides):  # the schedule reads the deciding fit only
         time_fit = None
     else:  # the schedule's view of a time fit: coarse grids, no bootstrap
         time_fit = fit_cost(series, phases, "time", bootstrap=time_decides and not quick, coarse=quick)

@@ -23,6 +23,7 @@ from adprof.backends.peer_common import (
     chain_binder,
     check_output,
     first_time,
+    measure_counted_eager,
     namespace,
     not_installed,
     peer_measure_point,
@@ -67,8 +68,8 @@ def _check(y: Any, depth: int) -> None:
     check_output(tuple(arr.shape), np.issubdtype(arr.dtype, np.floating), depth)
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays."""
+def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
+    """The eager loop's callables: ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays."""
     a = chain.make_input()
     f = _fn(chain, depth)
 
@@ -84,22 +85,29 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
             vjp, _ = make_vjp(_fn(chain, 1), a.copy())
             vjp(1.0)
 
-    return _eager_loop(
-        chain,
-        depth,
-        calls=calls,
-        on_phase=on_phase,
-        leaf=a.copy,
-        forward=forward,
-        backward=backward,
-        scalar=float,
-        check=_check,
-        warm_up=warm_up,
-    )
+    return {
+        "leaf": a.copy,
+        "forward": forward,
+        "backward": backward,
+        "scalar": float,
+        "check": _check,
+        "warm_up": warm_up,
+    }
+
+
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
+    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays."""
+    return _eager_loop(chain, depth, calls=calls, on_phase=on_phase, **_eager_calls(chain, depth))
+
+
+def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
+    """``--metric instructions``: one forward and one backward counted under callgrind, after a warm-up call
+    (pure Python: its Python call counts decide by default; this is the cheap check of the counting)."""
+    return measure_counted_eager(chain, depth, on_phase=on_phase, **_eager_calls(chain, depth))
 
 
 #: Measure one point; ``mode`` must be ``eager`` and ``profile`` None.
-measure_point = peer_measure_point("autograd", {"eager": measure_eager})
+measure_point = peer_measure_point("autograd", {"eager": measure_eager}, counted={"eager": count_eager})
 
 
-__all__ = ["MODES", "PROFILES", "PointFailure", "measure_eager", "measure_point", "xp"]
+__all__ = ["MODES", "PROFILES", "PointFailure", "count_eager", "measure_eager", "measure_point", "xp"]

@@ -260,6 +260,9 @@ class Backend:
     * ``depths``: suggested depths for time-only series (or None); ``mode_depths[mode]``: the depths of a
       mode's series unless the chain declares its own exactly (``adaptive=False``); ``caps[mode]``: seconds per
       phase for a mode's series unless ``--cap`` or the chain says otherwise (compiles of seconds per point).
+    * ``instruction_modes``: modes whose cost phases ``--metric instructions`` counts: ``measure_point``
+      then gets ``metric="instructions"``, runs in a worker started under callgrind, measures each phase
+      once and stores ``metrics[phase]["instructions"]`` (:mod:`adprof.backends.instructions`).
     """
 
     name: ClassVar[str] = ""
@@ -275,6 +278,7 @@ class Backend:
     statistic: ClassVar[str] = REPEATS.describe()
     clock: ClassVar[str] = CLOCK
     depths: ClassVar[tuple[int, ...] | None] = (8, 16, 32, 64, 128)
+    instruction_modes: ClassVar[tuple[str, ...]] = ()
     mode_depths: ClassVar[Mapping[str, tuple[int, ...]]] = {}
     caps: ClassVar[Mapping[str, float]] = {}
     #: The failure class the worker catches (the shared one; a plugin may raise a subclass).
@@ -322,6 +326,7 @@ class Backend:
             "install_hint": self.install_hint,
             "statistic": self.statistic,
             "clock": self.clock,
+            "instruction_modes": list(self.instruction_modes),
         }
 
     # -- hooks -----------------------------------------------------------------------------------
@@ -346,12 +351,15 @@ class Backend:
         on_phase: PhaseCallback = no_phase,
         counter_budget: int | None = None,
         repeats: int | None = None,
+        metric: str = "time",
     ) -> Point:
         """Measure ``chain`` at ``depth`` in ``mode`` (and ``profile``); raise :class:`PointFailure`.
 
         ``calls``: eager calls per point (call 0 and warm calls); ``on_phase(phase, call)`` must be
         called when each phase (each repeat) starts; ``counter_budget``: for engines with counters;
-        ``repeats``: an exact repeat count instead of :data:`REPEATS`.
+        ``repeats``: an exact repeat count instead of :data:`REPEATS`; ``metric``: ``instructions`` in
+        one of :attr:`instruction_modes` (passed only then, so a backend without counting needs no
+        such parameter).
         """
         raise NotImplementedError(f"backend {self.name!r} does not implement measure_point")
 

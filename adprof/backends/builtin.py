@@ -43,6 +43,7 @@ class ModuleBackend(Backend):
         on_phase: PhaseCallback = no_phase,
         counter_budget: int | None = None,
         repeats: int | None = None,
+        metric: str = "time",
     ) -> Point:
         impl = self.module()
         self.check_arguments(mode, profile)
@@ -50,6 +51,10 @@ class ModuleBackend(Backend):
         kwargs: dict[str, Any] = {"calls": calls, "on_phase": on_phase, "counter_budget": counter_budget}
         if repeats is not None:
             kwargs["repeats"] = repeats
+        if metric != "time":
+            if mode not in self.instruction_modes:
+                raise self.PointFailure("metric", f"the {self.name} backend cannot count {metric} in {mode} mode")
+            kwargs["metric"] = metric
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
 
@@ -105,6 +110,8 @@ class JaxBackend(ModuleBackend):
     }
     requires = ("jax", "jaxlib")
     install_hint = INSTALL_HINT
+    #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
+    instruction_modes = ("compile",)
 
 
 _TORCH_COMPILE_METRICS = (
@@ -183,6 +190,8 @@ class TorchBackend(ModuleBackend):
     caps = {"compile": 60.0}
     requires = ("torch", "array_api_compat")
     install_hint = INSTALL_HINT
+    #: the C++ autograd engine's backward counted under callgrind
+    instruction_modes = ("eager",)
 
 
 class AutogradBackend(ModuleBackend):
@@ -197,6 +206,8 @@ class AutogradBackend(ModuleBackend):
     metric_notes = {"eager": {}}
     requires = ("autograd",)
     install_hint = INSTALL_HINT
+    #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
+    instruction_modes = ("eager",)
 
 
 class TinygradBackend(ModuleBackend):

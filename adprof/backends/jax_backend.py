@@ -43,7 +43,9 @@ from adprof.backends.base import (
     record_samples,
     timed,
 )
+from adprof.backends.instructions import counted_phase
 from adprof.backends.peer_common import (
+    COUNTED_NOTE,
     chain_binder,
     check_finite,
     check_output,
@@ -296,6 +298,37 @@ def measure_compile(
     return pt
 
 
+def count_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
+    """``--metric instructions``: ``jit(grad(f))`` of a fresh function, its ``transform`` (trace), ``lower`` and
+    ``compile`` (XLA, on a thread of its own) each counted once under callgrind, after the untimed warm-up
+    compile at depth 1; then one uncounted run (finite gradient). No warm-up at the measured depth: a fresh
+    function compiles from scratch anyway, and the warm-up would double the cost (a compile at depth 200
+    is ~3.6e9 instructions, ~70 s under callgrind)."""
+    pt = Point(depth=depth)
+    x = _input(chain)
+    phase = "transform"
+    try:
+        if first_time(chain, "compile"):
+            jax.jit(jax.grad(_fn(chain, 1))).lower(x).compile()
+        g = jax.jit(jax.grad(_fn(chain, depth)))
+        traced = counted_phase(pt, "transform", lambda: g.trace(x), on_phase)  # grad checks the output
+        phase = "lower"
+        lowered = counted_phase(pt, "lower", traced.lower, on_phase)
+        phase = "compile"
+        compiled = counted_phase(pt, "compile", lowered.compile, on_phase)
+        pt.extra["transform_includes"] = "trace + grad (jit(grad(f)).trace(x))"
+        pt.ops["derivative_ops"] = count_eqns(traced.jaxpr)
+        record_metric(pt, "transform", "jaxpr_eqns", count_eqns(traced.jaxpr))
+        record_metric(pt, "compile", "hlo_instructions", hlo_instructions(compiled))
+        phase = "run"
+        on_phase(phase, None)
+        pt.extra["finite_gradient"] = bool(jnp.all(jnp.isfinite(_ready(compiled(x)))))
+    except (Exception, RecursionError, MemoryError) as exc:
+        raise failure(exc, chain, depth, phase, pt) from None
+    pt.extra["counted"] = COUNTED_NOTE
+    return pt
+
+
 def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
     """``calls`` calls of ``jax.vjp(f, x)`` (forward) and ``vjp_fn(1.0)`` (backward), no jit."""
     a = chain.make_input()
@@ -334,7 +367,9 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
 
 #: Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
 measure_point = peer_measure_point(
-    "jax", {"traced": measure_traced, "compile": measure_compile, "eager": measure_eager}
+    "jax",
+    {"traced": measure_traced, "compile": measure_compile, "eager": measure_eager},
+    counted={"compile": count_compile},
 )
 
 
@@ -343,6 +378,7 @@ __all__ = [
     "MODES",
     "PROFILES",
     "PointFailure",
+    "count_compile",
     "count_eqns",
     "measure_compile",
     "measure_eager",

@@ -34,6 +34,7 @@ from adprof.backends.base import (
     record_metric,
     timed_block,
 )
+from adprof.backends.instructions import CountingUnavailable, counted_phase, counter
 from adprof.chain import Chain
 from adprof.model import Point, lower_quartile_index
 
@@ -311,11 +312,64 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
 PointMeasurer = Callable[..., Point]
 
 
-def peer_measure_point(backend: str, modes: Mapping[str, PointMeasurer]) -> PointMeasurer:
+def measure_counted_eager(
+    chain: Chain,
+    depth: int,
+    *,
+    on_phase: PhaseCallback,
+    leaf: Callable[[], Any],
+    forward: Callable[[Any], tuple[Any, Any]],
+    backward: Callable[[Any, Any], Any],
+    scalar: Callable[[Any], float],
+    check: Callable[[Any, int], None],
+    warm_up: Callable[[], None] | None = None,
+) -> Point:
+    """``--metric instructions`` in eager mode (the worker runs under callgrind): after ``warm_up()`` (once per
+    process) and one uncounted call at ``depth``, one forward and one backward call, each counted
+    (:func:`adprof.backends.instructions.counted_phase`): ``metrics`` and nominal ``times`` of ``forward``
+    and ``backward``. The callables are those of :func:`measure_eager`."""
+    pt = Point(depth=depth)
+    phase = "forward"
+    try:
+        if warm_up is not None:
+            warm_up()
+        on_phase("warm-up", None)
+        warm = leaf()
+        loss, state = forward(warm)
+        check(loss, depth)
+        value = scalar(loss)
+        check_finite(value, depth)
+        pt.extra["value"] = value
+        pt.extra["finite_gradient"] = _all_finite(backward(warm, state))
+        del loss, state, warm
+        x = leaf()
+        counted_loss, counted_state = counted_phase(pt, "forward", lambda x=x: forward(x), on_phase)
+        phase = "backward"
+        counted_phase(pt, "backward", lambda x=x, st=counted_state: backward(x, st), on_phase)
+        del counted_loss, counted_state, x
+    except (Exception, RecursionError, MemoryError) as exc:
+        raise failure(exc, chain, depth, phase, pt) from None
+    pt.calls = 2  # the warm-up call at this depth and the counted one
+    pt.extra["counted"] = COUNTED_NOTE
+    return pt
+
+
+#: ``Point.extra["counted"]`` of a counted peer point.
+COUNTED_NOTE = (
+    "instructions (callgrind Ir) of every thread while each phase ran once, after a warm-up call; "
+    "one valgrind'd worker for the series, PYTHONHASHSEED=0"
+)
+
+
+def peer_measure_point(
+    backend: str, modes: Mapping[str, PointMeasurer], counted: Mapping[str, PointMeasurer] | None = None
+) -> PointMeasurer:
     """The module-level ``measure_point`` of a peer backend: no cost profiles, ``modes[mode]`` measures.
 
     ``modes["eager"]`` takes ``calls``, every other mode ``repeats`` (both keywords, with ``on_phase``);
     ``counter_budget`` is accepted for interface parity and ignored (the peers have no counters).
+    ``counted[mode]`` measures with ``metric="instructions"`` (``on_phase`` only): each phase once,
+    counted under callgrind (see :mod:`adprof.backends.instructions`).
     """
 
     def measure_point(
@@ -328,11 +382,20 @@ def peer_measure_point(backend: str, modes: Mapping[str, PointMeasurer]) -> Poin
         on_phase: PhaseCallback = no_phase,
         counter_budget: int | None = None,
         repeats: int | None = None,
+        metric: str = "time",
     ) -> Point:
         if profile is not None:
             raise ValueError(f"the {backend} backend has no cost profiles (got {profile!r})")
         if mode not in modes:
             raise ValueError(f"unknown mode {mode!r} for the {backend} backend; known: {', '.join(modes)}")
+        if metric != "time":
+            if metric != "instructions" or mode not in (counted or {}):
+                raise PointFailure("metric", f"the {backend} backend cannot count {metric} in {mode} mode")
+            try:
+                counter()  # one line when this worker does not run under callgrind
+            except CountingUnavailable as exc:
+                raise PointFailure("metric", str(exc)) from None
+            return counted[mode](chain, depth, on_phase=on_phase)  # type: ignore[index]
         if mode == "eager":
             return modes[mode](chain, depth, calls=calls, on_phase=on_phase)
         return modes[mode](chain, depth, on_phase=on_phase, repeats=repeats)
@@ -356,6 +419,7 @@ __all__ = [
     "eager_summary",
     "failure",
     "first_time",
+    "measure_counted_eager",
     "measure_drop",
     "measure_eager",
     "namespace",

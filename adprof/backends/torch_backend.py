@@ -38,6 +38,7 @@ from adprof.backends.peer_common import (
     check_output,
     failure,
     first_time,
+    measure_counted_eager,
     measure_drop,
     namespace,
     not_installed,
@@ -189,8 +190,8 @@ def autograd_nodes(loss: Any) -> int:
     return len(seen)
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
+def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
+    """The eager loop's callables: fresh ``requires_grad`` leaves, the chain, ``loss.backward()``."""
     a = chain.make_input()
     f = _fn(chain, depth)
 
@@ -207,19 +208,32 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
             x = torch.tensor(a, requires_grad=True)
             chain(xp, x, 1).backward()
 
+    return {
+        "leaf": lambda: torch.tensor(a, requires_grad=True),
+        "forward": forward,
+        "backward": backward,
+        "scalar": lambda y: float(y.detach()),
+        "check": _check,
+        "warm_up": warm_up,
+    }
+
+
+def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
+    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
     return _eager_loop(
         chain,
         depth,
         calls=calls,
         on_phase=on_phase,
-        leaf=lambda: torch.tensor(a, requires_grad=True),
-        forward=forward,
-        backward=backward,
-        scalar=lambda y: float(y.detach()),
-        check=_check,
-        warm_up=warm_up,
         graph_metrics=lambda loss, state: {"autograd_nodes": autograd_nodes(loss)},
+        **_eager_calls(chain, depth),
     )
+
+
+def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
+    """``--metric instructions``: one forward and one ``backward()`` (the C++ autograd engine) counted under
+    callgrind, after a warm-up call."""
+    return measure_counted_eager(chain, depth, on_phase=on_phase, **_eager_calls(chain, depth))
 
 
 def measure_compile(
@@ -233,7 +247,9 @@ def measure_compile(
 
 #: Measure one point; ``mode`` is ``eager``, ``traced`` or ``compile``; ``profile`` must be None.
 measure_point = peer_measure_point(
-    "torch", {"traced": measure_traced, "eager": measure_eager, "compile": measure_compile}
+    "torch",
+    {"traced": measure_traced, "eager": measure_eager, "compile": measure_compile},
+    counted={"eager": count_eager},
 )
 
 
@@ -242,6 +258,7 @@ __all__ = [
     "MODES",
     "PROFILES",
     "PointFailure",
+    "count_eager",
     "measure_compile",
     "measure_eager",
     "measure_point",

@@ -21,6 +21,7 @@ from adprof.cli.common import (
     report_errors,
     write_outputs,
 )
+from adprof.cli.instructions import apply_default_budget, counted_specs
 from adprof.cli.run import make_report, measure_specs, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
 from adprof.measure.plan import load_targets, plan_series
@@ -55,8 +56,9 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     out, err = consoles(args)
     check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
+    budget_note = apply_default_budget(args, argv)
     cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd))
-    notes: list[str] = []
+    notes: list[str] = [budget_note] if budget_note else []
     if on_cmd:  # a program instead of a chain file
         specs = cmd_specs(args)
     else:
@@ -64,6 +66,9 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
         plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
         specs = plan_series(metas, backends, args.profile, args.mode, notes)
+        if args.metric == "instructions":  # the peers' C++ phases, counted under callgrind
+            declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
+            specs = counted_specs(specs, declared, explicit=bool(args.depths))
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
     shard = None

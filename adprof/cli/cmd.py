@@ -27,6 +27,7 @@ from adprof.backends.cmd import (
     check_program,
     expand,
 )
+from adprof.backends.cmd.point import COUNT_TIMEOUT_FACTOR, check_counting
 from adprof.cli.common import UsageError, check_outputs, csv_list
 from adprof.measure import MeasureConfig, SeriesSpec
 from adprof.measure.cmd_points import CommandSettings
@@ -43,6 +44,10 @@ PHASE_NAMES = ("transform", "drop", "compile", "lower", "forward", "backward", "
 def uses_cmd(args: argparse.Namespace, targets: Sequence[str] | None) -> bool:
     """True for a ``--cmd`` run; raises :class:`UsageError` when the target is missing or doubled."""
     if not getattr(args, "cmd", None):
+        if getattr(args, "metric", "time") == "instructions" and getattr(args, "command", "check") != "check":
+            raise UsageError(
+                f"--metric instructions on a chain file: use adprof check ({args.command} counts --cmd programs only)"
+            )
         if "cmd" in csv_list(getattr(args, "backend", "") or ""):
             raise UsageError("--backend cmd measures a program: give --cmd 'PROG ARGS {depth}'")
         if not targets:
@@ -104,6 +109,9 @@ def cmd_specs(
     max_depth = getattr(args, "max_depth", None) or DEFAULT_CMD_MAX_DEPTH
     if max_depth < 1:
         raise UsageError(f"--max-depth must be at least 1 (got {max_depth})")
+    modes = cmd_modes(args.mode, default_mode)
+    if settings.metric == "instructions":
+        check_instructions(args, settings, modes)
     return [
         SeriesSpec(
             file=args.cmd,
@@ -115,9 +123,22 @@ def cmd_specs(
             depths=depths,
             cmd=settings,
             deciding_metrics=("instructions",) if settings.metric == "instructions" else (),
+            metric=settings.metric,
         )
-        for mode in cmd_modes(args.mode, default_mode)
+        for mode in modes
     ]
+
+
+def check_instructions(args: argparse.Namespace, settings: CommandSettings, modes: Sequence[str]) -> None:
+    """``--metric instructions``: one callgrind run up front (the baseline at depth 0, or depth 1 with the
+    ``--phase`` patterns), so that a program valgrind cannot run, or patterns that match nothing (a stripped
+    binary), are one line and exit 2, never a series that falls back to time."""
+    timeout = min(max(args.budget, 1.0), COUNT_TIMEOUT_FACTOR * 4 * args.cap)
+    for mode in modes:
+        try:
+            check_counting(settings.template, mode, settings.phases or None, timeout=timeout, calls=args.calls)
+        except CommandFailure as exc:
+            raise UsageError(exc.message) from None
 
 
 def measure_cmd(

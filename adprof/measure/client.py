@@ -18,15 +18,18 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from adprof.backends.instructions import COUNT_ENV, CountingUnavailable, fill_counts
 from adprof.chain.frames import crash_frame
 from adprof.measure.config import LOAD_TIMEOUT, STARTUP_TIMEOUT
 from adprof.util import procs
@@ -42,6 +45,8 @@ class WorkerTimeout(Exception):
         self.phase, self.call, self.elapsed, self.limit = phase, call, elapsed, limit
         self.total = elapsed  # seconds since the request was sent
         self.by_deadline = False  # killed by the absolute deadline (the budget's end), not its own timeout
+        #: killed while counting instructions under valgrind: its wall time says nothing of the native cost
+        self.counting = False
 
 
 class WorkerCrashed(Exception):
@@ -63,6 +68,85 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+#: A worker counting instructions runs under callgrind: its timeouts are this many times the usual ones
+#: (uninstrumented imports run ~5x slower, instrumented phases 20-100x); the budget's end still bounds them.
+COUNTING_TIMEOUT_FACTOR = 100.0
+
+
+def callgrind_argv(out_file: str) -> list[str]:
+    """The worker's command line under callgrind (see :mod:`adprof.backends.instructions`): no instrumentation
+    until the first counted phase, then every thread's instructions between the worker's zero/dump requests."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise WorkerCrashed("--metric instructions needs valgrind (not found on PATH)")
+    return [
+        valgrind,
+        "--tool=callgrind",
+        "-q",
+        "--instr-atstart=no",
+        "--collect-atstart=yes",
+        f"--callgrind-out-file={out_file}",
+        sys.executable,
+        "-P",
+        "-m",
+        "adprof.measure.worker",
+    ]
+
+
+#: The environment a counting worker keeps (names, and prefixes ending in ``_``); the rest is dropped.
+COUNTING_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+COUNTING_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "TORCH_", "PYTORCH_", "OMP_", "OPENBLAS_", "MKL_", "ADPROF_")
+
+
+def counting_env(env: dict[str, str]) -> dict[str, str]:
+    """A canonical environment for a worker under callgrind: the environment is copied onto the initial
+    stack, so its size shifts every address, and with them the order of pointer-keyed tables and the
+    instruction counts (~1% between two shells); ``PYTHONHASHSEED=0`` fixes the hashing."""
+    kept = {k: v for k, v in env.items() if k in COUNTING_ENV or k.startswith(COUNTING_ENV_PREFIXES)}
+    return {**dict(sorted(kept.items())), "PYTHONHASHSEED": "0"}
+
+
+#: ``personality(2)``'s flag that turns address-space randomization off for the next exec.
+ADDR_NO_RANDOMIZE = 0x0040000
+_PERSONALITY: Any = None
+
+
+def _personality() -> Any:
+    """libc's ``personality``, loaded in the parent (the child between fork and exec must not import), or False."""
+    global _PERSONALITY
+    if _PERSONALITY is None:
+        try:
+            import ctypes
+
+            _PERSONALITY = ctypes.CDLL(None, use_errno=True).personality
+        except (OSError, AttributeError):
+            _PERSONALITY = False
+    return _PERSONALITY
+
+
+def _fixed_addresses(personality: Any) -> None:  # runs in the child between fork and exec
+    """No address randomization: under ASLR the counts of torch's backward differ by ~1% from run to run
+    (pointer-keyed tables are walked in address order); with it off they are identical."""
+    if personality:
+        personality(personality(0xFFFFFFFF) | ADDR_NO_RANDOMIZE)
+
+
+def compile_bytecode(files: Sequence[str | None] = ()) -> None:
+    """Bring adprof's bytecode (and ``files``', e.g. the chain file) up to date before a counting worker starts:
+    a worker that compiles a stale module lays out its heap differently from one that loads it, and its
+    counts differ by ~0.1% (unwritable directories are skipped)."""
+    import compileall
+    import py_compile
+
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=2)
+    for f in files:
+        if f and f.endswith(".py") and os.path.isfile(f):
+            try:
+                py_compile.compile(f, doraise=True)
+            except (py_compile.PyCompileError, OSError):
+                pass  # a syntax error is the worker's to report
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -80,20 +164,62 @@ class Worker:
         self._err: procs.BoundedSink | None = None
         self._lock = threading.RLock()
         self.interrupted = False  # set by interrupt(): every later request fails at once
+        #: --metric instructions: the next worker starts under callgrind (:meth:`count_instructions`)
+        self.counting = False
+        self._count_dir: tempfile.TemporaryDirectory[str] | None = None
 
-    def start(self, timeout: float = STARTUP_TIMEOUT) -> None:
-        """Spawn the worker and wait for its ``ready`` line (imports done)."""
+    @property
+    def count_file(self) -> str:
+        """callgrind's ``--callgrind-out-file`` of this counting worker (its dumps are ``<file>.<n>``)."""
+        assert self._count_dir is not None
+        return os.path.join(self._count_dir.name, "callgrind.out")
+
+    def _answer(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A counted point's dumps read into its metrics (here, not in the worker: see fill_counts)."""
+        if self.counting and data.get("ok") and isinstance(data.get("point"), dict) and self._count_dir is not None:
+            try:
+                fill_counts(data["point"], self.count_file)
+            except CountingUnavailable as exc:
+                return {"ok": False, "kind": "metric", "error": str(exc)}
+        return data
+
+    def count_instructions(self, on: bool) -> None:
+        """Start the next worker under callgrind (``on``: the running one is killed, so a series that counts
+        gets a valgrind'd worker of its own, whose heap no earlier series shaped) or natively (the running
+        one is kept unless it counts)."""
+        if on or self.counting:
+            self.kill()
+        self.counting = on
+
+    def start(self, timeout: float = STARTUP_TIMEOUT, scaled: bool = False) -> None:
+        """Spawn the worker and wait for its ``ready`` line (imports done); a counting worker gets 10x the
+        ``timeout`` unless it is ``scaled`` already."""
         with self._lock:
             if self.interrupted:
                 raise WorkerCrashed("interrupted", interrupted=True)
+            argv, env = [sys.executable, "-P", "-m", "adprof.measure.worker"], worker_env()
+            preexec = None
+            if self.counting:
+                self._count_dir = tempfile.TemporaryDirectory(prefix="adprof-callgrind-")
+                argv = callgrind_argv(self.count_file)
+                env = counting_env({**env, COUNT_ENV: "callgrind"})  # the (random) path stays out of it
+                if not scaled:
+                    timeout *= COUNTING_TIMEOUT_FACTOR / 10  # imports without instrumentation: ~5x slower
+                personality = _personality() if sys.platform.startswith("linux") else None
+                if personality:
+
+                    def preexec() -> None:
+                        _fixed_addresses(personality)
+
             err_read, err_write = os.pipe()
             try:
                 self.proc = procs.spawn(  # its own session: killed with everything the chain starts
-                    [sys.executable, "-P", "-m", "adprof.measure.worker"],
+                    argv,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=err_write,
-                    env=worker_env(),
+                    env=env,
+                    preexec=preexec,
                 )
             except BaseException:
                 os.close(err_read)
@@ -144,6 +270,9 @@ class Worker:
                     except OSError:
                         pass
             self._err = None  # its thread ends at end of file: every writer is dead
+            if self._count_dir is not None:
+                self._count_dir.cleanup()
+                self._count_dir = None
 
     def interrupt(self) -> None:
         """From another thread: kill the worker now; the request in progress raises WorkerCrashed."""
@@ -221,6 +350,21 @@ class Worker:
         sep = " " if tail.startswith("in ") else ": "
         return WorkerCrashed(f"worker crashed{where} ({how})" + (sep + tail if tail else ""), phase)
 
+    def _limits(self, timeout: float, first_timeout: float | None) -> tuple[float, float | None]:
+        """The request's timeouts: under callgrind scaled up (valgrind's slowdown is not the chain's cost)."""
+        if not self.counting:
+            return timeout, first_timeout
+        return timeout * COUNTING_TIMEOUT_FACTOR, first_timeout * COUNTING_TIMEOUT_FACTOR if first_timeout else None
+
+    def _restart(self, hard_deadline: float | None, chain_file: str | None) -> None:
+        self.kill()
+        if self.counting:
+            compile_bytecode([chain_file])
+        startup = STARTUP_TIMEOUT * (COUNTING_TIMEOUT_FACTOR / 10 if self.counting else 1)
+        if hard_deadline is not None:
+            startup = min(startup, max(hard_deadline - time.monotonic(), 1.0))
+        self.start(startup, scaled=True)
+
     def request(
         self,
         msg: dict[str, Any],
@@ -237,9 +381,9 @@ class Worker:
         """
         if self.interrupted:
             raise WorkerCrashed("interrupted", interrupted=True)
+        timeout, first_timeout = self._limits(timeout, first_timeout)
         if not self.alive:
-            self.kill()
-            self.start()
+            self._restart(hard_deadline, msg.get("file"))
         proc = self.proc
         if proc is None or proc.stdin is None:
             raise WorkerCrashed("interrupted", interrupted=True)
@@ -272,6 +416,7 @@ class Worker:
                 to = WorkerTimeout(phase, call, now - phase_start, deadline - phase_start)
                 to.total = now - started
                 to.by_deadline = hard_deadline is not None and deadline >= hard_deadline
+                to.counting = self.counting
                 raise to
             try:
                 data = json.loads(line)
@@ -285,7 +430,7 @@ class Worker:
                 if on_event is not None:
                     on_event(data)
                 continue
-            return data
+            return self._answer(data)
 
 
 class LoadError(Exception):

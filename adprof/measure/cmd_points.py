@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adprof.backends.cmd import CommandFailure, run_command_point
+from adprof.backends.cmd.point import CountTimeout
 from adprof.backends.cmd.process import cancel_when
 from adprof.measure.client import WorkerCrashed, WorkerTimeout
 
@@ -78,7 +79,12 @@ class CommandPoints:
                     calls=msg.get("calls"),
                     on_run=on_run,
                     require_json=self.expect_json,
+                    deadline=hard_deadline,
                 )
+        except CountTimeout as exc:  # valgrind's wall time is not the program's: never a hang or a censored point
+            to = WorkerTimeout(phase[0], None, exc.seconds, exc.limit)
+            to.total, to.by_deadline, to.counting = time.monotonic() - t0, exc.by_deadline, True
+            raise to from None
         except CommandFailure as exc:
             if exc.kind == "interrupted":
                 raise WorkerCrashed("interrupted", phase[0], interrupted=True) from None

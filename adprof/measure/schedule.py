@@ -18,9 +18,13 @@ UNIT_UNTIL = 8
 
 
 def point_metric(point: Point, mode: str, phases: Sequence[str] | None = None) -> float | None:
-    """The cost the schedule watches: counters over the classified phases (default: the mode's), else their time."""
+    """The cost the schedule watches: counters over the classified phases (default: the mode's), else their
+    instruction counts (``--metric instructions``: exact, and what decides), else their time."""
     phases = tuple(phases) if phases else cost_phases(mode)
     v = counter_value(point, phases)
+    if v is None or v <= 0:
+        counted = [point.metrics[p]["instructions"] for p in phases if "instructions" in point.metrics.get(p, {})]
+        v = float(sum(counted)) if counted else None
     if v is None or v <= 0:
         v = time_value(point, phases)
     return v

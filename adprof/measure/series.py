@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adprof.backends import series_fields
-from adprof.constants import DEFAULT_CALLS
+from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
@@ -61,6 +61,8 @@ from adprof.model import (
 )
 
 MIN_CALLS = 3
+#: How the times of a counted series (a chain under --metric instructions) are taken.
+COUNTED_FIELDS = {"statistic": "one counted run per phase after a warm-up (callgrind)", "clock": NOMINAL_CLOCK}
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 REFIT_AFTER = 3  # time schedule: new depths (not deeper than the deepest) before the quick fit is redone
 ESTIMATE_MARGIN = 1.5  # time schedule: a point's budget estimate over its expected cost (a burst of load)
@@ -85,6 +87,9 @@ class SeriesSpec:
     #: by :class:`~adprof.measure.time_schedule.TimeSchedule`; series a deterministic metric decides get the
     #: geometric depths of that range (2^(1/3) steps). None: 1..max_depth, adaptive.
     time_range: tuple[int, int] | None = None
+    #: "instructions": counted under valgrind (--cmd: callgrind runs after a native run; a chain: one
+    #: valgrind'd worker for the series), and they alone decide (Series.required_metric)
+    metric: str = "time"
     axis: str = "layer"  # what a depth counts (the chain's axis)
     cap: float | None = None  # the chain's own per-phase cap (used when --cap is not given)
     cost_phases: tuple[str, ...] = ()  # the chain's classified phases (empty: the mode's)
@@ -114,6 +119,8 @@ class SeriesSpec:
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
+                **({"required_metric": self.metric} if self.metric != "time" else {}),
+                **(COUNTED_FIELDS if self.metric == "instructions" and self.cmd is None else {}),
                 **fields,
             },
         )
@@ -262,7 +269,10 @@ class _SeriesRun:
         prev_calls = prev.calls if prev.calls is not None else self.calls
         overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev_calls))
         wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
-        if mode == "eager" and wall_pred > left:
+        counting = self.spec.metric == "instructions"
+        if counting:  # under valgrind the wall grows with the counted cost, not with the depth
+            wall_pred = counted_wall(points, self.walls, pred, mode, self.calls)
+        if mode == "eager" and wall_pred > left and not counting:
             k = self.calls
             while k > MIN_CALLS and wall_pred > left:  # geometric steps: --calls may be huge
                 k = max(MIN_CALLS, min(k - 1, int(k * 0.8)))
@@ -289,6 +299,7 @@ class _SeriesRun:
             "depth": depth,
             "calls": self.calls,
             "counter_budget": cfg.counter_budget,
+            **({"metric": spec.metric} if spec.metric != "time" and spec.cmd is None else {}),
             **({"repeats": spec.repeats} if spec.repeats else {}),
         }
 
@@ -332,6 +343,13 @@ class _SeriesRun:
         series, cap = self.series, self.cfg.cap
         exact = any(not p.censored for p in series.points)
         where = {"depth": depth, "phase": to.phase, "call": to.call}
+        if to.counting:  # killed under valgrind: its wall time says nothing of the program's own cost (no hang)
+            after = last if exact else None
+            if to.by_deadline:
+                series.stop = Stop(StopReason.BUDGET, after=after, seconds=to.total, **where)
+            else:
+                series.stop = Stop(StopReason.COUNT_TIMEOUT, after=after, seconds=to.total, limit=to.limit, **where)
+            return
         if to.by_deadline and to.limit < self.cfg.timeout:
             runaway = exact and to.elapsed < cap and self._far_over_prediction(depth, to)
             if to.elapsed < cap and not runaway:  # not over the cap: nothing known about this depth
@@ -470,6 +488,21 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         series.stop = _time_stop(sched.frontier(series.points, fit), series, fit, cfg.cap)
 
 
+def counted_wall(points: list[Point], walls: list[float], pred: dict[str, float], mode: str, calls: int) -> float:
+    """Predicted wall seconds of the next point of an instruction series: the wall of the last two points
+    as fixed + slope x native cost (valgrind's start-up, then its slowdown of the counted work), else the
+    last wall scaled by the predicted cost growth."""
+    costs = [point_cost(p.times, mode, p.calls if p.calls is not None else calls) for p in points[-2:]]
+    last_calls = points[-1].calls if points[-1].calls is not None else calls  # the calls the last point made
+    nxt = point_cost(pred, mode, last_calls)
+    if len(costs) == 2 and len(walls) >= 2 and costs[1] > costs[0] > 0:
+        slope = (walls[-1] - walls[-2]) / (costs[1] - costs[0])
+        fixed = walls[-1] - slope * costs[1]
+        if slope > 0 and fixed >= 0:
+            return fixed + slope * nxt
+    return walls[-1] * max(nxt / costs[-1], 1.0) if costs and costs[-1] > 0 else walls[-1]
+
+
 def run_series(
     spec: SeriesSpec,
     worker: Worker,
@@ -493,22 +526,35 @@ def run_series(
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, explicit, cfg.unit_steps, phases=spec.phases)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
+    counting = spec.metric == "instructions" and spec.cmd is None  # one valgrind'd worker for the series
     if spec.cmd is not None:
         worker = CommandPoints(spec.cmd, worker)  # type: ignore[assignment]  # same request interface
+    else:
+        worker.count_instructions(counting)  # a fresh valgrind'd worker, or back to a native one
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
     adaptive = not (spec.depths or cfg.depths or cfg.unit_steps)
     while (depth := sched.next_depth(series.points)) is not None:
         last = series.points[-1].depth if series.points else None
-        if adaptive and series.points and time_decided(series.points[0], spec.mode, series.deciding_metrics):
+        counted = spec.metric != "time"  # instructions asked for decide: never the time schedule
+        if (
+            adaptive
+            and not counted
+            and series.points
+            and time_decided(series.points[0], spec.mode, series.deciding_metrics)
+        ):
             lo, hi = _time_range(spec, cfg)
             _run_time_series(run, TimeSchedule(lo, hi, spec.mode, cfg.cap, cfg.timeout))
             return series
         if last is not None:
-            stop = run.stop_before(depth, last, exponential=not sched.doubling)
+            # exponential extrapolation over unit steps only: explicit geometric depths grow like a power law
+            exponential = not sched.doubling and (sched.explicit is None or depth - last == 1)
+            stop = run.stop_before(depth, last, exponential=exponential)
             if stop is not None:
                 series.stop = stop
                 break
-        run.say(f"depth {depth}")
+        run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
         if not run.measure(depth, last):
             break
+    if counting:
+        worker.count_instructions(False)  # its memory back now, not at the next series
     return series

@@ -10,7 +10,8 @@ protocol. A request may be answered by ``{"event": ...}`` progress lines before 
 * ``{"op": "structure", "file": F, "chain": NAME, "depths": [..]}`` -> ``{"ok": true, "structure": {..}}``,
   the recording of :func:`~adprof.measure.structure_probe.record_structure` (events ``{"event": "depth", "depth": d}``);
 * ``{"op": "point", "file": F, "chain": NAME, "backend": B, "profile": P, "mode": M, "depth": d,
-  "calls": K, "counter_budget": N, "repeats": R (optional)}`` -> ``{"ok": true, "point": {..}}``
+  "calls": K, "counter_budget": N, "repeats": R (optional), "metric": "instructions" (optional: each
+  phase counted once, in a worker started under callgrind)}`` -> ``{"ok": true, "point": {..}}``
   (events ``{"event": "phase", "phase": name, "call": i}`` when each phase starts);
 * ``{"op": "exit"}``.
 
@@ -33,12 +34,14 @@ import faulthandler
 import gc
 import json
 import os
+import select
 import signal
 import sys
 import threading
 import time
 from typing import Any, TextIO
 
+from adprof.backends.instructions import COUNT_ENV
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
@@ -57,17 +60,33 @@ def _freeze() -> None:
 _CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 
 
+def _kill_family() -> None:
+    """Kill what the chains started (detached or not) and this worker's process group with the worker itself;
+    the guardian kills what already left the family."""
+    for _ in range(3):
+        for pid in procs.descendants(os.getpid()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    os.killpg(0, signal.SIGKILL)
+
+
 def _watch_parent(parent: int) -> None:
-    """Kill this worker's family (what the chains started, detached or not, and its process group with the
-    worker itself) once adprof is gone; the guardian kills what already left the family."""
+    """Kill this worker's family once adprof is gone."""
     while True:
         if os.getppid() != parent:
-            for _ in range(3):
-                for pid in procs.descendants(os.getpid()):
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-            os.killpg(0, signal.SIGKILL)
+            _kill_family()
         time.sleep(0.2)
+
+
+def _watch_hangup(fd: int) -> None:
+    """As :func:`_watch_parent`, without waking up: block until the request pipe's writer (adprof) is gone.
+    Under callgrind a counted phase sees every thread's instructions, so the watchdog must stay asleep."""
+    poller = select.poll()
+    poller.register(fd, 0)  # no events asked for: only a hang-up or an error ends the wait
+    while True:
+        for _, events in poller.poll():
+            if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                _kill_family()
 
 
 class _Worker:
@@ -154,6 +173,7 @@ class _Worker:
                     on_phase=lambda name, call: self.send({"event": "phase", "phase": name, "call": call}),
                     counter_budget=req.get("counter_budget"),
                     **({"repeats": int(req["repeats"])} if req.get("repeats") else {}),
+                    **({"metric": req["metric"]} if req.get("metric", "time") != "time" else {}),
                 )
             except backend.PointFailure as f:
                 self.send(
@@ -178,7 +198,10 @@ def main() -> None:
     sys.stdout = sys.stderr
     faulthandler.enable()
     if os.getpgrp() == os.getpid():  # our own group (started by adprof): nothing of it may outlive adprof
-        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+        if os.environ.get(COUNT_ENV):  # counting instructions under callgrind
+            threading.Thread(target=_watch_hangup, args=(sys.stdin.fileno(),), daemon=True).start()
+        else:
+            threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     import adprof.backends.engine  # noqa: F401 - imported before freezing
 
     _freeze()

@@ -44,6 +44,7 @@ Schema (``schema`` 2; every number is a JSON number or null)::
           "statistic": "lower quartile of 5 repeats", "clock": "wall (perf_counter)",  # how times were taken
           "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
           "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
+          "required_metric": "",     # "instructions" with --metric instructions: it alone decides
           "lower_bound_metrics": ["autograd_nodes"],  # metrics that decide only when they grow fast
           "axis": "order",           # what a depth counts (layer | order | unroll | seq_len | ...)
           "classified_phases": [],   # the chain's classified phases ([]: the mode's)
@@ -132,6 +133,7 @@ _SERIES_FIELDS = (
     "clock",
     "deciding_metrics",
     "metric_notes",
+    "required_metric",
 )
 
 

@@ -306,29 +306,34 @@ def spawn(
     *,
     env: Mapping[str, str] | None = None,
     die_with_parent: bool = False,
+    preexec: Callable[[], None] | None = None,
     **popen: Any,
 ) -> subprocess.Popen[Any]:
     """``subprocess.Popen(argv)`` in its own session, supervised (see the module docstring).
 
     ``env``: the whole environment (default: this process's); the markers are added to it.
     ``die_with_parent``: ``PR_SET_PDEATHSIG`` (SIGKILL) on Linux; the signal comes when the *thread*
-    that started the child ends, so only from a thread that outlives it. Raises OSError as Popen does.
+    that started the child ends, so only from a thread that outlives it. ``preexec``: also run in the
+    child between fork and exec (no imports, no locks; e.g. a ``personality`` call). Raises OSError as
+    Popen does.
     """
     token = uuid.uuid4().hex
     full = dict(os.environ if env is None else env)
     with _lock:
         _supervise()
         full[RUN_VAR], full[OWNER_VAR] = run_id(), token
-        preexec = None
+        child_setup = preexec
         if die_with_parent and _PRCTL is not None:
             parent, prctl = os.getpid(), _PRCTL
 
-            def preexec() -> None:  # between fork and exec: no imports, no locks
+            def child_setup() -> None:  # between fork and exec: no imports, no locks
+                if preexec is not None:
+                    preexec()
                 prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 if os.getppid() != parent:  # the parent died before prctl took effect
                     os._exit(1)
 
-        proc = subprocess.Popen(list(argv), env=full, start_new_session=True, preexec_fn=preexec, **popen)
+        proc = subprocess.Popen(list(argv), env=full, start_new_session=True, preexec_fn=child_setup, **popen)
         _own[proc.pid] = token
         _tell_guardian(f"+{proc.pid}")
     return proc

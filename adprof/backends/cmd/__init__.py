@@ -38,10 +38,12 @@ sum, and ``extra["backward_call_counters"]`` / ``extra["forward_call_counters"]`
 of the known keys, the process's wall time is the cost: phase ``process``. The wall time of the run is
 always in ``extra["process_seconds"]``.
 
-``metric="instructions"`` runs the command under ``valgrind --tool=callgrind`` (with
-``ADPROF_METRIC=instructions`` in its environment, so that a program may print constant times and keep
-its output, and thus its count, identical run to run) and puts counts in
-``Point.metrics[phase]["instructions"]``:
+``metric="instructions"`` first runs the command natively (its own seconds and counters, read through
+the protocol: the cap, the schedule's predictions and the time evidence see those, never valgrind's
+wall time), then under ``valgrind --tool=callgrind`` (with ``ADPROF_METRIC=instructions`` in its
+environment, so that a program may print constant times and keep its output, and thus its count,
+identical run to run), and puts counts in ``Point.metrics[phase]["instructions"]``; they decide
+(``Series.required_metric``):
 
 * with ``phases`` (phase -> callgrind function pattern, from ``--phase transform='*phase_transform*'``):
   one run per phase with ``--collect-atstart=no --toggle-collect=PATTERN``, so only the instructions
@@ -50,17 +52,21 @@ its output, and thus its count, identical run to run) and puts counts in
   (callgrind takes one option per function, so the split needs both patterns); call 0 goes to
   ``backward0`` and the median of calls 1.. to ``backward``, the list to
   ``extra["backward_call_instructions"]`` (without the other pattern, or without a per-call list in the
-  protocol, ``backward`` holds the phase's total over all calls). Protocol times and counters are read
-  from the first of these runs (times taken under valgrind: do not compare them with native ones).
+  protocol, ``backward`` holds the phase's total over all calls).
 * without ``phases``: the whole process is counted and a baseline run of the same template at
-  ``baseline_depth`` (default 0; cached per template) is subtracted, phase ``process``: start-up,
-  argument parsing and fixed setup cancel.
+  ``baseline_depth`` (default 0; cached per template) is subtracted: start-up, argument parsing and
+  fixed setup cancel. The difference is the cost of the mode's phases: it goes to the first of them
+  (traced: ``transform``, standing for transform+drop; eager: ``backward``, per backward call the
+  program reported), or to ``process`` when the program reports no phases.
 
-Each valgrind run gets the full ``timeout``. ``Point.extra["counted"]`` says in words what was counted.
-A phase the command timed as 0 under valgrind gets ``instructions / CALLGRIND_RATE`` (25e6/s, a
-nominal callgrind speed) as its time: the cap and the schedule's predictions then apply, and stop a
-series at the same depth on every run. Failures raise :class:`CommandFailure` with a ``kind`` and a one-line
-message.
+Each callgrind run gets ``count_timeout`` (100x the point's timeout) and ends at the budget's end at
+the latest (:class:`~adprof.backends.cmd.point.CountTimeout`: a stop, never a hang or a censored
+point). ``Point.extra["counted"]`` says in words what was counted, ``extra["count_seconds"]`` how long
+the callgrind runs took. A phase the native run timed as 0 gets ``instructions /
+NOMINAL_INSTRUCTION_RATE`` (1e10/s, :mod:`adprof.constants`) as its time. :func:`check_counting` is
+the CLI's pre-flight (one callgrind run: a program valgrind cannot run, a failing baseline, or
+``--phase`` patterns that match nothing are one line and exit 2). Failures raise
+:class:`CommandFailure` with a ``kind`` and a one-line message.
 
 Modules: :mod:`~adprof.backends.cmd.process` (running one process), :mod:`~adprof.backends.cmd.protocol`
 (the JSON protocol), :mod:`~adprof.backends.cmd.callgrind` (callgrind runs and per-function profiles),
@@ -79,7 +85,7 @@ from adprof.backends.cmd.callgrind import (
     parse_callgrind,
     profile_from_callgrind,
 )
-from adprof.backends.cmd.point import run_command_point
+from adprof.backends.cmd.point import CountTimeout, check_counting, run_command_point
 from adprof.backends.cmd.process import (
     DEFAULT_OUTPUT_LIMIT,
     METRICS,
@@ -119,11 +125,13 @@ __all__ = [
     "VALUE_KEY_EQ",
     "CommandFailure",
     "Completed",
+    "CountTimeout",
     "PointFailure",
     "Profile",
     "apply_protocol",
     "callgrind_profile",
     "callgrind_totals",
+    "check_counting",
     "check_program",
     "expand",
     "last_json_object",

@@ -1,7 +1,10 @@
 //! adprof-native-probe: chains built on upstream computegraph keys, the way tenferro-rs 0.8.0 builds,
 //! differentiates and rebuilds them, printing adprof's `--cmd` JSON protocol on stdout.
 //!
-//! Usage: `adprof-native-probe KIND DEPTH [--mode traced|eager] [--calls K] [--x X]`
+//! Usage: `adprof-native-probe KIND DEPTH [--mode traced|eager] [--calls K] [--x X] [--seconds-only]`
+//!
+//! `--seconds-only`: print only the protocol's times (`transform_seconds`, `drop_seconds`; eager:
+//! `forward_seconds`, `backward_seconds`), as a user's own program would: no counters decide then.
 //!
 //! Kinds (the chain shape, and whether keys are interned):
 //! - `mul`: y <- y*y*0.5. The op `y*y` has two input slots on the same child key, so comparing two
@@ -758,7 +761,7 @@ fn list(xs: &[String]) -> String {
     format!("[{}]", xs.join(", "))
 }
 
-const USAGE: &str = "usage: adprof-native-probe KIND DEPTH [--mode traced|eager] [--calls K] [--x X]\n\
+const USAGE: &str = "usage: adprof-native-probe KIND DEPTH [--mode traced|eager] [--calls K] [--x X] [--seconds-only]\n\
 kinds: mul, svd3, sin, fixed (= interned mul), fixed-svd3, fixed-sin (traced by default; sin and fixed-sin eager)";
 
 fn fail(msg: &str) -> ! {
@@ -799,8 +802,13 @@ fn main() {
     .to_string();
     let mut calls: usize = 6;
     let mut x: f64 = 0.7;
+    let mut seconds_only = false;
     let mut rest = args[2..].iter();
     while let Some(flag) = rest.next() {
+        if flag == "--seconds-only" {
+            seconds_only = true;
+            continue;
+        }
         let value = rest
             .next()
             .unwrap_or_else(|| fail(&format!("{} needs a value", flag)));
@@ -841,6 +849,14 @@ fn main() {
             primal.value.to_bits(),
             "the replayed forward must reproduce the primal"
         );
+        if seconds_only {
+            println!(
+                "{{\"transform_seconds\": {}, \"drop_seconds\": {}}}",
+                num(t_tr, no_clock),
+                num(t_drop, no_clock)
+            );
+            return;
+        }
         println!(
             "{{{}, \"forward_seconds\": {}, \"transform_seconds\": {}, \"drop_seconds\": {}, \"counters\": {{\"forward\": {}, \"transform\": {}, \"drop\": {}}}, \"value\": {:e}, \"gradient\": {:e}, \"value_ops\": {}}}",
             head,
@@ -890,6 +906,14 @@ fn main() {
         drop(primal);
     }
     interner.take();
+    if seconds_only {
+        println!(
+            "{{\"forward_seconds\": {}, \"backward_seconds\": {}}}",
+            list(&t_fwd),
+            list(&t_bwd)
+        );
+        return;
+    }
     println!(
         "{{{}, \"calls\": {}, \"forward_seconds\": {}, \"backward_seconds\": {}, \"counters\": {{\"forward\": {}, \"backward\": {}}}, \"value\": {:e}, \"gradient\": {:e}}}",
         head,
