@@ -1,98 +1,11 @@
 """JSON form of a Report (``report_to_json``) and its inverse (``load_report``).
 
-Schema (``schema`` 2; every number is a JSON number or null)::
-
-    {
-      "adprof_version": "0.1.0",
-      "schema": 2,
-      "environment": {...},            # python, platform, backend versions, ...
-      "budget_seconds": 120.0,         # or null
-      "elapsed_seconds": 95.3,         # or null
-      "notes": ["..."],
-      "shard": null,                    # --shard K/N: {"index", "count", "planned", "positions", "plan"}
-      "results": [
-        {
-          "chain": "mul", "backend": "engine", "profile": "v08",   # profile null for jax/torch
-          "mode": "traced",                                         # traced | eager | compile
-          "params": {"k": 2},                                       # sweep values, {} if none
-          "declared_reuse": 2.0,                                    # or null
-          "verdict": "exponential-transform",  # exponential-transform | superlinear-transform |
-                                               # exponential-backward | superlinear-backward |
-                                               # mildly-superlinear-transform | -backward |
-                                               # linear | inconclusive | runaway | error
-          "base": 2.01,              # ratio per depth step (per layer, order, ...; exponential), else null
-          "exponent": null,          # power-law exponent (superlinear/linear verdicts), else null
-          "halving_ratio": 457.5,    # cost(d)/cost(d/2) at the deepest pair, or null
-          "predicted_base": 2.0,     # from the chain's structure, or null
-          "amortized": null,         # eager: do warm calls get cheaper than call 1? else null
-          "reuse_agrees": true,      # |base - declared_reuse| <= 0.25, exponential verdicts only
-          "warm_to_call1": null,     # eager: median cost of calls 2..5 / call 1 at the deepest point
-          "metric": "counters[transform+drop]: key_comparisons+metadata_lookups+nodes_visited",
-          "stop": {"reason": "predicted cap", "after": 18, "depth": 19, "phase": "transform",
-                   "seconds": 2.1, "limit": 1.5, ...},              # why the schedule stopped, or null
-                                     # reason: cap | predicted cap | budget share | budget | counter budget |
-                                     #   censored | runaway | timeout | not measured
-          "stopped": "stopped after depth 18: ...",                 # the sentence of "stop", or null
-          "error": null,             # one-line error if the chain failed
-          "reason": "",              # why the verdict is inconclusive, runaway or an error ("" otherwise)
-          "killed": false,           # a point was killed at its own timeout (a hang): a finding
-          "finding": true,           # exit 1 / a guard fails on it
-          "cause": "...", "remedies": ["..."], "evidence": ["..."],
-          "file": "probes/chains.py",  # the chain's source file (null for --cmd)
-          "interval_text": "d^1.72 [1.55, 1.90]",  # the deciding model's figure with its interval
-          "interval": [1.55, 1.90],  # of the base (exponential) or the exponent, or null
-          "statistic": "lower quartile of 5 repeats", "clock": "wall (perf_counter)",  # how times were taken
-          "deciding_metrics": ["python_calls"],   # the backend's metrics that may decide, in order
-          "metric_notes": {"python_calls": "blind to XLA's C++ compile"},  # why one may not
-          "required_metric": "",     # "instructions" with --metric instructions: it alone decides
-          "lower_bound_metrics": ["autograd_nodes"],  # metrics that decide only when they grow fast
-          "axis": "order",           # what a depth counts (layer | order | unroll | seq_len | ...)
-          "classified_phases": [],   # the chain's classified phases ([]: the mode's)
-          "growing_phase": "inductor_codegen",  # multi-phase modes: the phase that grows ("" if none)
-          "phase_shares": {"inductor_codegen": 0.87, ...},  # each phase's share of the time's growth
-          "phase_fits": {"inductor_codegen": {...}},        # each phase's own time fit (evidence)
-          "prediction": {"depth": 400, "value": 8.1},  # the deciding model at the next depth, or null
-          "machine": {"host": "node-7", "cpu_model": "...", "cpus": 40, "load_average": 3.1,
-                      "load_peak": 3.4, "worker": "tcp://10.0.0.7:40123"},  # where it was measured, or null
-          "loaded_machine": false,  # time decided it on a loaded machine (docs/scale-out.md)
-          "fit": {...},              # THE deciding model (a Fit: source, model, kind, base/exponent,
-                                     # interval, depths, values, curve_depths/curve_values, halving,
-                                     # tail exponent, reason); every line above is read from it
-          "decided_by": "counter_fit",  # which evidence slot the deciding model came from (it is not
-                                     # repeated there): counter_fit | time_fit | call0_fit |
-                                     # metric_fits.NAME | "" (a fit of its own, e.g. the tree sizes)
-          "metric_fits": {"python_calls": {...}},  # deterministic work metrics, as evidence
-          "counter_fit": {...} | null, "time_fit": {...} | null, "call0_fit": {...} | null,
-                                     # the fits beside the deciding one (adprof.model.Fit fields:
-                                     # metric, kind, base, exponent, halving_ratio, tail_ratios, depths,
-                                     # values, method, tail_depths, local_powers, ...)
-          "points": [
-            {"depth": 1,
-             "times": {"record": 0.0001, "transform": 0.002, ...},          # seconds per phase
-             "counters": {"transform": {"key_comparisons": 12, ...}, ...},  # per phase
-             "ops": {"value_ops": 3, "derivative_ops": 9, "program_ops": 8},
-             "status": "exact",      # exact | censored (a lower bound) | killed (at its own timeout)
-             "censor_reason": null,  # censored/killed: timeout | budget | counter budget
-             "censored_phase": null, "calls": null, "wall_seconds": 0.12,
-             "extra": {"backward_calls": [...], ...}}   # what the backend adds
-          ]
-        }
-      ]
-    }
-
-Every other field of Series, Verdict and Report is written under its own name too (``machine``: where
-the series was measured, ``loaded_machine``, the report's ``shard``), and the loader reads the dataclasses
-field by field from their type hints (:func:`adprof.plain.from_plain`), so a field added to the model
-needs no loader change. ``load_report(report_to_json(r)) == r`` (also through ``json.dumps``/
-``json.loads``). Unknown keys are ignored on load; a file of another ``schema`` is refused
-(:class:`SchemaError`).
-
-Schema changes. 2: ``stop`` (typed) beside its sentence ``stopped``; ``reason``, ``killed``, ``finding``;
-points carry ``status``, ``censor_reason``, ``censored_phase``, ``calls`` and ``wall_seconds`` (no longer
-``extra["censored"]``, ``extra["killed"]``, ``extra["calls"]``, ``extra["wall_seconds"]``); the deciding
-fit is stored once, in ``fit``, and ``decided_by`` names the slot it came from; ``halving`` holds the
-depth-halving tables; ``machine``, ``loaded_machine`` and the report's ``shard`` say where and how it was
-measured; the never-set Fit fields ``r2_exponential``, ``r2_power`` and ``log_*`` are gone.
+The schema (:data:`SCHEMA`), field by field, and its changes: docs/json.md (the one description; keep it
+in step with this module). Verdict and series fields are written by name (``_VERDICT_FIELDS``,
+``_SERIES_FIELDS``), every other dataclass field under its own name; the loader reads the dataclasses
+from their type hints (:func:`adprof.plain.from_plain`), so ``load_report(report_to_json(r)) == r`` and a
+field added to the model needs no loader change. Unknown keys are ignored on load; a file of another
+``schema`` is refused (:class:`SchemaError`).
 """
 
 from __future__ import annotations
