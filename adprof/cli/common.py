@@ -243,7 +243,7 @@ def add_cmd_options(p: argparse.ArgumentParser) -> None:
         metavar="'PROG ARGS {depth}'",
         default=None,
         help="measure a program instead of a chain file: one process per point, {depth} replaced "
-        "(and {calls}); it reports by printing JSON lines (README: Probing a native engine)",
+        "(and {calls}); it reports by printing JSON lines (docs/native.md)",
     )
     g.add_argument("--name", default=None, help="the chain name of a --cmd series (default: the program's file name)")
     g.add_argument(
