@@ -1,5 +1,5 @@
 """Imports go one way only: every import (module-level or inside a function) of every module under
-adprof/ and engine/ is checked against a layer table (adprof's: README, "Architecture"; the engine's:
+adprof/ and engine/ is checked against a layer table (adprof's: docs/architecture.md; the engine's:
 ENGINE_LAYERS below), and neither package has an import cycle."""
 
 from __future__ import annotations
