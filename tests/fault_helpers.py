@@ -1,4 +1,4 @@
-"""Running adprof as a user does, for the fault-injection suite (issue 14) and the CLI fuzz.
+"""Running adprof as a user does, for the fault-injection suite and the CLI fuzz.
 
 ``run_adprof`` starts ``python -P -m adprof ...`` in a subprocess with a controlled cwd and environment and a
 hard timeout, and returns what a user sees (exit code, stdout, stderr, wall time) plus every process the run

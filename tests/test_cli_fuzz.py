@@ -1,4 +1,4 @@
-"""Property-based fuzz of the CLI (issue 14, slow): hypothesis draws option values and chain files from a small
+"""Property-based fuzz of the CLI (slow): hypothesis draws option values and chain files from a small
 grammar of good and bad constructs, runs ``python -P -m adprof`` as a user does, and asserts: no traceback, no
 internal error, an exit code from the documented set *for that case*, a bounded wall time, valid JSON when asked
 for, and no process left behind.
@@ -300,7 +300,7 @@ def test_cli_fuzz(case: Case) -> None:
 
 
 # =========================================================================== --cmd templates and protocol lines
-# (issue 20: the fuzz also covers programs). A program is generated per case: at each depth it prints the drawn
+# (the fuzz also covers programs). A program is generated per case: at each depth it prints the drawn
 # lines (protocol objects good and bad, unknown keys, broken JSON, binary and escape sequences), may start
 # detached children and exits with the drawn status; the template around it is drawn good or bad.
 

@@ -9,7 +9,7 @@ A run passes when afterwards no process of either run is left, every read of the
 documented ones for what happened, and no traceback was printed.
 
 ``python tests/test_fault_suite.py [RUNS] [FIRST_SEED]`` runs it as a script and prints the figure
-(issue 20 asks for 50 of 50); ``-m slow`` runs ``ADPROF_FAULT_RUNS`` seeds (default 10) as tests.
+(the acceptance figure is 50 of 50); ``-m slow`` runs ``ADPROF_FAULT_RUNS`` seeds (default 10) as tests.
 """
 
 from __future__ import annotations

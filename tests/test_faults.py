@@ -1,4 +1,4 @@
-"""Fault injection (issue 14): nothing a chain or a user does makes adprof lie, hang, crash or leave
+"""Fault injection: nothing a chain or a user does makes adprof lie, hang, crash or leave
 processes behind.
 
 Every test runs the CLI as a user does (``python -P -m adprof ...`` in a subprocess with a timeout, a

@@ -379,7 +379,7 @@ def test_json_protocol_of_the_fuzz_programs() -> None:
     assert json.loads(out.splitlines()[-1])["colour"] == "blue"
 
 
-# --------------------------------------------------------------------------- issue 19 item 7: flame imports in a worker
+# --------------------------------------------------------------------------- flame imports in a worker
 
 
 def test_flame_loads_the_chain_file_in_a_subprocess_under_a_timeout(tmp_path: Path, capsys, monkeypatch) -> None:

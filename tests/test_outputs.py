@@ -1,6 +1,5 @@
-"""Issue 20, N16 and N17, and issue 19 item 7 ("three output-path validators"): one check of every output
-path, before measuring, for every command; no output overwrites an input; every output is written to a
-temporary file in its directory and renamed, so that a reader or a second run never sees it empty or partial.
+"""One check of every output path, before measuring, for every command; no output overwrites an input;
+every output is written to a temporary file in its directory and renamed, so that a reader or a second run never sees it empty or partial.
 """
 
 from __future__ import annotations
