@@ -1,5 +1,6 @@
 """One check of every output path, before measuring, for every command; no output overwrites an input;
-every output is written to a temporary file in its directory and renamed, so that a reader or a second run never sees it empty or partial.
+every output is written to a temporary file in its directory and renamed, so that a reader or a second
+run never sees it empty or partial.
 """
 
 from __future__ import annotations
