@@ -124,6 +124,7 @@ def mul_instructions(tmp_path_factory) -> tuple[dict, dict]:
 
 @needs_probe
 @needs_valgrind
+@pytest.mark.slow  # the default run's representative: test_instructions_cmd's seconds-only probe
 def test_instructions_mul_x2_identical_in_two_runs(mul_instructions):
     first, second = mul_instructions
     assert first["verdict"] == second["verdict"] == "exponential-transform"
@@ -139,6 +140,7 @@ def test_instructions_mul_x2_identical_in_two_runs(mul_instructions):
 
 @needs_probe
 @needs_valgrind
+@pytest.mark.slow
 def test_instructions_decide_the_verdict(mul_instructions):
     """Series.deciding_metrics = ["instructions"]: the classifier decides on Point.metrics, not the counters."""
     r = mul_instructions[0]
@@ -197,9 +199,10 @@ def _guard(capsys, tmp_path, kind: str) -> tuple[int, dict]:
 
 @needs_probe
 @needs_valgrind
+@pytest.mark.slow
 def test_guard_mul_fails_fixed_holds_same_under_load(capsys, tmp_path):
-    """The default run's representative of --metric instructions: verdicts and counts identical with
-    and without a busy loop on another core."""
+    """Guard under --metric instructions: verdicts and counts identical with and without a busy loop on
+    another core."""
     quiet_rc, quiet = _guard(capsys, tmp_path, "mul")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # a busy loop on another core
     try:

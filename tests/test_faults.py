@@ -80,6 +80,7 @@ def _check_hang(tmp_path: Path, marks: Path, structure: bool) -> None:
     assert_within(run, budget, cap)
 
 
+@pytest.mark.slow  # the default run's representative: test_cli's hanging chain beside a healthy one
 def test_hang_is_a_finding_check(tmp_path: Path, marks: Path) -> None:
     _check_hang(tmp_path, marks, structure=False)
 
