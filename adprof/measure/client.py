@@ -132,13 +132,20 @@ def _fixed_addresses(personality: Any) -> None:  # runs in the child between for
 
 
 def compile_bytecode(files: Sequence[str | None] = ()) -> None:
-    """Bring adprof's bytecode (and ``files``', e.g. the chain file) up to date before a counting worker starts:
-    a worker that compiles a stale module lays out its heap differently from one that loads it, and its
-    counts differ by ~0.1% (unwritable directories are skipped)."""
+    """Bring the bytecode of adprof and its sibling packages (``engine``, ``probes``: a worker may import them)
+    and of ``files`` (e.g. the chain file) up to date before a counting worker starts: a worker that compiles
+    a stale module lays out its heap differently from one that loads it, and its counts differ by ~0.1%
+    (unwritable directories are skipped)."""
     import compileall
+    import importlib.util
     import py_compile
 
     compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=2)
+    for name in ("engine", "probes"):  # installed with adprof (pyproject's packages)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            for where in spec.submodule_search_locations:
+                compileall.compile_dir(where, quiet=2)
     for f in files:
         if f and f.endswith(".py") and os.path.isfile(f):
             try:
