@@ -23,6 +23,7 @@ from adprof.analysis.models import (
 from adprof.model import CHOICE_EDGE, Fit
 
 FLAT_SHARE = 0.05  # growing part below this share of the deepest value: no measurable growth
+FLAT_SPAN = 16.0  # a constant reads flat only over depths spanning this ratio (the time schedule's 8..128)
 OVERHEAD_POINTS = 5  # from this many depths the fixed overhead is fitted
 
 
@@ -74,11 +75,21 @@ def _exponential_reading(
 
 
 def _power_reading(
-    fit: Fit, chosen: ModelFit, boot_p: list[ModelFit], plo: float, phi: float, v: np.ndarray, overhead: bool
+    fit: Fit,
+    chosen: ModelFit,
+    boot_p: list[ModelFit],
+    plo: float,
+    phi: float,
+    v: np.ndarray,
+    overhead: bool,
+    span: float,
 ) -> None:
     fit.model, fit.exponent = "a + c*d^p", chosen.param
     fit.interval = _interval([p.param for p in boot_p], chosen.param, plo, phi)
-    if _is_flat(chosen) and (fit.interval[1] < SUPERLINEAR_MIN or constant_fits(v, chosen.sse, overhead)):
+    # a constant that fits is evidence of no growth only over a wide range: over a narrow one a growing part
+    # (an exponential under a 90% overhead) can hide under the noise and show one doubling further
+    constant = span >= FLAT_SPAN and constant_fits(v, chosen.sse, overhead)
+    if _is_flat(chosen) and (fit.interval[1] < SUPERLINEAR_MIN or constant):
         fit.kind, fit.exponent = "linear", 0.0
         fit.notes.append("flat: the growing part stays under 5% of the cost and no growth is measurable")
     else:
@@ -206,6 +217,6 @@ def noisy_reading(
     if exp_wins:
         _exponential_reading(fit, chosen, boot_e, prefer_exp, plo, phi)
     else:
-        _power_reading(fit, chosen, boot_p, plo, phi, v, overhead)
+        _power_reading(fit, chosen, boot_p, plo, phi, v, overhead, float(d.max() / d.min()))
     fit.predicts = fit.interval is not None and fit.interval[1] < (B_MAX * (1 - 1e-9) if exp_wins else P_MAX - 1e-9)
     return reps
