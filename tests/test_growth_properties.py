@@ -20,7 +20,10 @@ from adprof.analysis.growth import LINEAR_MAX, SUPERLINEAR_MIN, band, fit_growth
 from adprof.model import Point, PointStatus, Series
 
 DOUBLING = [8, 11, 16, 23, 32, 45, 64, 91, 128]  # sqrt(2) steps, as the schedule measures cheap time series
-SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Noisy series: a 95% interval is wrong now and then by design (a linear law with 10% noise read superlinear
+# in 2 of 240 seeds), and a random search finds those seeds in some run. The default run draws a fixed set
+# of examples (derandomize); a study that explores more sets it False and raises max_examples.
+SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _series(law, depths, sigma, repeats, outlier, rng):

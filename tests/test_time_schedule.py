@@ -133,7 +133,10 @@ def test_counters_or_a_deciding_metric_keep_the_exact_schedule():
 
 # -- the model choice on generated series ---------------------------------------------------------------------
 
-SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Noisy series: a 95% interval is wrong now and then by design (a linear law with 10% noise read superlinear
+# in 2 of 240 seeds), and a random search finds those seeds in some run. The default run draws a fixed set
+# of examples (derandomize); a study that explores more sets it False and raises max_examples.
+SETTINGS = settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _noisy(law, depths, a, c, noise, repeats, seed):
