@@ -86,16 +86,24 @@ def _power_reading(
 ) -> None:
     fit.model, fit.exponent = "a + c*d^p", chosen.param
     fit.interval = _interval([p.param for p in boot_p], chosen.param, plo, phi)
-    # a constant that fits is evidence of no growth only over a wide range: over a narrow one a growing part
-    # (an exponential under a 90% overhead) can hide under the noise and show one doubling further
-    constant = span >= FLAT_SPAN and constant_fits(v, chosen.sse, overhead)
-    if _is_flat(chosen) and (fit.interval[1] < SUPERLINEAR_MIN or constant):
-        fit.kind, fit.exponent = "linear", 0.0
-        fit.notes.append("flat: the growing part stays under 5% of the cost and no growth is measurable")
-    else:
-        fit.kind, fit.reason = power_kind(chosen.param, *fit.interval)
-        if fit.kind == "inconclusive":
-            fit.reason += ": add depths (raise --cap) or repeats"
+    if _is_flat(chosen):
+        # a constant that fits is evidence of no growth only over a wide range: over a narrow one a growing part
+        # (an exponential under a 90% overhead) can hide under the noise and show one doubling further
+        constant = constant_fits(v, chosen.sse, overhead)
+        if fit.interval[1] < SUPERLINEAR_MIN or (constant and span >= FLAT_SPAN):
+            fit.kind, fit.exponent = "linear", 0.0
+            fit.notes.append("flat: the growing part stays under 5% of the cost and no growth is measurable")
+            return
+        if constant:  # flat, but over too narrow a range to rule a hidden growth out (never a finding)
+            fit.kind = "inconclusive"
+            fit.reason = (
+                f"the cost is flat over depths spanning only {span:.0f}x (a growth under the overhead would show "
+                f"deeper; {FLAT_SPAN:.0f}x rules it out): add depths (raise --cap)"
+            )
+            return
+    fit.kind, fit.reason = power_kind(chosen.param, *fit.interval)
+    if fit.kind == "inconclusive":
+        fit.reason += ": add depths (raise --cap) or repeats"
 
 
 def _record_choice(fit: Fit, choice: Choice) -> None:
