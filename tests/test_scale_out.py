@@ -353,6 +353,7 @@ def slow(xp, x, depth):
 
 
 @needs_dask
+@pytest.mark.slow  # the default run's representative: test_a_task_whose_workers_all_died_is_a_lost_series
 def test_a_lost_worker_loses_only_its_series(tmp_path: Path) -> None:
     """``--scheduler local:2``, and one of its Dask workers killed (SIGKILL) while it measures a series: that
     series is rerun elsewhere or reported as `error` (worker lost); the other series is measured, and
