@@ -227,3 +227,24 @@ def test_a_wall_time_pathology_that_cpu_time_does_not_show_is_a_loaded_machine()
     assert v.fit.cpu_kind == "linear" and "CPU time" in v.fit.reason
     real = decide(_eager_series(1.6, 1.6))  # the work itself grows: the pathology stands
     assert real.kind == "superlinear-backward" and real.fit.cpu_kind == "superlinear"
+
+
+# -- a flat reading needs a wide span of depths ----------------------------------------------------------------
+
+
+def test_an_exponential_hidden_under_the_overhead_over_a_narrow_span_is_not_linear():
+    """The case hypothesis found: 2^d under a 90% overhead at loaded-machine noise, one repeat, depths 1..9
+    (the cost grows 11%, within the bursts). A constant fits, but over 9x it proves nothing: not linear."""
+    depths = list(range(1, 10))
+    a = 0.9 / 0.1 * 2.0**9
+    fit = fit_growth(depths, _noisy("exp2", depths, a, 1.0, 1.0, 1, 196), source="time", seed=196)
+    assert fit.kind == "inconclusive" and "add depths" in fit.reason, (fit.kind, fit.notes)
+
+
+def test_a_constant_is_flat_over_a_wide_span_and_inconclusive_over_a_narrow_one():
+    """A constant cost with small noise: `linear` (flat) over 1..256, `inconclusive` over 1..4, never a finding."""
+    rng = random.Random(3)
+    for depths, kind in (([1, 2, 4, 8, 16, 32, 64, 128, 256], "linear"), ([1, 2, 3, 4], "inconclusive")):
+        values = [[1e-3 * (1 + 0.05 * rng.random()) for _ in range(3)] for _ in depths]
+        fit = fit_growth(depths, values, source="time", seed=3)
+        assert fit.kind == kind, (depths, fit.kind, fit.interval, fit.notes, fit.reason)
