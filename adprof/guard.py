@@ -241,7 +241,8 @@ def check_result(
     metric = v.metric or ""
     if v.killed and v.kind != model.ERROR:  # a hang fails the guard whatever the depths before it read
         stop = result.series.killed
-        why = model.killed_text(stop) if stop is not None else "a point was killed at its timeout"
+        why = v.reason if v.kind == model.RUNAWAY else model.killed_text(stop) if stop is not None else ""
+        why = why or "a point was stopped far past its prediction"
         return GuardCheck(result, limits, False, "hang", limit, why, metric)
     if v.kind == model.ERROR:
         return GuardCheck(result, limits, False, "error", limit, result.series.error or "the chain failed", metric)

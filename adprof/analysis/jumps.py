@@ -8,10 +8,11 @@ model predicts nothing), and takes the smallest of those scalings: a run is only
 first point loading the chain), so the least inflated scaling is the best estimate.
 
 Stopped points compare their wall time (per call: eager points' calls may differ) with the wall time the model
-predicts; measured points their phases' summed time, a statistic of repeats where there are repeats. The
-decision (:mod:`~adprof.analysis.classify`) reads :func:`time_jumps`: a bound :data:`RUNAWAY_FACTOR` times its
-prediction is a runaway, one :data:`BEYOND_FACTOR` times it inconclusive; a measured point :data:`JUMP_FACTOR`
-times its prediction (by more than :data:`JUMP_FLOOR` seconds) is inconclusive.
+predicts; measured points each phase's time (a statistic of repeats where there are repeats): a jump in any phase
+is a jump. The decision (:mod:`~adprof.analysis.classify`) reads :func:`time_jumps`: a bound :data:`BEYOND_FACTOR`
+times its prediction is inconclusive, or a runaway when it ran past its own timeout or :data:`RUNAWAY_FACTOR`
+times its prediction; a measured phase :data:`JUMP_FACTOR` times its prediction (by more than :data:`JUMP_FLOOR`
+seconds, confirmed) is inconclusive.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ BEYOND_FACTOR = 2.0
 #: A measured point whose time is this many times its prediction jumped (one run in a loaded machine may be 2-3x
 #: slower; a re-measured jump is the fastest of its runs).
 JUMP_FACTOR = 5.0
-#: Seconds a measured point must exceed its prediction by to be a jump (below: the timer and the scheduler).
-JUMP_FLOOR = 0.002
+#: Seconds a measured phase must exceed its prediction by to be a jump (below: the timer and the scheduler).
+JUMP_FLOOR = 0.0005
 #: The prediction is the smallest of the scalings from this many of the deepest measured depths below the point.
 SCALE_FROM = 3
 #: The exponent of the scaling when the deciding model predicts nothing (too few depths, no model).
@@ -99,23 +100,46 @@ def expected(
     return (max(scaled) if largest else min(scaled)), froms
 
 
-def _grown_phase(series: Series, point: Point, froms: list[int]) -> str | None:
-    """The phase whose time grew most between the nearest measured depth below and ``point``."""
-    near = [p for p in series.points if not p.censored and p.depth == froms[-1]]
-    if not near or not point.times:
-        return None
-    base = min(near, key=lambda p: point_time(p) or math.inf)
-    return max(point.times, key=lambda ph: (point.times.get(ph) or 0.0) - (base.times.get(ph) or 0.0))
-
-
 def is_jump(seconds: float, predicted: float) -> bool:
     """A measured time far over its prediction (:data:`JUMP_FACTOR` times, by more than :data:`JUMP_FLOOR`)."""
     return seconds >= JUMP_FACTOR * predicted and seconds - predicted >= JUMP_FLOOR
 
 
+def _phase_time(phase: str) -> Callable[[Point], float | None]:
+    def value(p: Point) -> float | None:
+        t = p.times.get(phase)
+        return float(t) if t is not None and math.isfinite(t) else None
+
+    return value
+
+
+def _timed_phases(series: Series) -> list[str]:
+    seen: dict[str, None] = {}
+    for p in series.points:
+        if not p.censored:
+            seen.update(dict.fromkeys(ph for ph, t in p.times.items() if t is not None))
+    return list(seen)
+
+
+def _phase_jump(series: Series, point: Point, fit: Fit | None, phases: list[str]) -> TimeJump | None:
+    """The phase of a measured ``point`` that jumped most over its prediction (:func:`is_jump`), else None."""
+    best: TimeJump | None = None
+    for ph in phases:
+        value = _phase_time(ph)
+        t = value(point)
+        got = expected(series, point.depth, fit, value) if t is not None else None
+        if t is None or got is None or not is_jump(t, got[0]):
+            continue
+        j = TimeJump(point.depth, t, got[0], got[1], phase=ph)
+        if best is None or j.ratio > best.ratio:
+            best = j
+    return best
+
+
 def time_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
     """The stopped points whose wall time is over :data:`BEYOND_FACTOR` times its prediction, and the measured
-    points that jumped (:func:`is_jump`), in depth order."""
+    points with a phase that jumped (:func:`is_jump`: confirmed by a re-measurement, or shown by the next deeper
+    depth too), in depth order."""
     out: list[TimeJump] = []
     for p in series.points:
         if not p.censored:
@@ -126,6 +150,7 @@ def time_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
             continue
         reason = p.censor_reason.value if p.censor_reason is not None else ""
         out.append(TimeJump(p.depth, wall, got[0], got[1], bound=True, stopped_by=reason, phase=p.censored_phase))
+    phases = _timed_phases(series)
     fastest: dict[int, Point] = {}
     for p in series.points:
         t = point_time(p) if not p.censored else None
@@ -133,40 +158,38 @@ def time_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
             fastest[p.depth] = p
     for depth in sorted(fastest):
         p = fastest[depth]
-        t = point_time(p)
-        got = expected(series, depth, fit, point_time)
-        if t is None or got is None or not is_jump(t, got[0]):
-            continue
-        if p.confirm_walls or _persists(series, fastest, depth, fit):
-            out.append(TimeJump(depth, t, got[0], got[1], phase=_grown_phase(series, p, got[1])))
+        j = _phase_jump(series, p, fit, phases)
+        if j is not None and (p.confirm_walls or _persists(series, fastest, j, fit)):
+            out.append(j)
     return sorted(out, key=lambda j: (j.depth, not j.bound))
 
 
-def _persists(series: Series, fastest: dict[int, Point], depth: int, fit: Fit | None) -> bool:
-    """A jump at ``depth`` that the next deeper measured depth shows too (against the same depths below it): not
-    one slow run. (A jump that was re-measured is confirmed by that; the measuring layer re-measures them.)"""
-    deeper = [d for d in sorted(fastest) if d > depth]
-    if not deeper:
+def _persists(series: Series, fastest: dict[int, Point], jump: TimeJump, fit: Fit | None) -> bool:
+    """A jump that the next deeper measured depth shows too, in the same phase and against the same depths below
+    it: not one slow run. (A jump that was re-measured is confirmed by that; the measuring layer re-measures.)"""
+    deeper = [d for d in sorted(fastest) if d > jump.depth]
+    if not deeper or jump.phase is None:
         return False
-    t = point_time(fastest[deeper[0]])
-    got = expected(series, deeper[0], fit, point_time, under=depth)
+    value = _phase_time(jump.phase)
+    t = value(fastest[deeper[0]])
+    got = expected(series, deeper[0], fit, value, under=jump.depth)
     return t is not None and got is not None and is_jump(t, got[0])
 
 
 def suspect_jump(series: Series, point: Point) -> bool:
-    """Whether a point just measured (not yet in ``series``) jumped far over what the deciding model predicts from
-    the series so far: the measuring layer then re-measures it (a one-off slow run does not repeat)."""
-    t = point_time(point) if not point.censored else None
-    if t is None:
+    """Whether a point just measured (not yet in ``series``) has a phase that jumped far over what the deciding
+    model predicts from the series so far: the measuring layer then re-measures it (a one-off slow run does not
+    repeat)."""
+    if point.censored:
         return False
-    below: dict[int, float] = {}
-    for p in series.points:
-        v = point_time(p) if not p.censored and p.depth < point.depth else None
-        if v:
-            below[p.depth] = min(v, below.get(p.depth, math.inf))
-    deepest = [below[d] for d in sorted(below)[-SCALE_FROM:]]
-    # the model's growth to a deeper depth is at least 1: no jump is possible under this (no fit needed)
-    if not deepest or not is_jump(t, min(deepest)):
+    candidates = []
+    for ph, t in point.times.items():
+        value = _phase_time(ph)
+        below = {p.depth: v for p in series.points if not p.censored and p.depth < point.depth and (v := value(p))}
+        deepest = [below[d] for d in sorted(below)[-SCALE_FROM:]]
+        # the model's growth to a deeper depth is at least 1: no jump is possible under this (no fit needed)
+        if t is not None and deepest and is_jump(t, min(deepest)):
+            candidates.append(ph)
+    if not candidates:
         return False
-    got = expected(series, point.depth, quick_deciding_fit(series), point_time)
-    return got is not None and is_jump(t, got[0])
+    return _phase_jump(series, point, quick_deciding_fit(series), candidates) is not None
