@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     twins = [r for r in runs if r.kind == "none"]
     for r in runs:
         mark = "ok  " if r.ok else "BAD "
-        print(f"{mark} {r.backend:6} {r.kind:9} k={r.depth} [{r.setting}] exit {r.exit} {r.seconds:5.1f} s  {r.line[:110]}")
+        head = f"{mark} {r.backend:6} {r.kind:9} k={r.depth} [{r.setting}] exit {r.exit} {r.seconds:5.1f} s"
+        print(f"{head}  {r.line[:110]}")
     passed = [r for r in faults if r.exit == 0]
     failed_twins = [r for r in twins if r.exit != 0]
     print(
