@@ -30,7 +30,7 @@ from typing import Any
 
 from adprof import model
 from adprof.analysis.costs import assess_series, predicted_growth
-from adprof.analysis.jumps import expected, suspect_jump
+from adprof.analysis.jumps import expected, unconfirmed_jumps
 from adprof.backends import check_backend
 from adprof.chain import as_chain
 from adprof.measure import MeasureConfig, SeriesSpec, measure_all
@@ -289,7 +289,7 @@ def guard_config(**overrides: Any) -> MeasureConfig:
         "structure": False,
         "predictor": predicted_growth,
         "assess": assess_series,
-        "suspect": suspect_jump,
+        "jumps": unconfirmed_jumps,
     }
     kw.update(overrides)
     return MeasureConfig(**kw)

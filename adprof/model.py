@@ -88,6 +88,9 @@ class Point:
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Time repeats per phase (seconds); ``times[phase]`` is the series' statistic of them.
     samples: dict[str, list[float]] = field(default_factory=dict)
+    #: The measuring thread's CPU seconds per phase, where the backend reads them (the run ``times`` keeps): a
+    #: call preempted on a loaded machine takes longer on the wall clock only.
+    cpu_times: dict[str, float] = field(default_factory=dict)
     status: PointStatus = PointStatus.EXACT
     censor_reason: CensorReason | None = None  # censored/killed: why it stopped
     censored_phase: str | None = None  # censored/killed: the phase that was running
@@ -123,6 +126,19 @@ class StopReason(StrEnum):
     NOT_MEASURED = "not measured"  # no point was run (the budget, or an interrupt, came first)
     #: --metric instructions: a callgrind run past its own (100x) limit; valgrind's wall time is not the chain's
     COUNT_TIMEOUT = "count timeout"
+
+
+class ScheduleEnd(StrEnum):
+    """Why a time-decided series' schedule ended (what more budget could or could not have done): a public
+    contract (JSON ``schedule_end``)."""
+
+    SETTLED = "settled"  # the decision held over the last two passes
+    PASSES = "passes"  # the most passes over the informative depths were measured (more repeats: the same noise)
+    POINTS = "points"  # the most points per series were measured
+    DEEPEST = "deepest"  # the deepest depth allowed is measured (the chain's, --max-depth, or adprof's limit)
+    CAP = "cap"  # a deeper depth is over the cap (measured, killed, or predicted by a model that fits)
+    BUDGET = "budget"  # the budget (the series' share or the run's) ran out
+    KILLS = "kills"  # points were killed at their timeout
 
 
 @dataclass
@@ -267,10 +283,19 @@ class Series:
     #: The fixed depths this series had to measure (a guard's): each one missing fails the guard. Empty: the
     #: depths were the schedule's to choose.
     planned_depths: list[int] = field(default_factory=list)
+    #: Depths where a phase jumped far over the depths below and that could not be re-measured to confirm it (the
+    #: budget, or a failing re-run): evidence of a jump the verdict cannot rule out.
+    unconfirmed_depths: list[int] = field(default_factory=list)
+    #: Time-decided series: why the time schedule ended (None: another schedule measured it).
+    schedule_end: ScheduleEnd | None = None
+    #: Time-decided series: the deepest depth the schedule was allowed (after extending it while it was open).
+    deepest_allowed: int | None = None
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):
             self.stop = Stop(**self.stop)
+        if self.schedule_end is not None:
+            self.schedule_end = ScheduleEnd(self.schedule_end)
 
     @property
     def stopped(self) -> str | None:
@@ -369,7 +394,8 @@ CHOICE_HOLDOUT = "out-of-sample prediction of the deepest depths"
 CHOICE_EDGE = "the other family pinned at its grid edge"
 CHOICE_DEFAULT = "no evidence against a power law"
 CHOICE_CONFLICT = "conflicting evidence"
-MODEL_CHOICES = (CHOICE_AGREE, CHOICE_IC, CHOICE_HOLDOUT, CHOICE_EDGE, CHOICE_DEFAULT, CHOICE_CONFLICT)
+CHOICE_FLAT = "no growth over a wide span of depths"  # neither family: the cost is flat (a constant)
+MODEL_CHOICES = (CHOICE_AGREE, CHOICE_IC, CHOICE_HOLDOUT, CHOICE_EDGE, CHOICE_DEFAULT, CHOICE_CONFLICT, CHOICE_FLAT)
 
 
 def model_cost(fit: Fit, depth: float) -> float | None:
@@ -398,6 +424,8 @@ class TimeJump:
     predicted: float  # what the deciding model predicts for it, scaled from the depths below
     from_depths: list[int] = field(default_factory=list)  # the measured depths the prediction scales from
     bound: bool = False  # a lower bound: the point was stopped before it finished
+    confirmed: bool = True  # measured: re-measured or shown by the deeper depths (else there was no room to)
+    cpu: bool = False  # measured: in the measuring thread's CPU time (else in wall time)
     stopped_by: str = ""  # bound: the CensorReason that stopped it ("budget", "timeout", ...)
     phase: str | None = None  # bound: the phase that was running; measured: the phase that grew most
 

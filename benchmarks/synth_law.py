@@ -1,6 +1,7 @@
 """A synthetic ``--cmd`` program with a known cost law of depth, for the end-to-end accuracy runs.
 
     python -S benchmarks/synth_law.py LAW DEPTH [--a A] [--c C] [--noise L] [--seed S] [--state DIR] [--hang-after T]
+        [--bimodal P,LO,HI]
 
 It prints the ``--cmd`` protocol line ``{"depth": d, "transform_seconds": 0.6*t, "drop_seconds": 0.4*t}``
 with ``t = (a + c*f(d)) * noise``, and returns at once: the seconds are *reported*, not spent (adprof
@@ -17,7 +18,8 @@ by ``U(0, 0.06*L)`` three times in four and by ``U(0, 0.9*L)`` once in four (lev
 +0..6%, one in four up to +90%); interference only ever slows a run. Deterministic: the draw depends
 on ``--seed``, the depth and how many times this depth already ran under ``--state DIR`` (a counter file
 per depth; without ``--state`` every run of a depth draws the same), so a failing trial replays
-exactly from its seed with an empty state directory.
+exactly from its seed with an empty state directory. ``--bimodal P,LO,HI`` adds a second mode: one run in 1/P is
+slower by ``U(LO, HI)`` (``0.2,0.3,0.6``: one in five 30-60% slower, as with a CPU frequency step).
 """
 
 from __future__ import annotations
@@ -77,7 +79,15 @@ def _run_count(state: str | None, depth: int) -> int:
 
 
 def _args(argv: list[str]) -> dict[str, str]:
-    opts = {"--a": "0", "--c": "1e-3", "--noise": "0", "--seed": "0", "--state": "", "--hang-after": "inf"}
+    opts = {
+        "--a": "0",
+        "--c": "1e-3",
+        "--noise": "0",
+        "--seed": "0",
+        "--state": "",
+        "--hang-after": "inf",
+        "--bimodal": "",
+    }
     pos: list[str] = []
     it = iter(argv)
     for x in it:
@@ -97,6 +107,10 @@ def main(argv: list[str]) -> int:
     n = _run_count(o["--state"] or None, depth)
     rng = random.Random(f"{o['--seed']}:{depth}:{n}")
     t = cost(o["law"], depth, float(o["--a"]), float(o["--c"])) * noise_factor(float(o["--noise"]), rng)
+    if o["--bimodal"]:  # a second mode: one run in 1/P slower by U(LO, HI), as with a CPU frequency step
+        share, lo, hi = (float(x) for x in o["--bimodal"].split(","))
+        if rng.random() < share:
+            t *= 1.0 + lo + (hi - lo) * rng.random()
     split = 0.6 + 0.02 * (rng.random() - 0.5)  # transform's share, jittered a little
     if t > float(o["--hang-after"]):  # a real program this slow is killed at adprof's timeout: so is this one
         time.sleep(min(t, 3600.0))

@@ -53,7 +53,7 @@ def test_the_issue_laws_read_right_through_the_cli(tmp_path):
     assert lin["verdict"] == "linear", (lin["verdict"], lin["interval_text"], lin["fit"]["reason"])
     assert out["linear"]["rc"] == 0
     depths = sorted({p["depth"] for p in lin["points"]})
-    assert depths[-1] == 256 and len(depths) >= 12  # explored to the deepest depth, refined on the way
+    assert depths[-1] >= 256 and len(depths) >= 12  # explored to 256 at least (deeper while open), refined
     assert exp["verdict"] == "exponential-transform", (exp["verdict"], exp["interval_text"], exp["fit"]["reason"])
     assert abs(exp["base"] / 2.0 - 1) <= 0.10, exp["interval_text"]
     assert set(range(9, 16)) <= {p["depth"] for p in exp["points"]}  # the jump 8 -> 16 filled in

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from adprof import model
 from adprof.analysis.classify import assess_series, decide, predicted_growth
-from adprof.analysis.jumps import BEYOND_FACTOR, RUNAWAY_FACTOR, suspect_jump, time_jumps
+from adprof.analysis.jumps import BEYOND_FACTOR, RUNAWAY_FACTOR, time_jumps, unconfirmed_jumps
 from adprof.guard import GuardLimits, check_result, guard_checks, missing_depths
 from adprof.measure import series as series_mod
 from adprof.measure.client import WorkerTimeout
@@ -131,10 +131,12 @@ def test_an_unconfirmed_one_off_slow_point_is_not_a_jump():
 
 def test_a_jump_that_persists_needs_no_confirmation():
     s = _series(8)
-    for d in (9, 10):
+    for d in (9, 10, 11):
         s.points.append(_point(d, {**_healthy(d), "record": 0.05 * d}))
     v = decide(s)
     assert v.kind == model.INCONCLUSIVE and v.jumps[0].depth == 9
+    s.points[-1] = _point(11)  # a burst over two points (9, 10), then the cost as before: no jump
+    assert decide(s).kind == model.LINEAR
 
 
 def test_growth_in_a_phase_no_counter_sees_contradicts_the_counters():
@@ -175,18 +177,19 @@ class _Clock:
 @dataclass
 class Fault:
     depth: int  # from this depth on
-    kind: str  # "hang" | "jump"
+    kind: str  # "hang" | "jump" | "sleep" (from depth 1: sleeps factor * 2^depth, no CPU time)
     factor: float = 1.0  # jump: the cost multiplies by this
     phase: str = "record"  # the phase that grows (record: no counter sees it)
 
 
 class _SimWorker:
     """Answers point requests with an engine-like point (linear counters, linear times, a little noise), a fault
-    from some depth, and one-off bursts (a run far slower than the others) as a loaded machine gives."""
+    from some depth, and bursts of load (every request for the next 20-200 ms far slower: a loaded machine's) that
+    begin, in a third of the requests, where the last one ended."""
 
     def __init__(self, clock: _Clock, fault: Fault | None, seed: int, burst: float = 0.0) -> None:
         self.clock, self.fault, self.rng, self.burst = clock, fault, random.Random(seed), burst
-        self.seen: set[int] = set()
+        self.burst_until = -1.0  # the end of the current burst (simulated time)
 
     def count_instructions(self, counting: bool) -> None:
         return None
@@ -198,11 +201,15 @@ class _SimWorker:
         if f is not None and d >= f.depth:
             if f.kind == "hang":
                 times[f.phase] = math.inf
-            else:
+            elif f.kind == "jump":
                 times[f.phase] *= f.factor
-        if self.burst and d not in self.seen and self.rng.random() < 0.3:
-            times["transform"] += self.burst  # a one-off: the first run of this depth only
-        self.seen.add(d)
+        cpu = dict(times)  # the thread's CPU time: what a load burst (or a sleep) does not inflate
+        if f is not None and f.kind == "sleep":  # the chain sleeps factor * 2^depth seconds: wall time only
+            times[f.phase] += f.factor * 2.0**d
+        if self.burst and self.clock.now > self.burst_until and self.rng.random() < 0.3:
+            self.burst_until = self.clock.now + self.rng.uniform(0.02, 0.2)
+        if self.clock.now <= self.burst_until:
+            times["transform"] += self.burst
         start, elapsed = self.clock.now, 0.0
         for phase, t in times.items():
             limit = timeout
@@ -218,7 +225,7 @@ class _SimWorker:
             elapsed += t
         self.clock.now += OVERHEAD
         counters = {"transform": {"key_comparisons": 10 * d}, "drop": {"key_comparisons": 2 * d}}
-        return {"ok": True, "point": {"depth": d, "times": times, "counters": counters}}
+        return {"ok": True, "point": {"depth": d, "times": times, "counters": counters, "cpu_times": cpu}}
 
 
 def _guard_run(monkeypatch, fault: Fault | None, depths: list[int], budget: float, cap: float, seed: int, burst=0.0):
@@ -233,7 +240,7 @@ def _guard_run(monkeypatch, fault: Fault | None, depths: list[int], budget: floa
         started=0.0,
         predictor=predicted_growth,
         assess=assess_series,
-        suspect=suspect_jump,
+        jumps=unconfirmed_jumps,
     )
     worker = _SimWorker(clock, fault, seed, burst)
     s = run_series(spec, worker, cfg, allowance=budget, hard_deadline=budget)  # type: ignore[arg-type]
@@ -275,12 +282,24 @@ def test_no_fault_past_a_healthy_prefix_reads_linear_or_passes_the_guard(monkeyp
     seed=st.integers(min_value=0, max_value=10**6),
 )
 def test_the_healthy_twin_passes_even_with_one_off_slow_runs(monkeypatch, last, cap, burst, seed):
-    """The same series without the fault (an ample budget): linear, and the guard passes; a one-off slow run
-    (the first run of a depth) is re-measured, so it never reads as a jump."""
+    """The same series without the fault (an ample budget): linear, and the guard passes; a burst of load over a
+    few points is re-measured at the end of the series, so it never reads as a jump."""
     report, guard = _guard_run(monkeypatch, None, list(range(1, last + 1)), 60.0, cap, seed, burst)
     (r,) = report.results
     assert r.verdict.kind == model.LINEAR and guard.ok, r.verdict.evidence
     assert not time_jumps(r.series, r.verdict.fit)
+
+
+@pytest.mark.parametrize("burst", [0.0, 0.05])
+def test_a_chain_that_sleeps_longer_with_depth_fails_the_guard_though_its_cpu_time_is_linear(monkeypatch, burst):
+    """The issue's example: counters linear, the chain sleeping 0.0005 * 2**depth seconds. Its CPU time is flat, its
+    wall time grows: the deepest depths are re-measured (load would not repeat), then time contradicts the
+    counters."""
+    report, guard = _guard_run(monkeypatch, Fault(1, "sleep", 0.0005), list(range(1, 13)), 60.0, 15.0, 3, burst)
+    (r,) = report.results
+    assert r.verdict.kind == model.INCONCLUSIVE and "wall time of the whole point" in r.verdict.reason
+    assert not guard.ok
+    assert all(p.confirm_walls for p in r.series.points if p.depth >= 11)
 
 
 @pytest.mark.parametrize("kind", ["hang", "jump"])

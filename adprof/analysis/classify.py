@@ -53,7 +53,7 @@ from adprof.analysis.evidence import (
     phase_evidence,
 )
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
-from adprof.analysis.jumps import expected, time_jumps
+from adprof.analysis.jumps import CONTRADICTING_EXCESS, cpu_values, expected, outgrows, time_jumps, whole_point_time
 from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
@@ -129,7 +129,6 @@ _KIND = {
 #: than the metric over the same depths (load bursts on a few points do not: the metric grows too).
 CONTRADICTING_BASE = 1.3
 CONTRADICTING_EXPONENT = 1.6
-CONTRADICTING_EXCESS = 4.0
 #: ``trust``: which side decides when a deterministic metric and time contradict each other.
 TRUST_CHOICES = ("counters", "time")
 
@@ -357,11 +356,14 @@ def _measured_jumps(v: Verdict, fit: Fit) -> None:
     if not jumps:
         return
     j = jumps[0]
-    grew = f" ({j.phase} grew most)" if j.phase else ""
+    grew = f" in {j.phase}" if j.phase else ""
+    clock = " of CPU time" if j.cpu else ""
     line = (
-        f"depth {j.depth} takes {model.fmt_seconds(j.seconds)}{grew}: {j.ratio:.0f}x the "
+        f"depth {j.depth} takes {model.fmt_seconds(j.seconds)}{clock}{grew}: {j.ratio:.0f}x the "
         f"{model.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} predicts"
     )
+    if not j.confirmed:
+        line += " (one run: the budget left no room to re-measure it)"
     v.evidence.append(line)
     if v.kind not in (model.LINEAR, model.MILD_TRANSFORM, model.MILD_BACKWARD):
         return
@@ -426,36 +428,42 @@ def _all_phases(series: Series) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _outgrows(series: Series, phases: tuple[str, ...], metric: Fit) -> bool:
-    """The summed time of ``phases`` grows :data:`CONTRADICTING_EXCESS` times more than the metric between their
-    first and deepest common depths (the cheap test before a bootstrap fit)."""
-    times = {p.depth: t for p in series.points if not p.censored and (t := time_value(p, phases))}
-    at = dict(zip(metric.depths, metric.values, strict=True))
-    common = sorted(set(times) & set(at))
-    if len(common) < 4 or not at[common[0]] or at[common[0]] <= 0:
-        return False
-    lo, hi = common[0], common[-1]
-    return times[hi] / times[lo] >= CONTRADICTING_EXCESS * at[hi] / at[lo]
+def _time_fit(series: Series, phases: tuple[str, ...], clock: str) -> Fit | None:
+    """The time fit of ``phases`` with its interval, in CPU time (``clock == "cpu"``) or wall time."""
+    if clock != "cpu":
+        return fit_cost(series, phases, "time")
+    values = cpu_values(series, phases) or {}
+    depths = sorted(values)
+    return fit_growth(
+        depths,
+        [values[d] for d in depths],
+        metric=f"cpu time: {'+'.join(phases)}",
+        source="time",
+        clock="thread CPU time",
+    )
 
 
 def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit, labels: dict[str, str]) -> None:
     """A deterministic reading that says healthy while time confidently says a pathology: the metric may be
     blind to the work that grows. Inconclusive (a guard fails) unless the user says which to trust. The time of
     the classified phases is read first, then that of the whole point (work in a phase no metric covers, such as
-    the chain's own forward, grows too)."""
+    the chain's own forward, grows too); in CPU time where the points carry it (load inflates wall time only)."""
     if fit.source == "time" or fit.kind not in ("linear", "mild") or v.kind == model.INCONCLUSIVE:
         return
-    candidates: list[tuple[tuple[str, ...], str]] = []
+    candidates: list[tuple[tuple[str, ...], str, str]] = []
     if v.time_fit is not None and v.time_fit.kind in ("exponential", "superlinear"):
-        candidates.append((phases, labels["time"]))
+        clock = "cpu" if cpu_values(series, phases) is not None else "wall"
+        candidates.append((phases, labels["time"] if clock == "wall" else f"cpu time ({'+'.join(phases)})", clock))
     whole = _all_phases(series)
-    if set(whole) - set(phases) and _outgrows(series, whole, fit):
-        candidates.append((whole, f"wall time of the whole point ({'+'.join(whole)})"))
-    for timed_phases, label in candidates:
-        timed = fit_cost(series, timed_phases, "time")  # with its interval: only when it may contradict
+    times, clock = whole_point_time(series, whole, fit)
+    if set(whole) - set(phases) and outgrows(times, fit):
+        what = "wall time" if clock == "wall" else "cpu time"
+        candidates.append((whole, f"{what} of the whole point ({'+'.join(whole)})", clock))
+    for timed_phases, label, clock in candidates:
+        timed = _time_fit(series, timed_phases, clock)  # with its interval: only when it may contradict
         if timed is None or not _confident_pathology(timed, fit):
             continue
-        if timed_phases == phases:
+        if timed_phases == phases and clock == "wall":
             v.time_fit = timed
         v.kind = model.INCONCLUSIVE
         v.reason = (

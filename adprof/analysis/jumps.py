@@ -22,19 +22,24 @@ from collections.abc import Callable
 
 from adprof.analysis.costs import quick_deciding_fit
 from adprof.analysis.models import predict
-from adprof.model import RUNAWAY_FACTOR, Fit, Point, Series, TimeJump, point_wall
+from adprof.model import RUNAWAY_FACTOR, Fit, Point, Series, TimeJump, point_wall, time_value
 
 __all__ = [
     "BEYOND_FACTOR",
+    "CONTRADICTING_EXCESS",
     "JUMP_FACTOR",
     "JUMP_FLOOR",
+    "WALL_JUMP_FLOOR",
     "RUNAWAY_FACTOR",
     "SCALE_FROM",
+    "cpu_values",
     "expected",
-    "is_jump",
     "point_time",
-    "suspect_jump",
+    "measured_jumps",
+    "outgrows",
     "time_jumps",
+    "unconfirmed_jumps",
+    "whole_point_time",
 ]
 
 #: A lower bound this many times its prediction contradicts the model (below it, timing noise or load could
@@ -43,10 +48,20 @@ BEYOND_FACTOR = 2.0
 #: A measured point whose time is this many times its prediction jumped (one run in a loaded machine may be 2-3x
 #: slower; a re-measured jump is the fastest of its runs).
 JUMP_FACTOR = 5.0
-#: Seconds a measured phase must exceed its prediction by to be a jump (below: the timer and the scheduler).
+#: Seconds a measured phase must exceed its prediction by to be a jump: of CPU time (below: the timer), or of wall
+#: time (below: the scheduler; a loaded machine preempts a call for a few timeslices of some milliseconds each).
 JUMP_FLOOR = 0.0005
+WALL_JUMP_FLOOR = 0.02
 #: The prediction is the smallest of the scalings from this many of the deepest measured depths below the point.
 SCALE_FROM = 3
+#: A jump that was not re-measured counts when every deeper depth shows it, at least this many.
+PERSIST_DEPTHS = 2
+#: Time contradicts a healthy deterministic reading when it grows this many times more than the metric (read by
+#: adprof.analysis.classify; here the cheap test of it and which clock to read it in).
+CONTRADICTING_EXCESS = 4.0
+#: A whole-point wall time that outgrows the metric where its CPU time does not is read once its deepest depths
+#: (this many) were re-measured.
+CONFIRM_DEEPEST = 2
 #: The exponent of the scaling when the deciding model predicts nothing (too few depths, no model).
 FALLBACK_POWER = 2.0
 
@@ -100,17 +115,72 @@ def expected(
     return (max(scaled) if largest else min(scaled)), froms
 
 
-def is_jump(seconds: float, predicted: float) -> bool:
-    """A measured time far over its prediction (:data:`JUMP_FACTOR` times, by more than :data:`JUMP_FLOOR`)."""
-    return seconds >= JUMP_FACTOR * predicted and seconds - predicted >= JUMP_FLOOR
+def _phase_time(phase: str, cpu: bool = False) -> Callable[[Point], float | None]:
+    """A phase's seconds of a point: its time (wall), or its CPU time where the backend read one."""
 
-
-def _phase_time(phase: str) -> Callable[[Point], float | None]:
     def value(p: Point) -> float | None:
-        t = p.times.get(phase)
+        t = (p.cpu_times if cpu else p.times).get(phase)
         return float(t) if t is not None and math.isfinite(t) else None
 
     return value
+
+
+def cpu_values(series: Series, phases: tuple[str, ...]) -> dict[int, list[float]] | None:
+    """The summed CPU seconds of ``phases`` per measured depth, when every measured point carries them (the
+    measuring thread's: a call preempted on a loaded machine takes longer on the wall clock only), else None."""
+    out: dict[int, list[float]] = {}
+    for p in series.points:
+        if p.censored or not any(ph in p.times for ph in phases):
+            continue
+        if not all(ph in p.cpu_times for ph in phases if ph in p.times):
+            return None
+        out.setdefault(p.depth, []).append(sum(p.cpu_times[ph] for ph in phases if ph in p.times))
+    return out or None
+
+
+def wall_time(series: Series, phases: tuple[str, ...]) -> dict[int, float]:
+    """The summed wall time of ``phases`` per measured depth (its fastest measurement)."""
+    times: dict[int, float] = {}
+    for p in series.points:
+        t = time_value(p, phases) if not p.censored else None
+        if t:
+            times[p.depth] = min(t, times.get(p.depth, math.inf))
+    return times
+
+
+def _wall_only(series: Series, phases: tuple[str, ...], metric: Fit | None) -> tuple[dict[int, float], bool]:
+    """The whole point's wall time per depth, and whether it outgrows the metric where the CPU time does not (load
+    on the deepest depths, or work that waits, such as a sleep: re-measuring them tells which)."""
+    wall = wall_time(series, phases)
+    cpu = cpu_values(series, phases)
+    if metric is None or cpu is None or not outgrows(wall, metric):
+        return wall, False
+    return wall, not outgrows({d: min(v) for d, v in cpu.items()}, metric)
+
+
+def whole_point_time(series: Series, phases: tuple[str, ...], metric: Fit) -> tuple[dict[int, float], str]:
+    """The summed time of ``phases`` per measured depth and its clock: CPU time where every point carries it, but
+    wall time when only the wall time outgrows the metric and its deepest depths were re-measured (a growth that
+    waits, not load); wall time without CPU times."""
+    wall, wall_only = _wall_only(series, phases, metric)
+    cpu = cpu_values(series, phases)
+    if cpu is None:
+        return wall, "wall"
+    deepest = sorted(wall)[-CONFIRM_DEEPEST:]
+    if wall_only and all(any(p.confirm_walls for p in series.points if p.depth == d) for d in deepest):
+        return wall, "wall"
+    return {d: min(v) for d, v in cpu.items()}, "cpu"
+
+
+def outgrows(times: dict[int, float], metric: Fit) -> bool:
+    """A time (per depth) grows :data:`CONTRADICTING_EXCESS` times more than the metric between their first and
+    deepest common depths (the cheap test before a bootstrap fit)."""
+    at = dict(zip(metric.depths, metric.values, strict=True))
+    common = sorted(set(times) & set(at))
+    if len(common) < 4 or not at[common[0]] or at[common[0]] <= 0 or times[common[0]] <= 0:
+        return False
+    lo, hi = common[0], common[-1]
+    return times[hi] / times[lo] >= CONTRADICTING_EXCESS * at[hi] / at[lo]
 
 
 def _timed_phases(series: Series) -> list[str]:
@@ -121,25 +191,62 @@ def _timed_phases(series: Series) -> list[str]:
     return list(seen)
 
 
-def _phase_jump(series: Series, point: Point, fit: Fit | None, phases: list[str]) -> TimeJump | None:
-    """The phase of a measured ``point`` that jumped most over its prediction (:func:`is_jump`), else None."""
-    best: TimeJump | None = None
-    for ph in phases:
-        value = _phase_time(ph)
-        t = value(point)
-        got = expected(series, point.depth, fit, value) if t is not None else None
-        if t is None or got is None or not is_jump(t, got[0]):
-            continue
-        j = TimeJump(point.depth, t, got[0], got[1], phase=ph)
-        if best is None or j.ratio > best.ratio:
-            best = j
-    return best
+def _onset(
+    depths: list[int], values: list[float], growth: Callable[[float, float], float], floor: float
+) -> tuple[int, float] | None:
+    """The first index ``i`` from which every value is :data:`JUMP_FACTOR` times what the deepest :data:`SCALE_FROM`
+    values below ``i`` predict, one of them by ``floor`` seconds or more, and the prediction at ``i``."""
+    n = len(depths)
+    for i in range(1, n):
+        base = list(range(max(0, i - SCALE_FROM), i))
+        preds = [min(values[b] * growth(float(depths[j]), float(depths[b])) for b in base) for j in range(i, n)]
+        ratios_ok = all(values[j] >= JUMP_FACTOR * preds[j - i] for j in range(i, n))
+        if ratios_ok and max(values[j] - preds[j - i] for j in range(i, n)) >= floor:
+            return i, preds[0]
+    return None
+
+
+def measured_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
+    """Per phase, the depth from which its time jumps: every depth from it on :data:`JUMP_FACTOR` times what the
+    depths below it predict, by more than a floor somewhere; confirmed or not; the fastest measurement of each
+    depth. A phase whose points all carry the measuring thread's CPU time jumps in CPU time (over
+    :data:`JUMP_FLOOR`): a call preempted on a loaded machine takes longer on the wall clock only. Others jump in
+    wall time (over :data:`WALL_JUMP_FLOOR`: a few timeslices of a loaded machine). The earliest first."""
+    growth = _growth(fit)
+    out: list[TimeJump] = []
+    measured = [p for p in series.points if not p.censored]
+    for ph in _timed_phases(series):
+        cpu = all(ph in p.cpu_times for p in measured if ph in p.times)
+        value, floor = _phase_time(ph, cpu), JUMP_FLOOR if cpu else WALL_JUMP_FLOOR
+        fastest: dict[int, float] = {}
+        for p in measured:
+            v = value(p)
+            if v is not None and v > 0:
+                fastest[p.depth] = min(v, fastest.get(p.depth, math.inf))
+        depths = sorted(fastest)
+        got = _onset(depths, [fastest[d] for d in depths], growth, floor)
+        if got is not None:
+            i, predicted = got
+            froms = depths[max(0, i - SCALE_FROM) : i]
+            out.append(TimeJump(depths[i], fastest[depths[i]], predicted, froms, phase=ph, cpu=cpu))
+    return sorted(out, key=lambda j: (j.depth, -j.ratio))
+
+
+def _counts(series: Series, jump: TimeJump) -> bool:
+    """A measured jump that is evidence: its depth was re-measured (the fastest run still jumps), or every one of
+    at least :data:`PERSIST_DEPTHS` deeper depths shows it too (not a slow run, nor a burst over two points), or
+    the measuring found no room to re-measure it (then it cannot be ruled out: ``confirmed`` is False)."""
+    at = [p for p in series.points if p.depth == jump.depth and not p.censored]
+    deeper = {p.depth for p in series.points if p.depth > jump.depth and not p.censored}
+    if any(p.confirm_walls for p in at) or len(deeper) >= PERSIST_DEPTHS:
+        return True
+    jump.confirmed = False
+    return jump.depth in series.unconfirmed_depths
 
 
 def time_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
     """The stopped points whose wall time is over :data:`BEYOND_FACTOR` times its prediction, and the measured
-    points with a phase that jumped (:func:`is_jump`: confirmed by a re-measurement, or shown by the next deeper
-    depth too), in depth order."""
+    phases whose time jumps (:func:`measured_jumps`) with the evidence to count (:func:`_counts`), in depth order."""
     out: list[TimeJump] = []
     for p in series.points:
         if not p.censored:
@@ -150,46 +257,22 @@ def time_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
             continue
         reason = p.censor_reason.value if p.censor_reason is not None else ""
         out.append(TimeJump(p.depth, wall, got[0], got[1], bound=True, stopped_by=reason, phase=p.censored_phase))
-    phases = _timed_phases(series)
-    fastest: dict[int, Point] = {}
-    for p in series.points:
-        t = point_time(p) if not p.censored else None
-        if t is not None and (p.depth not in fastest or t < (point_time(fastest[p.depth]) or math.inf)):
-            fastest[p.depth] = p
-    for depth in sorted(fastest):
-        p = fastest[depth]
-        j = _phase_jump(series, p, fit, phases)
-        if j is not None and (p.confirm_walls or _persists(series, fastest, j, fit)):
-            out.append(j)
+    out.extend(j for j in measured_jumps(series, fit) if _counts(series, j))
     return sorted(out, key=lambda j: (j.depth, not j.bound))
 
 
-def _persists(series: Series, fastest: dict[int, Point], jump: TimeJump, fit: Fit | None) -> bool:
-    """A jump that the next deeper measured depth shows too, in the same phase and against the same depths below
-    it: not one slow run. (A jump that was re-measured is confirmed by that; the measuring layer re-measures.)"""
-    deeper = [d for d in sorted(fastest) if d > jump.depth]
-    if not deeper or jump.phase is None:
-        return False
-    value = _phase_time(jump.phase)
-    t = value(fastest[deeper[0]])
-    got = expected(series, deeper[0], fit, value, under=jump.depth)
-    return t is not None and got is not None and is_jump(t, got[0])
-
-
-def suspect_jump(series: Series, point: Point) -> bool:
-    """Whether a point just measured (not yet in ``series``) has a phase that jumped far over what the deciding
-    model predicts from the series so far: the measuring layer then re-measures it (a one-off slow run does not
-    repeat)."""
-    if point.censored:
-        return False
-    candidates = []
-    for ph, t in point.times.items():
-        value = _phase_time(ph)
-        below = {p.depth: v for p in series.points if not p.censored and p.depth < point.depth and (v := value(p))}
-        deepest = [below[d] for d in sorted(below)[-SCALE_FROM:]]
-        # the model's growth to a deeper depth is at least 1: no jump is possible under this (no fit needed)
-        if t is not None and deepest and is_jump(t, min(deepest)):
-            candidates.append(ph)
-    if not candidates:
-        return False
-    return _phase_jump(series, point, quick_deciding_fit(series), candidates) is not None
+def unconfirmed_jumps(series: Series, confirmed: bool = False) -> list[int]:
+    """The depths to re-measure, not re-measured yet (``confirmed``: re-measured or not): each phase's jump onset
+    and every deeper depth (they all jump), and the deepest depths when only the whole point's wall time outgrows
+    the deciding metric. The measuring layer re-measures them at the end of the series, when a burst of load is
+    over: a jump (or a cost that waits) repeats, a burst does not."""
+    fit = quick_deciding_fit(series)
+    onsets = [j.depth for j in measured_jumps(series, fit)]
+    measured = sorted({p.depth for p in series.points if not p.censored})
+    depths = {d for d in measured if onsets and d >= min(onsets)}
+    whole = tuple(_timed_phases(series))
+    if fit is not None and fit.source != "time" and whole and _wall_only(series, whole, fit)[1]:
+        depths |= set(measured[-CONFIRM_DEEPEST:])
+    if confirmed:
+        return sorted(d for d in depths if d in onsets)
+    return sorted(d for d in depths if not any(p.confirm_walls for p in series.points if p.depth == d))

@@ -9,10 +9,12 @@ from adprof.analysis.bands import SUPERLINEAR_MIN, band, power_kind
 from adprof.analysis.choice import EXP_MIN_BASE, Choice, choose_family, open_to_exponential
 from adprof.analysis.models import (
     B_MAX,
+    BOOTSTRAP,
     CONFIDENCE,
     P_MAX,
     ModelFit,
     Observation,
+    _resampled,
     constant_fits,
     depth_weights,
     fit_family,
@@ -20,10 +22,15 @@ from adprof.analysis.models import (
     replicates,
     robust_weights,
 )
-from adprof.model import CHOICE_EDGE, Fit
+from adprof.model import CHOICE_EDGE, CHOICE_FLAT, Fit
 
 FLAT_SHARE = 0.05  # growing part below this share of the deepest value: no measurable growth
 FLAT_SPAN = 16.0  # a constant reads flat only over depths spanning this ratio (the time schedule's 8..128)
+#: A cost whose deepest depths (each of the FLAT_DEEPEST deepest) cost at most this much more than its shallowest
+#: (the bottom quarter of the depth range, in log: the median of their statistics), over FLAT_SPAN or more, is
+#: flat: whatever grows (a drift of the machine, a growth under the overhead) is too small to read there.
+FLAT_GROWTH = 0.1
+FLAT_DEEPEST = 3
 OVERHEAD_POINTS = 5  # from this many depths the fixed overhead is fitted
 
 
@@ -33,6 +40,37 @@ def _prefers_exponential(ex: ModelFit, pw: ModelFit, eps: float) -> bool:
 
 def _is_flat(chosen: ModelFit) -> bool:
     return chosen.scale <= FLAT_SHARE * (chosen.scale + chosen.overhead) or chosen.param < 0.15
+
+
+def flat_over_span(obs: list[Observation], rng: np.random.Generator) -> float | None:
+    """How much more the deepest depths cost than the shallowest, at most (the upper end of a bootstrap over their
+    repeats): the most of the deepest :data:`FLAT_DEEPEST` depths' statistics (an exponential shows only there)
+    over the median of the statistics of the shallowest quarter of the depth range (log). None unless the depths
+    span :data:`FLAT_SPAN` or more and each of the deepest has three repeats (one run says nothing of its noise)."""
+    d = np.array([o.depth for o in obs], float)
+    span = float(d.max() / d.min()) if len(d) and d.min() > 0 else 0.0
+    deep = sorted(obs, key=lambda o: o.depth)[-FLAT_DEEPEST:]
+    if span < FLAT_SPAN or any(len(o.repeats) < 3 for o in deep):
+        return None
+    shallow = [o for o in obs if o.depth <= d.min() * span**0.25]
+    top = np.max(np.stack([_resampled(o, rng) for o in deep]), axis=0)  # (B,)
+    low = np.median(
+        np.stack([_resampled(o, rng) if len(o.repeats) >= 3 else np.full(BOOTSTRAP, o.value) for o in shallow]), axis=0
+    )
+    return float(np.quantile(top / low, CONFIDENCE))
+
+
+def _flat_reading(fit: Fit, d: np.ndarray, v: np.ndarray, ratio: float, overhead: bool, w: np.ndarray) -> None:
+    fit.kind, fit.exponent, fit.model = "linear", 0.0, "constant"
+    fit.overhead, fit.scale = float(np.median(v)), 0.0
+    fit.interval = list(profile_interval("power", d, v, overhead, w))
+    fit.interval_method = "profile likelihood of the power law (the cost is flat: its exponent is not identified)"
+    fit.notes.append(
+        f"flat: the deepest depths of {int(d.min())}..{int(d.max())} cost at most {ratio:.2f}x the shallowest "
+        f"({CONFIDENCE:.0%} bound; flat up to {1 + FLAT_GROWTH:.2f}x over a {d.max() / d.min():.0f}x span)"
+    )
+    fit.model_choice = CHOICE_FLAT
+    fit.predicts = True
 
 
 def _interval(boot_params: list[float], best: float, plo: float, phi: float) -> list[float]:
@@ -195,6 +233,10 @@ def noisy_reading(
         fit.notes.append(f"{len(d)} depths: fitted without a fixed overhead (needs {OVERHEAD_POINTS})")
     rng = np.random.default_rng(seed)
     w, pw, ex = _weighted_fits(obs, d, v, overhead, rng, fit, coarse)
+    ratio = flat_over_span(obs, rng) if not coarse else None
+    if ratio is not None and ratio <= 1 + FLAT_GROWTH:  # no growth to read over a wide range: flat
+        _flat_reading(fit, d, v, ratio, overhead, w)
+        return None
     choice = choose_family(d, v, pw, ex, w)
     _record_choice(fit, choice)
     if choice.family is None:

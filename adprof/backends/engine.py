@@ -53,19 +53,20 @@ EXACT_CALLS = RepeatPolicy(budget=0.0, least=0)
 @contextlib.contextmanager
 def _metered() -> Iterator[dict[str, Any]]:
     """Time one block with its counter deltas: gc.collect() first, gc disabled inside. Yields a dict that
-    receives ``seconds`` and ``counters`` when the block ends (also on error: a failing phase still leaves
-    its partial cost)."""
+    receives ``seconds``, ``cpu_seconds`` (the thread's) and ``counters`` when the block ends (also on error: a
+    failing phase still leaves its partial cost)."""
     gc.collect()
     out: dict[str, Any] = {}
     gc.disable()
-    t0 = time.perf_counter()
+    c0, t0 = time.thread_time(), time.perf_counter()
     try:
         with counters.measure() as m:
             yield out
     finally:
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.thread_time()
         gc.enable()
         out["seconds"] = t1 - t0
+        out["cpu_seconds"] = c1 - c0
         out["counters"] = m.as_dict()
 
 
@@ -78,6 +79,7 @@ def _phase(pt: Point, name: str, on_phase: PhaseCallback) -> Iterator[dict[str, 
             yield out
     finally:  # also on error: a failing phase leaves its partial cost
         pt.times[name] = out["seconds"]
+        pt.cpu_times[name] = out["cpu_seconds"]
         pt.samples[name] = [out["seconds"]]
         pt.counters[name] = out["counters"]
 
@@ -137,6 +139,7 @@ def measure_traced(
                 samples.append(r)
             best = sorted(samples, key=lambda s: s["seconds"])[lower_quartile_index(len(samples))]
             pt.times["run"], pt.counters["run"] = best["seconds"], best["counters"]
+            pt.cpu_times["run"] = best["cpu_seconds"]
             pt.samples["run"] = [s["seconds"] for s in samples]
             phase = "drop"
             with _phase(pt, "drop", on_phase):

@@ -287,6 +287,8 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
         if metered:
             pt.samples[f"{name}0"] = [metered[0]["seconds"]]
             pt.times[f"{name}0"] = metered[0]["seconds"]
+            if "cpu_seconds" in metered[0]:
+                pt.cpu_times[f"{name}0"] = metered[0]["cpu_seconds"]
             if "counters" in metered[0]:
                 pt.counters[f"{name}0"] = metered[0]["counters"]
         warm = metered[1:]
@@ -294,6 +296,8 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
             chosen = sorted(warm, key=lambda c: c["seconds"])[lower_quartile_index(len(warm))]
             pt.samples[name] = [c["seconds"] for c in warm]
             pt.times[name] = chosen["seconds"]
+            if "cpu_seconds" in chosen:
+                pt.cpu_times[name] = chosen["cpu_seconds"]
             if "counters" in chosen:
                 pt.counters[name] = chosen["counters"]
         pt.extra[f"{name}_calls"] = [c["seconds"] for c in metered]

@@ -184,6 +184,9 @@ class Chain:
     cap: float | None = None
     cost_phases: tuple[str, ...] = ()
     repeats: int | None = None
+    #: The chain gave ``depths`` or ``max_depth`` (else :data:`DEFAULT_DEPTHS`, and where time decides the
+    #: schedule chooses how deep to go).
+    declared_depths: bool = False
 
     def __call__(self, xp: Any, x: Any, depth: int, *args: Any, **kwargs: Any) -> Any:
         """Run the chain: ``fn(xp, x, depth, ...)`` (a variant's ``fn`` already binds its params)."""
@@ -225,6 +228,7 @@ class Chain:
             "cap": self.cap,
             "cost_phases": list(self.cost_phases),
             "repeats": self.repeats,
+            "declared_depths": self.declared_depths,
         }
 
     def modes_on(self, backend: str) -> tuple[str, ...]:
@@ -445,6 +449,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     name = opts.pop("name", None) or getattr(fn, "__name__", None) or "chain"
     sweep = _sweep_of(opts.pop("sweep", None) or {}, name)
     _check_signature(fn, name, list(sweep))
+    declared = opts.get("depths") is not None or opts.get("max_depth") is not None
     depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
     modes, backend_modes = _modes_of(opts.pop("modes", None), name)
     axis = _axis_of(opts.pop("axis", DEFAULT_AXIS), name)
@@ -488,6 +493,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         cap=cap,
         cost_phases=phases,
         repeats=repeats,
+        declared_depths=declared,
     )
     try:
         setattr(fn, _CHAIN_ATTR, ch)

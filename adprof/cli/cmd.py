@@ -106,7 +106,8 @@ def cmd_specs(
 ) -> list[SeriesSpec]:
     """One series per mode of the ``--cmd`` program (backend ``cmd``, profile None)."""
     settings = command_settings(args)
-    max_depth = getattr(args, "max_depth", None) or DEFAULT_CMD_MAX_DEPTH
+    given = getattr(args, "max_depth", None)
+    max_depth = given or DEFAULT_CMD_MAX_DEPTH
     if max_depth < 1:
         raise UsageError(f"--max-depth must be at least 1 (got {max_depth})")
     modes = cmd_modes(args.mode, default_mode)
@@ -124,6 +125,7 @@ def cmd_specs(
             cmd=settings,
             deciding_metrics=("instructions",) if settings.metric == "instructions" else (),
             metric=settings.metric,
+            deepen=given is None,  # the default deepest depth is a safety, not a stop (--max-depth is)
         )
         for mode in modes
     ]

@@ -103,6 +103,7 @@ def plan_series(
                             params=dict(m.get("params") or {}),
                             depths=depths,
                             time_range=None if known_profiles or depths else time_only_range(m.get("depths")),
+                            deepen=not known_profiles and not depths and not m.get("declared_depths", True),
                             axis=m.get("axis") or "layer",
                             cap=m.get("cap") or _declared(backend, "caps", md),
                             cost_phases=tuple(m.get("cost_phases") or ()),

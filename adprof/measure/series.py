@@ -33,15 +33,18 @@ from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, geometric_depths, over_cap, point_cost, predict_next
 from adprof.measure.time_schedule import (
+    DEEPEST,
     MAX_KILLS,
     MAX_PASSES,
     MAX_POINTS,
     MIN_PASSES,
     SWEEP,
+    TIME_DEPTH,
     Deepening,
     Frontier,
     Step,
     TimeSchedule,
+    flat,
     point_seconds,
     settled,
     time_decided,
@@ -52,6 +55,7 @@ from adprof.model import (
     Fit,
     Point,
     PointStatus,
+    ScheduleEnd,
     Series,
     Stop,
     StopReason,
@@ -62,14 +66,20 @@ from adprof.model import (
 )
 
 MIN_CALLS = 3
-#: Re-runs of a point that jumped far over its prediction, to tell a jump from a one-off slow run (one agreeing
-#: re-run confirms a point of at least CONFIRM_SLOW seconds: interference is short).
-CONFIRM_RUNS = 2
-CONFIRM_SLOW = 1.0
+#: Rounds of re-measuring the depths that jumped, at the end of a series (a burst of load over several points
+#: shows as a jump at each of them in turn).
+CONFIRM_ROUNDS = 3
+CONFIRM_PAUSE = 0.25  # seconds before each re-run (load comes in bursts of tens to hundreds of ms)
+CONFIRM_RUNS = 2  # re-runs of a depth per round when it is cheap (under CONFIRM_CHEAP seconds) and still jumps
+CONFIRM_CHEAP = 1.0
 #: How the times of a counted series (a chain under --metric instructions) are taken.
 COUNTED_FIELDS = {"statistic": "one counted run per phase after a warm-up (callgrind)", "clock": NOMINAL_CLOCK}
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
 REFIT_AFTER = 3  # time schedule: new depths (not deeper than the deepest) before the quick fit is redone
+#: Time schedule: an open decision goes deeper, then gets up to MAX_OPEN_PASSES passes, while more than this share
+#: of the series' budget is left.
+OPEN_SHARE = 0.5
+MAX_OPEN_PASSES = 12
 ESTIMATE_MARGIN = 1.5  # time schedule: a point's budget estimate over its expected cost (a burst of load)
 
 
@@ -101,6 +111,9 @@ class SeriesSpec:
     repeats: int | None = None  # the chain's exact repeats per timed phase (None: the repeat policy)
     #: Depths the series must measure, each one (a guard's fixed depths: Series.planned_depths).
     required_depths: tuple[int, ...] = ()
+    #: Where time decides, the schedule may go deeper than the range's top (neither the chain nor --max-depth
+    #: gave one): the top is where it starts, at least :data:`TIME_DEPTH`, and a safety, not a stop.
+    deepen: bool = False
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -187,6 +200,7 @@ class _SeriesRun:
         self.unspent = sum(self._unspent(p) for p in series.points)
         self.calls = cfg.calls
         self.post_seconds = 0.0  # kept for classifying this series after it (the time schedule measures it)
+        self.requests: dict[int, dict[str, Any]] = {}  # the point request of each measured depth (to re-measure)
 
     def say(self, text: str) -> None:
         if self.status is not None:
@@ -336,9 +350,7 @@ class _SeriesRun:
             return False
         pt = point_from_dict(ans["point"])
         pt.wall_seconds = self.walls[-1]
-        if cfg.suspect is not None and cfg.suspect(self.series, pt):
-            pt = self._confirm(req, pt)
-            self.walls[-1] = pt.wall_seconds or self.walls[-1]
+        self.requests[depth] = req
         self.unspent += self._unspent(pt)
         self.series.points.append(pt)
         oc = over_cap(pt, cfg.cap)
@@ -347,33 +359,54 @@ class _SeriesRun:
             return False
         return True
 
-    def _confirm(self, req: dict[str, Any], pt: Point) -> Point:
-        """Re-measure a point that jumped far over its prediction (at most :data:`CONFIRM_RUNS` more runs, while the
-        budget allows): a one-off slow run (load, a lazy import) does not repeat, a jump does. The fastest run is
-        kept, with every run's wall time in ``confirm_walls``."""
-        runs, cfg = [pt], self.cfg
-        for _ in range(CONFIRM_RUNS):
-            wall = pt.wall_seconds or 0.0
-            if self.deadline_passed() or self.left() < ESTIMATE_MARGIN * wall:
-                break
-            self.say(f"depth {pt.depth} (confirming a jump)")
-            t0 = time.monotonic()
-            try:
-                ans = self.worker.request(req, cfg.timeout, None, self.hard_deadline)
-            except (WorkerTimeout, WorkerCrashed):  # the first run stands; the worker restarts for the next point
-                break
-            if not ans.get("ok"):
-                break
-            again = point_from_dict(ans["point"])
-            again.wall_seconds = time.monotonic() - t0
-            runs.append(again)
-            if cfg.suspect is None or not cfg.suspect(self.series, again):
-                break
-            if again.wall_seconds >= CONFIRM_SLOW:  # two slow runs agree: interference is not seconds long twice
-                break
-        kept = min(runs, key=lambda p: time_value(p, list(p.times)) or math.inf)
-        kept.confirm_walls = [r.wall_seconds or 0.0 for r in runs]
-        return kept
+    def confirm_jumps(self) -> None:
+        """Re-measure the depths where a phase jumped far over what the depths below predict, once the series is
+        measured and after a pause (a burst of load is over by then: a jump repeats, a burst does not): the fastest
+        run of a depth is kept, with every run's wall time in ``confirm_walls``; a cheap point gets a second re-run
+        when the first still jumps. A few rounds: a burst over several points shows as a jump at each in turn.
+        Only while the budget allows; a re-run that fails leaves the point as it was."""
+        if self.cfg.jumps is None:
+            return
+        for _ in range(CONFIRM_ROUNDS):
+            todo = [d for d in self.cfg.jumps(self.series) if d in self.requests]
+            if not todo:
+                return
+            for i, depth in enumerate(todo):
+                for run in range(CONFIRM_RUNS):
+                    if not self._remeasure(depth):
+                        if not run:  # not re-measured at all: the verdict cannot rule the jump out
+                            self.series.unconfirmed_depths = sorted(set(self.series.unconfirmed_depths) | {*todo[i:]})
+                        return
+                    at = [p for p in self.series.points if p.depth == depth and not p.censored]
+                    cheap = all((p.wall_seconds or 0.0) < CONFIRM_CHEAP for p in at)
+                    if not cheap or run or depth not in self.cfg.jumps(self.series, confirmed=True):
+                        break
+
+    def _remeasure(self, depth: int) -> bool:
+        """One more run of the point at ``depth``, after :data:`CONFIRM_PAUSE`; False when it could not run (the
+        budget, a failure, an interrupt)."""
+        series, at = self.series, [p for p in self.series.points if p.depth == depth and not p.censored]
+        wall = max((p.wall_seconds or 0.0 for p in at), default=0.0)
+        if not at or self.deadline_passed() or self.left() < ESTIMATE_MARGIN * wall + CONFIRM_PAUSE:
+            return False
+        self.say(f"depth {depth} (confirming a jump)")
+        time.sleep(CONFIRM_PAUSE)
+        t0 = time.monotonic()
+        try:
+            ans = self.worker.request(self.requests[depth], self.cfg.timeout, None, self.hard_deadline)
+        except (WorkerTimeout, WorkerCrashed):  # the first run stands; the worker restarts for the next request
+            return False
+        if not ans.get("ok"):
+            return False
+        again = point_from_dict(ans["point"])
+        again.wall_seconds = time.monotonic() - t0
+        walls = [w for p in at for w in (p.confirm_walls or [p.wall_seconds or 0.0])] + [again.wall_seconds]
+        kept = min([*at, again], key=lambda p: time_value(p, list(p.times)) or math.inf)
+        kept.confirm_walls = walls
+        series.points = [p for p in series.points if p not in at or p is kept]
+        if kept is again:
+            series.points.append(again)
+        return True
 
     def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:
         """The worker was killed: at its own timeout (a hang: a ``killed`` point, a finding), or at the
@@ -490,20 +523,34 @@ def _time_range(spec: SeriesSpec, cfg: MeasureConfig) -> tuple[int, int]:
     return 1, hi
 
 
+def time_schedule(spec: SeriesSpec, cfg: MeasureConfig) -> TimeSchedule:
+    """The time schedule of a series: over its range, deeper (to :data:`DEEPEST`) while the verdict is open when
+    neither the chain nor ``--max-depth`` gave a deepest depth."""
+    lo, hi = _time_range(spec, cfg)
+    deepen = spec.deepen and not cfg.max_depth
+    top = max(hi, TIME_DEPTH) if deepen else hi
+    return TimeSchedule(lo, top, spec.mode, cfg.cap, cfg.timeout, limit=DEEPEST if deepen else top)
+
+
 def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
-    """The loop of a time-decided series (see :mod:`~adprof.measure.time_schedule`)."""
+    """The loop of a time-decided series (see :mod:`~adprof.measure.time_schedule`). While the decision is open
+    it goes deeper (the schedule's deepest depth is a safety, :meth:`TimeSchedule.extend`) and then spends more
+    passes, as long as the series' share of the budget is at least half left; ``Series.schedule_end`` says why it
+    ended."""
     series, cfg = run.series, run.cfg
     last: Fit | None = None  # the full assessment after the previous pass
     fit: Fit | None = None
     fitted: set[int] = set()  # depths the quick fit saw: refit for a deeper depth or a few new ones (not repeats)
     assessed = -1  # points the last full assessment saw
     kill: Stop | None = None  # the first point killed at its timeout (the series goes on below it)
+    end = ScheduleEnd.POINTS
     while len(series.points) < MAX_POINTS:
         depths = {p.depth for p in series.points}
         if cfg.assess is not None and (max(depths) > max(fitted, default=0) or len(depths - fitted) >= REFIT_AFTER):
             fit, fitted = cfg.assess(series, False), depths
         step = sched.next_step(series.points, fit)
         if step is None:
+            end = _end_of(sched, series, fit)
             break
         done = sched.passes(series.points, fit) if step.why == SWEEP else 0
         if done and len(series.points) != assessed:  # a pass is complete: has the decision settled?
@@ -512,29 +559,47 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             run.post_seconds = 2.5 * (time.monotonic() - t0) + 1.0  # the verdict's own fit, and rendering
             assessed, fit = len(series.points), full if full is not None else fit
             same = full is not None and last is not None and full.kind == last.kind
-            if done >= MAX_PASSES or (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
+            roomy = run.left() > OPEN_SHARE * run.allowance  # more than half of the share left
+            # open: undecided, or flat (a growth under the overhead shows deeper, and a flat cost is cheap there)
+            if (not settled(full) or flat(full)) and roomy and sched.extend(series.points, full):
+                last = full  # one doubling deeper first, then the passes go on there
+                step = sched.next_step(series.points, fit) or step
+            elif (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
+                end = ScheduleEnd.SETTLED
                 break
-            last = full
-            step = sched.next_step(series.points, fit) or step
+            elif done >= (MAX_OPEN_PASSES if roomy and not settled(full) else MAX_PASSES):
+                end = ScheduleEnd.PASSES
+                break
+            else:
+                last = full
+                step = sched.next_step(series.points, fit) or step
         top = max((p.depth for p in series.points if not p.censored), default=step.depth)
         stop = run.budget_stop(step, top)
         if stop is not None:
-            series.stop = stop
+            series.stop, end = stop, ScheduleEnd.BUDGET
             break
         run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why == SWEEP else ""))
         if not run.measure(step.depth, top, stop_at_cap=False):
             killed = series.killed
             kills = sum(p.status is PointStatus.KILLED for p in series.points)
             if series.error or killed is None or kills > MAX_KILLS:
+                end = ScheduleEnd.KILLS if killed is not None else ScheduleEnd.BUDGET
                 break
             kill = kill or killed
             series.stop = None  # killed at the timeout: the depths below it are measured (bisected) still
+    series.schedule_end, series.deepest_allowed = end, sched.hi
     if series.error:
         return
     if kill is not None and (series.stop is None or series.stop.reason is not StopReason.TIMEOUT):
         series.stop = kill  # the finding: a point killed at its timeout (the verdict reads it)
     if series.stop is None:
         series.stop = _time_stop(sched.frontier(series.points, fit), series, fit, cfg.cap)
+
+
+def _end_of(sched: TimeSchedule, series: Series, fit: Fit | None) -> ScheduleEnd:
+    """Why deepening cannot go on: the cap (a deeper depth over it), or the deepest depth allowed."""
+    front = sched.frontier(series.points, fit)
+    return ScheduleEnd.DEEPEST if front.reason is Deepening.MAX_DEPTH else ScheduleEnd.CAP
 
 
 def counted_wall(points: list[Point], walls: list[float], pred: dict[str, float], mode: str, calls: int) -> float:
@@ -591,8 +656,8 @@ def run_series(
             and series.points
             and time_decided(series.points[0], spec.mode, series.deciding_metrics)
         ):
-            lo, hi = _time_range(spec, cfg)
-            _run_time_series(run, TimeSchedule(lo, hi, spec.mode, cfg.cap, cfg.timeout))
+            _run_time_series(run, time_schedule(spec, cfg))
+            run.confirm_jumps()
             return series
         if last is not None:
             # exponential extrapolation over unit steps only: explicit geometric depths grow like a power law
@@ -606,4 +671,6 @@ def run_series(
             break
     if counting:
         worker.count_instructions(False)  # its memory back now, not at the next series
+    elif spec.metric == "time":  # counted times are counts at a nominal speed: nothing to confirm
+        run.confirm_jumps()
     return series

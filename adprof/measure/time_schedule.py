@@ -48,6 +48,8 @@ PREDICT_MARGIN = 1.2  # a model's prediction within 20 % of the cap counts as ov
 MIN_PASSES = 2  # measurements per depth before a decision may end the sweeps
 MAX_PASSES = 6
 MAX_POINTS = 240  # points per series at most (a program of microseconds would otherwise sweep for ever)
+TIME_DEPTH = 256  # where a series free to go deeper first stops deepening (then deeper while the verdict is open)
+DEEPEST = 65536  # the deepest depth a series free to go deeper may reach (a flat cost would double for ever)
 
 EXPLORE, DEEPEN, FILL, REFINE, SWEEP = "explore", "deepen", "fill", "refine", "sweep"
 
@@ -119,12 +121,29 @@ def by_depth(points: Sequence[Point], mode: str, cap: float) -> tuple[dict[int, 
 
 
 class TimeSchedule:
-    """Depths for a time-decided series from ``lo`` up to ``hi`` (see the module docstring)."""
+    """Depths for a time-decided series from ``lo`` up to ``hi`` (see the module docstring); ``limit``: how deep
+    :meth:`extend` may move ``hi`` (the deepest depth is then a safety, not a stop)."""
 
-    def __init__(self, lo: int, hi: int, mode: str, cap: float, timeout: float) -> None:
+    def __init__(self, lo: int, hi: int, mode: str, cap: float, timeout: float, limit: int | None = None) -> None:
         self.lo, self.hi = max(1, int(lo)), max(1, int(hi))
+        self.limit = max(self.hi, int(limit or hi))
         self.mode, self.cap, self.timeout = mode, cap, timeout
         self.share = 1.0  # the largest phase's time over the classified cost (the cap applies per phase)
+
+    def extend(self, points: Sequence[Point], fit: Fit | None) -> bool:
+        """Move the deepest depth one doubling deeper, when the frontier is there, the limit allows it, and the
+        next doubling is predicted well under the cap (far under it: a deeper point costs little); True if it did."""
+        front = self.frontier(points, fit)
+        if front.reason is not Deepening.MAX_DEPTH or self.hi >= self.limit or front.depth is None:
+            return False
+        costs, over, _ = self._by_depth(points)
+        under = sorted(d for d in costs if d not in over)
+        low = [min(costs[d]) for d in under]
+        x = min(2 * self.hi, self.limit)
+        if not self._ok(x, self.pessimistic(under, low, x), fit):
+            return False
+        self.hi = x
+        return True
 
     # -- what was measured ------------------------------------------------------------------------------
     def _by_depth(self, points: Sequence[Point]) -> tuple[dict[int, list[float]], set[int], bool]:
@@ -317,8 +336,12 @@ def overhead_level(low: list[float]) -> float:
 
 def informative(depths: list[int], fit: Fit | None) -> set[int]:
     """The depths where the growth shows (its share of the cost at least :data:`GROWTH_SHARE` of its share at
-    the deepest depth) and the shallowest few, which pin the overhead; every depth without a fitted overhead."""
+    the deepest depth) and the shallowest few, which pin the overhead; every depth without a fitted overhead, or
+    while the reading is undecided (a depth measured once, its one run slowed, widens the interval of the whole
+    fit: repeats there are where it is decided)."""
     if not depths or fit is None or not fit.overhead or not fit.scale or fit.model not in MODELS:
+        return set(depths)
+    if fit.kind == "inconclusive":
         return set(depths)
 
     def share(x: int) -> float:
@@ -328,6 +351,11 @@ def informative(depths: list[int], fit: Fit | None) -> set[int]:
     top = share(depths[-1])
     keep = {d for d in depths if share(d) >= GROWTH_SHARE * top}
     return keep | set(depths[:ANCHORS])
+
+
+def flat(fit: Fit | None) -> bool:
+    """A reading of no growth at all (a constant over the depths measured)."""
+    return fit is not None and fit.kind == "linear" and fit.exponent == 0.0
 
 
 def settled(fit: Fit | None) -> bool:
