@@ -260,6 +260,9 @@ class Series:
     #: The phases whose cost is classified when the chain names them (empty: :func:`cost_phases` of the mode).
     classified_phases: list[str] = field(default_factory=list)
     machine: Machine | None = None  # where its points were measured (all on one machine)
+    #: Versions of the packages the backend measured with, read where the series ran (``{"adprof": "0.1.0",
+    #: "numpy": "2.4.6", "torch": "2.13.0+cpu"}``); empty when not measured.
+    versions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):
