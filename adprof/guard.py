@@ -33,7 +33,7 @@ from adprof import model
 from adprof.analysis.costs import predicted_growth
 from adprof.backends import check_backend
 from adprof.chain import as_chain
-from adprof.compare import DEFAULT_TOLERANCE, SEVERITY, Side, pair_results
+from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, pair_results
 from adprof.measure import MeasureConfig, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, plan_series

@@ -1,4 +1,4 @@
-"""Comparing two reports (adprof.compare, ``adprof compare``): the classification of a pair, the pairing of the
+"""Comparing two reports (adprof.comparison, ``adprof compare``): the classification of a pair, the pairing of the
 series, and the command on saved reports (its outputs, exit status and bad input). Property tests over generated
 reports and pairs; the command on real measurements in test_compare_cli.py."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from adprof import model
 from adprof.cli import main
-from adprof.compare import (
+from adprof.comparison import (
     DEFAULT_TOLERANCE,
     SEVERITY,
     SeriesKey,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adprof import model
-from adprof.compare import SEVERITY, Side, State, classify
+from adprof.comparison import SEVERITY, Side, State, classify
 from adprof.guard import GuardLimits, GuardReport, check_against_baseline, guard_checks
 from adprof.guard_render import guard_markdown, junit_xml, xml_safe
 from tests.compare_helpers import EXPONENTIAL, NO_FIT, report, result

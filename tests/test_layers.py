@@ -23,7 +23,7 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.measure", "measure"),
     ("adprof.analysis", "analysis"),
     ("adprof.report", "report"),
-    ("adprof.compare", "report"),  # two reports compared: reads results as the report's labels do
+    ("adprof.comparison", "report"),  # two reports compared: reads results as the report's labels do
     ("adprof.render", "render"),
     ("adprof.flame", "flame"),
     ("adprof.guard", "guard"),

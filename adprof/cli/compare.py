@@ -15,7 +15,7 @@ from adprof.cli.common import (
     write_texts,
 )
 from adprof.cli.report import read_report
-from adprof.compare import DEFAULT_TOLERANCE, compare_reports
+from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

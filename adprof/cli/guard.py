@@ -28,7 +28,7 @@ from adprof.cli.common import (
 )
 from adprof.cli.report import read_report
 from adprof.cli.run import make_report, measure_specs
-from adprof.compare import DEFAULT_TOLERANCE
+from adprof.comparison import DEFAULT_TOLERANCE
 from adprof.guard import (
     DEFAULT_DEPTHS,
     GUARD_BUDGET,

@@ -7,7 +7,7 @@
 * ``html.render_html(report)``: one self-contained page.
 * ``markdown.report_markdown(report)``: a compact GitHub table for a CI summary or a pull-request comment.
 
-A comparison of two reports (:mod:`adprof.compare`) has a renderer in each format: ``console.render_comparison``,
+A comparison of two reports (:mod:`adprof.comparison`) has a renderer in each format: ``console.render_comparison``,
 ``html.comparison_html``, ``jsonout.comparison_text``, ``markdown.comparison_markdown``.
 
 The file outputs share one interface, :class:`Renderer` (:data:`FILE_RENDERERS`): ``adprof check`` and

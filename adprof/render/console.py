@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from adprof import model
-from adprof.compare import STATES, Comparison, State, describe_side, profile_text
+from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
 from adprof.model import (
     HalvingRow,
     Point,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from adprof.compare import STATES, Comparison, Side, profile_text
+from adprof.comparison import STATES, Comparison, Side, profile_text
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
 from adprof.report import (

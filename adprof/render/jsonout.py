@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from adprof.compare import STATES, Comparison
+from adprof.comparison import STATES, Comparison
 from adprof.constants import __version__
 from adprof.model import Fit, HalvingRow, Report, Result, Series, Verdict
 from adprof.plain import PlainError, from_plain, to_plain

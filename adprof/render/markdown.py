@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from adprof.compare import STATES, Comparison, State, describe_side, profile_text
+from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
 from adprof.model import Report
 from adprof.report import backend_label, chain_label, decided_by, depth_reached, fmt_growth, one_line_reason
 
