@@ -41,8 +41,8 @@ SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
 @st.composite
 def results(draw: st.DrawFn) -> model.Result:
     kind = draw(st.sampled_from([*model.VERDICTS]))
-    rate = None if kind in NO_FIT else draw(st.floats(0.0, 5.0, allow_nan=False))
-    width = draw(st.one_of(st.none(), st.floats(0.0, 0.5)))
+    rate = None if kind in NO_FIT else draw(st.floats(0.0, 5.0, allow_nan=False, allow_subnormal=False))
+    width = draw(st.one_of(st.none(), st.floats(0.0, 0.5, allow_nan=False, allow_subnormal=False)))
     interval = None if rate is None or width is None else (max(rate - width, 0.0), rate + width)
     return result(
         chain=draw(st.sampled_from(["mul", "sin", "reuse", "a|b"])),
@@ -69,7 +69,12 @@ def rate_for(kind: str, x: float) -> float:
 
 
 @SETTINGS
-@given(st.sampled_from(RANKED), st.sampled_from(RANKED), st.floats(0.0, 4.0), st.floats(0.0, 4.0))
+@given(
+    st.sampled_from(RANKED),
+    st.sampled_from(RANKED),
+    st.floats(0.0, 4.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 4.0, allow_nan=False, allow_subnormal=False),
+)
 def test_a_worse_verdict_is_always_regressed_and_a_better_one_improved(before, after, x, y):
     b, a = side(before, rate_for(before, x)), side(after, rate_for(after, y))
     state, _ = classify(b, a)
@@ -84,7 +89,12 @@ def test_a_worse_verdict_is_always_regressed_and_a_better_one_improved(before, a
 
 
 @SETTINGS
-@given(st.sampled_from(RANKED), st.floats(0.0, 4.0), st.floats(0.0, 4.0), st.floats(0.0, 1.0))
+@given(
+    st.sampled_from(RANKED),
+    st.floats(0.0, 4.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 4.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 1.0, allow_nan=False, allow_subnormal=False),
+)
 def test_the_same_verdict_regresses_exactly_when_the_rate_leaves_the_interval_by_the_tolerance(kind, x, y, tol):
     if kind in NO_FIT:
         state, _ = classify(side(kind, None), side(kind, None), tol)

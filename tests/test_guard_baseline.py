@@ -69,10 +69,10 @@ def test_an_undecided_series_fails_against_any_baseline():
 @given(
     st.sampled_from(DECIDED),
     st.sampled_from(DECIDED),
-    st.floats(0.0, 3.0),
-    st.floats(0.0, 3.0),
-    st.floats(0.0, 0.3),
-    st.floats(0.0, 0.5),
+    st.floats(0.0, 3.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 3.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 0.3, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 0.5, allow_nan=False, allow_subnormal=False),
 )
 def test_the_baseline_guard_fails_exactly_where_compare_says_regressed(before, after, x, y, width, tol):
     rate_b = 1.0 + x if before in EXPONENTIAL else x

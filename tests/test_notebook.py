@@ -119,3 +119,60 @@ def test_bad_options_and_a_cell_without_chains_are_one_line(tmp_path):
     assert len(bad.text.strip().splitlines()) == 1
     (none,) = nb.cells[2].outputs
     assert none.text.strip() == "adprof: this cell defines no @adprof.chain: nothing to check"
+
+
+SLOW_CELL = """\
+%%adprof --mode traced --profile fixed --cap 30 --budget 120
+import time
+import adprof
+
+
+@adprof.chain(max_depth=40)
+def slow(xp, x, depth):
+    time.sleep(0.2 * depth)
+    return xp.sum(x * 1.0)
+"""
+
+
+@pytest.mark.slow
+def test_the_kernels_interrupt_stops_the_workers_and_shows_the_partial_report(tmp_path):
+    """The stop button (SIGINT to the kernel) during a %%adprof cell: the workers die, the cell shows what was
+    measured and one line, and the kernel lives on."""
+    import os
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    from tests.fault_helpers import TAG_VAR, kill_tagged, tagged_pids
+
+    tag = f"nb-{os.getpid()}-{time.monotonic_ns()}"
+    km, kc = start_new_kernel(kernel_name="python3", env={**os.environ, TAG_VAR: tag}, cwd=str(tmp_path))
+    try:
+        kc.execute_interactive("%load_ext adprof", timeout=60)
+        kernel = tagged_pids(tag)
+        msg_id = kc.execute(SLOW_CELL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(tagged_pids(tag) - kernel) < 2:  # the guardian and a worker
+            time.sleep(0.2)
+        time.sleep(1.5)
+        km.interrupt_kernel()
+        outputs = []
+        while True:
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            outputs.append(msg)
+        texts = [m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream"]
+        shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+        assert any("adprof: interrupted by SIGINT: the workers are stopped (partial report)" in t for t in texts), texts
+        assert shown and "slow" in shown[0]["text/html"]
+        left = tagged_pids(tag) - kernel
+        assert all("guardian.py" in Path(f"/proc/{p}/cmdline").read_text() for p in left), left  # no worker
+        reply = kc.execute_interactive("print(len(_adprof_report.results))", timeout=30)
+        assert reply["content"]["status"] == "ok"  # the kernel lives on, with the partial report
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        kill_tagged(tag)
