@@ -27,7 +27,7 @@ import sys
 import tempfile
 import textwrap
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -342,16 +342,6 @@ class _Raw:
     name: str
 
 
-@contextlib.contextmanager
-def shipment(method: str = "auto") -> Iterator[Shipment]:
-    """A :class:`Shipment` whose files are removed on exit."""
-    s = Shipment(method)
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 __all__ = [
     "SHIP_METHODS",
     "ShipError",
@@ -360,6 +350,5 @@ __all__ = [
     "file_target",
     "origin_of",
     "pickled_file",
-    "shipment",
     "source_file",
 ]
