@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from adprof import model
-from adprof.analysis.costs import predicted_growth
+from adprof.analysis.costs import assess_series, predicted_growth
+from adprof.analysis.jumps import expected, suspect_jump
 from adprof.backends import check_backend
 from adprof.chain import as_chain
 from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, pair_results
 from adprof.measure import MeasureConfig, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, plan_series
-from adprof.model import Report, Result
+from adprof.model import Report, Result, point_wall
 from adprof.report import build_report
 
 DEFAULT_MAX_BASE = 1.1
@@ -199,23 +200,77 @@ def _cost_rows(result: Result) -> list[tuple[int, float]]:
     return list(zip(fit.depths, fit.values, strict=False))
 
 
+def missing_depths(result: Result) -> list[int]:
+    """The planned depths of a guarded series that were not measured (cut by the budget, stopped, killed)."""
+    s = result.series
+    measured = {p.depth for p in s.points if not p.censored}
+    return [d for d in s.planned_depths if d not in measured]
+
+
+def depth_ranges(depths: Sequence[int]) -> str:
+    """``9-12, 16, 32``: a sorted list of depths with consecutive runs joined."""
+    runs: list[list[int]] = []
+    for d in sorted(depths):
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def needed_seconds(result: Result, depths: Sequence[int]) -> float | None:
+    """About how many seconds the deciding model predicts the ``depths`` would take (None when it cannot say)."""
+    fit, s = result.verdict.fit, result.series
+    calls = next((p.calls for p in reversed(s.points) if not p.censored and p.calls), 1) or 1
+    total = 0.0
+    for d in depths:
+        got = expected(s, d, fit, point_wall, largest=True)
+        if got is None or not math.isfinite(got[0]):
+            return None
+        total += got[0] * calls
+    stop = s.stop
+    predicted = stop.seconds if stop is not None and stop.reason is model.StopReason.BUDGET_SHARE else None
+    return max(total, predicted or 0.0)
+
+
+def missing_text(result: Result, missing: Sequence[int], budget: float | None) -> str:
+    """One line: which planned depths are missing, why, and what would measure them."""
+    s = result.series
+    stop = s.stop
+    why = f" ({stop.text()})" if stop is not None else ""
+    head = f"depth{'s' if len(missing) > 1 else ''} {depth_ranges(missing)} not measured{why}"
+    if stop is not None and stop.reason in (model.StopReason.CAP, model.StopReason.PREDICTED_CAP):
+        need = max(stop.seconds or 0.0, stop.limit or 0.0)
+        return f"{head}; a cap above {need:.3g} s would measure them (--cap {math.ceil(need * 1.5):d})"
+    secs = needed_seconds(result, missing)
+    if secs is None or budget is None:
+        return f"{head}; rerun with a larger --budget"
+    more = max(1, math.ceil(1.5 * secs))
+    return f"{head}; they need about {secs:.3g} s more: rerun with --budget {math.ceil(budget + more):d}"
+
+
 def tolerance_for(result: Result) -> float:
     """The slack on the limits: none when a deterministic metric or counter decided, else TIME_TOLERANCE."""
     fit = result.verdict.fit
     return 0.0 if fit is not None and fit.source in ("counters", "metric") else TIME_TOLERANCE
 
 
-def _undecided(result: Result, limits: GuardLimits, limit: str) -> GuardCheck | None:
-    """The failing check of a result without a growth to compare (a hang, an error, inconclusive, a runaway),
-    else None."""
+def _undecided(result: Result, limits: GuardLimits, limit: str, budget: float | None = None) -> GuardCheck | None:
+    """The failing check of a result without a growth to compare (a hang, an error, a planned depth not
+    measured, inconclusive, a runaway), else None (``budget``: the run's, for the advice on how much more would
+    measure a missing depth)."""
     v = result.verdict
     metric = v.metric or ""
     if v.killed and v.kind != model.ERROR:  # a hang fails the guard whatever the depths before it read
         stop = result.series.killed
-        why = model.killed_text(stop) if stop is not None else "a point was killed at its timeout"
+        why = v.reason if v.kind == model.RUNAWAY else model.killed_text(stop) if stop is not None else ""
+        why = why or "a point was stopped far past its prediction"
         return GuardCheck(result, limits, False, "hang", limit, why, metric)
     if v.kind == model.ERROR:
         return GuardCheck(result, limits, False, "error", limit, result.series.error or "the chain failed", metric)
+    if v.kind != model.RUNAWAY and (missing := missing_depths(result)):  # never pass on the depths before them
+        why = missing_text(result, missing, budget)
+        return GuardCheck(result, limits, False, "missing depths", limit, why, metric)
     if v.kind == model.INCONCLUSIVE:
         why = v.reason or (v.fit.reason if v.fit is not None else "") or "too few points to decide: give it more depths"
         return GuardCheck(result, limits, False, "inconclusive", limit, why, metric)
@@ -229,8 +284,11 @@ def _is_exponential(kind: str) -> bool:
     return kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)
 
 
-def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) -> GuardCheck:
-    """Compare one classified result with the limits (``tolerance`` widens them, time-only)."""
+def check_result(
+    result: Result, limits: GuardLimits, tolerance: float = 0.0, budget: float | None = None
+) -> GuardCheck:
+    """Compare one classified result with the limits (``tolerance`` widens them, time-only). A planned depth that
+    was not measured fails (``budget``: the run's, for the advice on how much more would measure it)."""
     v = result.verdict
     max_base = limits.max_base * (1 + tolerance)
     max_exp = limits.max_exponent * (1 + tolerance)
@@ -238,7 +296,7 @@ def check_result(result: Result, limits: GuardLimits, tolerance: float = 0.0) ->
     if tolerance:
         limit += f" (+{tolerance:.0%} for wall time)"
     metric = v.metric or ""
-    failed = _undecided(result, limits, limit)
+    failed = _undecided(result, limits, limit, budget)
     if failed is not None:
         return failed
     if _is_exponential(v.kind):
@@ -272,19 +330,20 @@ def check_against_baseline(
     limits: GuardLimits,
     tolerance: float = DEFAULT_TOLERANCE,
     where: str = "the baseline",
+    budget: float | None = None,
 ) -> GuardCheck:
     """Compare one result with its baseline's own figures: its verdict may not be worse (:data:`SEVERITY`), and
     its base or exponent may not exceed the baseline's interval top + ``tolerance``. A series absent from the
     baseline, or whose baseline reading has no figures (inconclusive, an error, a runaway), gets ``limits``
     (the normal ones), and its check says so."""
     if base is None:
-        normal = check_result(result, limits, tolerance_for(result))
+        normal = check_result(result, limits, tolerance_for(result), budget)
         normal.baseline = f"not in {where}: the normal limits"
         return normal
     before, after = Side.of(base), Side.of(result)
     rank_before = SEVERITY.get(before.verdict)
     if rank_before is None or before.span() is None:
-        normal = check_result(result, limits, tolerance_for(result))
+        normal = check_result(result, limits, tolerance_for(result), budget)
         normal.baseline = f"{where} reads {before.verdict}, without figures: the normal limits"
         return normal
     _, hi = before.span()  # type: ignore[misc]
@@ -292,7 +351,7 @@ def check_against_baseline(
     top = hi + tolerance
     limit = f"{where}'s {before.verdict} {before.growth}: {what} at most {top:.2f} (top {hi:.2f} + {tolerance:g})"
     reading = f"{where}: {before.verdict} {before.growth}".rstrip()
-    failed = _undecided(result, limits, limit)
+    failed = _undecided(result, limits, limit, budget)
     if failed is not None:
         failed.baseline = reading
         return failed
@@ -320,6 +379,8 @@ def guard_config(**overrides: Any) -> MeasureConfig:
         "counter_budget": GUARD_COUNTER_BUDGET,
         "structure": False,
         "predictor": predicted_growth,
+        "assess": assess_series,
+        "suspect": suspect_jump,
     }
     kw.update(overrides)
     return MeasureConfig(**kw)
@@ -341,7 +402,7 @@ def guard_specs(
     by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
     for spec in specs:
         declared = tuple(by_key[spec.file, spec.chain].get("depths") or ())
-        spec.depths = tuple(depths or declared or DEFAULT_DEPTHS)
+        spec.depths = spec.required_depths = tuple(depths or declared or DEFAULT_DEPTHS)
     return specs
 
 
@@ -355,10 +416,14 @@ def guard_checks(
     """Every decided result of ``report`` against the limits, or, with a ``baseline`` report, against the
     baseline's own figures of the same series (paired as ``adprof compare`` pairs them; ``limits`` for the
     series it does not have)."""
+    budget = report.budget_seconds
     if baseline is None:
-        return GuardReport([check_result(r, limits, tolerance_for(r)) for r in report.results], report=report)
+        checks = [check_result(r, limits, tolerance_for(r), budget) for r in report.results]
+        return GuardReport(checks, report=report)
     base_of = {id(n): b for b, n, _ in pair_results(baseline.results, report.results) if n is not None}
-    checks = [check_against_baseline(r, base_of.get(id(r)), limits, tolerance, baseline_name) for r in report.results]
+    checks = [
+        check_against_baseline(r, base_of.get(id(r)), limits, tolerance, baseline_name, budget) for r in report.results
+    ]
     return GuardReport(checks, report=report)
 
 
@@ -408,6 +473,10 @@ def guard_targets(
     if measured.interrupted is not None:
         raise KeyboardInterrupt(measured.interrupted)
     report = build_report(
-        measured.series, measured.structures, notes=measured.notes + notes, elapsed_seconds=measured.elapsed
+        measured.series,
+        measured.structures,
+        notes=measured.notes + notes,
+        budget_seconds=cfg.budget,
+        elapsed_seconds=measured.elapsed,
     )
     return guard_checks(report, limits), report

@@ -91,8 +91,12 @@ class Point:
     status: PointStatus = PointStatus.EXACT
     censor_reason: CensorReason | None = None  # censored/killed: why it stopped
     censored_phase: str | None = None  # censored/killed: the phase that was running
-    calls: int | None = None  # eager: forward+backward calls measured at this depth
-    wall_seconds: float | None = None  # wall time of the whole point request, seen by the parent
+    calls: int | None = None  # eager: forward+backward calls measured at this depth (censored: asked for)
+    #: Wall time of the whole point request, seen by the parent (censored: until it was stopped, a lower bound).
+    wall_seconds: float | None = None
+    #: Wall seconds of the runs of a point that jumped far over its prediction, re-measured to confirm it (a
+    #: one-off slow run is not a jump): the point kept is the fastest of them.
+    confirm_walls: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:  # from JSON: plain strings
         self.status = PointStatus(self.status)
@@ -260,6 +264,9 @@ class Series:
     #: The phases whose cost is classified when the chain names them (empty: :func:`cost_phases` of the mode).
     classified_phases: list[str] = field(default_factory=list)
     machine: Machine | None = None  # where its points were measured (all on one machine)
+    #: The fixed depths this series had to measure (a guard's): each one missing fails the guard. Empty: the
+    #: depths were the schedule's to choose.
+    planned_depths: list[int] = field(default_factory=list)
     #: Versions of the packages the backend measured with, read where the series ran (``{"adprof": "0.1.0",
     #: "numpy": "2.4.6", "torch": "2.13.0+cpu"}``); empty when not measured.
     versions: dict[str, str] = field(default_factory=dict)
@@ -384,6 +391,26 @@ def model_cost(fit: Fit, depth: float) -> float | None:
 
 
 @dataclass
+class TimeJump:
+    """A point whose wall time is far beyond what the deciding model predicts there from the depths below it:
+    a lower bound of a point that was stopped (``bound``: by the budget or a timeout), or a measured point that
+    jumped. Per call for eager points (their call counts may differ)."""
+
+    depth: int
+    seconds: float  # the point's wall time (a lower bound when ``bound``)
+    predicted: float  # what the deciding model predicts for it, scaled from the depths below
+    from_depths: list[int] = field(default_factory=list)  # the measured depths the prediction scales from
+    bound: bool = False  # a lower bound: the point was stopped before it finished
+    stopped_by: str = ""  # bound: the CensorReason that stopped it ("budget", "timeout", ...)
+    phase: str | None = None  # bound: the phase that was running; measured: the phase that grew most
+
+    @property
+    def ratio(self) -> float:
+        """How many times its prediction the point took (at least, for a bound)."""
+        return self.seconds / self.predicted if self.predicted > 0 else math.inf
+
+
+@dataclass
 class Verdict:
     """The decision on one series: its kind, THE deciding model (:attr:`fit`, held once), the evidence read
     from it, the cause and the remedies. Every renderer, guard, exit code and the JSON read these fields."""
@@ -418,6 +445,9 @@ class Verdict:
     #: Time decided the verdict and the machine was loaded while the series ran (load per core above
     #: :data:`adprof.constants.LOADED_PER_CORE`): other work may have inflated the times.
     loaded_machine: bool = False
+    #: Points far over what the deciding model predicts from the depths below them (stopped points' lower
+    #: bounds, measured jumps): evidence the decision reads (a runaway, or inconclusive), never fitted.
+    jumps: list[TimeJump] = field(default_factory=list)
 
     @property
     def base(self) -> float | None:
@@ -596,6 +626,17 @@ def time_value(point: Point, phases: Sequence[str]) -> float | None:
     """Seconds of a point over phases, or None when none of the phases was timed."""
     present = [point.times[p] for p in phases if p in point.times and point.times[p] is not None]
     return float(sum(present)) if present else None
+
+
+def point_wall(point: Point) -> float | None:
+    """A point's wall seconds per call (eager points' call counts may differ; a censored point's calls are the
+    ones asked for, so its figure is a lower bound of that average); without a wall (a synthetic point, an older
+    report), the sum of its phase times. None when neither is known."""
+    wall = point.wall_seconds
+    if wall is None:
+        timed = [t for t in point.times.values() if t is not None and math.isfinite(t)]
+        return float(sum(timed)) if timed else None
+    return wall / point.calls if point.calls else wall
 
 
 def fmt_seconds(s: float | None, ms_digits: int = 2) -> str:

@@ -29,6 +29,7 @@ from adprof.comparison import (
 )
 from adprof.render.jsonout import report_text
 from tests.compare_helpers import EXPONENTIAL, NO_FIT, report, result
+from tests.extras import require
 
 REPO = Path(__file__).resolve().parents[1]
 RANKED = sorted(SEVERITY)
@@ -289,7 +290,9 @@ def test_compare_exits_1_on_a_regression_and_writes_every_output(saved):
 
 
 def test_compare_markdown_renders_as_a_table_with_the_names_as_written(saved, run_in_process):
-    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py (a rich dependency) is not installed")
+    require("markdown_it")
+    import markdown_it
+
     run = run_in_process("compare", "base.json", "new.json", "--markdown", "-", cwd=saved)
     assert run.returncode == 1
     tokens = markdown_it.MarkdownIt("commonmark").enable("table").parse(run.stdout)

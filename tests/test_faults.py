@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from extras import require
 from fault_helpers import (
     FAULTS,
     SLACK,
@@ -482,7 +483,7 @@ def test_decorator_error_names_the_chain(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_wrong_tensor_type_message_is_meaningful(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    require("torch")
     args = ["check", fault("torch_const.py"), *FAST, "--cap", "0.5", "--budget", "60"]
     run = run_adprof(args, tmp_path, timeout=120)
     assert_clean(run)

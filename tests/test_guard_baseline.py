@@ -19,6 +19,7 @@ from adprof.comparison import SEVERITY, Side, State, classify
 from adprof.guard import GuardLimits, GuardReport, check_against_baseline, guard_checks
 from adprof.guard_render import guard_markdown, junit_xml, xml_safe
 from tests.compare_helpers import EXPONENTIAL, NO_FIT, report, result
+from tests.extras import require
 
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = GuardLimits()
@@ -112,7 +113,9 @@ def _hostile_guard() -> GuardReport:
 
 
 def test_junit_xml_is_read_back_by_a_junit_library():
-    junitparser = pytest.importorskip("junitparser", reason="junitparser is in the dev extra (pip install -e '.[dev]')")
+    require("junitparser")
+    import junitparser
+
     text = junit_xml(_hostile_guard())
     ET.fromstring(text.encode())  # well-formed XML 1.0, the escape character included
     xml = junitparser.JUnitXml.fromstring(text)
@@ -133,7 +136,9 @@ def test_junit_xml_is_read_back_by_a_junit_library():
 
 
 def _cells(markdown: str) -> list[list[str]]:
-    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py (a rich dependency) is not installed")
+    require("markdown_it")
+    import markdown_it
+
     tokens = markdown_it.MarkdownIt("commonmark").enable("table").parse(markdown)
     rows, row = [], None
     for i, t in enumerate(tokens):

@@ -184,7 +184,7 @@ def test_count_run_killed_by_the_budget_is_a_stop_not_a_hang(capsys, tmp_path):
         'echo "{\\"transform_seconds\\": 0.00$1}"\n',
     )
     rc, _, _, report = run(
-        capsys, tmp_path, "check", "--cmd", f"{prog} {{depth}}", *INSTRUCTIONS, "--depths", "1,2,3", "--budget", "4"
+        capsys, tmp_path, "check", "--cmd", f"{prog} {{depth}}", *INSTRUCTIONS, "--depths", "1,2,3", "--budget", "6"
     )
     r = only_result(report)
     assert rc == 0 and not r["error"]

@@ -8,12 +8,12 @@ representative is autograd eager (pure Python, a few seconds), which drives the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from extras import require, requires
 
 from adprof.backends.instructions import ClientRequests, CountingUnavailable, counter, fill_counts
 from adprof.cli import main
@@ -25,7 +25,7 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="va
 
 
 def needs(module: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=f"{module} not installed")
+    return requires(module)
 
 
 def _check(tmp_path: Path, *argv: str) -> tuple[int, dict]:
@@ -62,6 +62,7 @@ def test_no_silent_fallback_outside_callgrind(monkeypatch):
     monkeypatch.delenv("ADPROF_COUNTING", raising=False)
     with pytest.raises(CountingUnavailable, match="does not run under callgrind"):
         counter()
+    require("autograd")  # the peer that shows it (the peers extra)
     from adprof.backends.autograd_backend import measure_point
     from adprof.backends.base import PointFailure
     from adprof.chain import load_chains

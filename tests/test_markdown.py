@@ -16,8 +16,11 @@ from adprof.cli import main
 from adprof.render.jsonout import report_text
 from adprof.render.markdown import cell, report_markdown, strong, table
 from tests.compare_helpers import report, result
+from tests.extras import require
 
-markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py (a rich dependency) is not installed")
+require("markdown_it")
+
+import markdown_it  # noqa: E402
 
 
 def cells(markdown: str) -> list[list[str]]:

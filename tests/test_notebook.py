@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra (pip install -e '.[dev]')")
-nbclient = pytest.importorskip("nbclient", reason="nbclient is in the dev extra (pip install -e '.[dev]')")
-pytest.importorskip("ipykernel", reason="ipykernel is in the dev extra (pip install -e '.[dev]')")
+from tests.extras import require
+
+require("nbformat", "nbclient", "ipykernel")
+
+import nbclient  # noqa: E402
+import nbformat  # noqa: E402
 
 from tests.test_html_browser import CHROMIUM, FLAGS  # noqa: E402
 

@@ -4,10 +4,9 @@ lower quartile in Point.times. Each engine's tests skip (with the reason) only w
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
+from extras import requires
 
 from adprof.backends import get_backend
 from adprof.backends.base import lower_quartile
@@ -15,8 +14,7 @@ from probes import chains
 
 
 def _needs(*modules: str):
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not installed (pip install 'adprof[peers]')")
+    return requires(*modules)
 
 
 def _linear_increments(depths, values, rel=0.002):

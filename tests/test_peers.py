@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from extras import missing_reason
 
-pytest.importorskip("jax")
-pytest.importorskip("torch")
-pytest.importorskip("array_api_compat")
+pytest.importorskip("jax", reason=missing_reason("jax"))
+pytest.importorskip("torch", reason=missing_reason("torch"))
+pytest.importorskip("array_api_compat", reason=missing_reason("array_api_compat"))
 
 import engine
 from adprof import backends

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from extras import requires
 from rich.console import Console
 
 from adprof import model
@@ -286,7 +287,7 @@ def test_simple_svg():
     assert "no points" in simple_svg("e", [_result(Series(chain="e", backend="b", profile=None, mode="traced"))])
 
 
-@pytest.mark.skipif(not HAS_MPL, reason="matplotlib not installed")
+@requires("matplotlib")
 def test_plot_one_panel_per_chain_with_the_deciding_curve(report, tmp_path):
     from matplotlib.figure import Figure
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extras import require, requires
 from fault_helpers import (
     REPO,
     TAG_VAR,
@@ -42,7 +43,7 @@ from adprof.render.jsonout import SCHEMA, SchemaError, load_report, report_to_js
 from adprof.report import MergeError, build_report, merge_reports
 
 HAS_DASK = importlib.util.find_spec("distributed") is not None
-needs_dask = pytest.mark.skipif(not HAS_DASK, reason="dask[distributed] is not installed (pip install 'adprof[dask]')")
+needs_dask = requires("distributed")
 
 #: Two chains of probes/chains.py at explicit depths with room to spare (cap, budget): nothing time decides
 #: where the series stop, so two runs measure the same points and their counters must agree exactly.
@@ -291,8 +292,7 @@ def test_time_decided_series_on_a_loaded_machine_are_flagged() -> None:
 def cluster() -> Any:
     """A LocalCluster of 2 workers x 1 thread, started here (as a team's cluster) and passed by address.
     Its processes carry a tag, so what its workers start can be found (and must be gone after a run)."""
-    if not HAS_DASK:
-        pytest.skip("dask[distributed] is not installed")
+    require("distributed")
     from distributed import Client, LocalCluster
 
     tag = uuid.uuid4().hex

@@ -8,7 +8,6 @@ every mode the backend declares, and none of them is called.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from extras import missing_reason
 
-if importlib.util.find_spec("tinygrad") is None:  # not importorskip: the backend sets DEV before tinygrad is imported
-    pytest.skip("tinygrad is not installed", allow_module_level=True)
+if (_missing := missing_reason("tinygrad")) is not None:  # not importorskip: the backend sets DEV before its import
+    pytest.skip(_missing, allow_module_level=True)
 
 from adprof.backends import BACKEND_MODES
 

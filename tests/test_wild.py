@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from extras import require
 
 from probes import wild
 
@@ -51,7 +52,7 @@ def _deterministic(result: dict) -> bool:
 
 
 def test_jax_nested_grad_is_exponential_per_order_by_a_deterministic_metric():
-    pytest.importorskip("jax")
+    require("jax")
     res = _by_series(check_json(f"{WILD}::nested_grad", "--backend", "jax", "--depths", "1,2,3,4,5"))
     r = res[("nested_grad", "jax", "traced")]
     assert r["verdict"] == "exponential-transform" and _deterministic(r)
@@ -63,7 +64,7 @@ def test_jax_nested_grad_is_exponential_per_order_by_a_deterministic_metric():
 
 
 def test_torch_create_graph_is_exponential_per_order():
-    pytest.importorskip("torch")
+    require("torch")
     res = _by_series(check_json(f"{WILD}::create_graph_order", "--backend", "torch", "--depths", "1,2,3,4,5,6,7"))
     r = res[("create_graph_order", "torch", "eager")]
     assert r["verdict"] == "exponential-backward" and r["interval_text"].endswith("/order")
@@ -72,14 +73,14 @@ def test_torch_create_graph_is_exponential_per_order():
 
 
 def test_autograd_nested_grad_is_exponential_per_order():
-    pytest.importorskip("autograd")
+    require("autograd")
     res = _by_series(check_json(f"{WILD}::nested_grad", "--backend", "autograd", "--depths", "1,2,3,4,5,6"))
     r = res[("nested_grad", "autograd", "eager")]
     assert r["verdict"] == "exponential-backward" and _deterministic(r) and 1.9 <= r["base"] <= 2.4
 
 
 def test_jax_compile_phases_come_from_jax_monitoring():
-    pytest.importorskip("jax")
+    require("jax")
     from adprof.backends import jax_backend as jb
     from probes import chains
 
@@ -91,7 +92,7 @@ def test_jax_compile_phases_come_from_jax_monitoring():
 
 
 def test_torch_compile_phases_are_attributed_from_compile_times():
-    pytest.importorskip("torch")
+    require("torch")
     from adprof.backends.torch_compile import compile_phases
 
     times = {
@@ -164,7 +165,7 @@ def test_the_zoo_reads_every_case_as_documented_within_its_budget():
 
 @pytest.mark.slow
 def test_torch_compile_on_the_standard_chains():
-    pytest.importorskip("torch")
+    require("torch")
     chains = [str(ROOT / "probes" / f"chains.py::{name}") for name in ("matmul", "linear", "sin", "mul")]
     report = check_json(*chains, "--backend", "torch", "--mode", "compile", "--budget", "1200", timeout=2400)
     res = _by_series(report)

@@ -53,13 +53,26 @@ from adprof.analysis.evidence import (
     phase_evidence,
 )
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
+from adprof.analysis.jumps import expected, time_jumps
 from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
 from adprof.analysis.sweeps import REUSE_TOLERANCE, sweep_table
 from adprof.analysis.tree import TREE_PROPORTION, follows_tree
 from adprof.constants import LOADED_PER_CORE
-from adprof.model import COUNTER_KEYS, Fit, Point, Result, Series, Verdict, cost_phases, counter_value, time_value
+from adprof.model import (
+    COUNTER_KEYS,
+    RUNAWAY_FACTOR,
+    Fit,
+    Point,
+    Result,
+    Series,
+    Verdict,
+    cost_phases,
+    counter_value,
+    point_wall,
+    time_value,
+)
 
 __all__ = [
     "AMORTIZED_BELOW",
@@ -201,10 +214,13 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
     v.fit = fit
     v.kind = _reading(fit, backward_kind)
     fit_evidence(v, series, fit, label, call0_note)
-    _killed(v, series, fit)
+    v.jumps = time_jumps(series, fit)
+    _stopped_points(v, series, fit)
     _runaway_bound(v, fit)
     if trust is None:
         _time_contradicts(v, series, phases, fit, labels)
+    if trust != "counters":
+        _measured_jumps(v, fit)
     dominant = beside_evidence(v, series, phases, fit, labels)
     v.growing_phase, v.phase_shares, v.phase_fits = growing_phase(series, phases, fit)
     phase_evidence(v, series, fit)
@@ -258,25 +274,114 @@ def _reading(fit: Fit, backward_kind: bool) -> str:
     return _KIND[(fit.kind, backward_kind)]
 
 
-def _killed(v: Verdict, series: Series, fit: Fit) -> None:
-    """A point killed at its own timeout: evidence for fast growth, or a runaway after depths that look
-    healthy (or too few to say). Either way a finding (``Verdict.killed``)."""
+def _depths_text(depths: list[int]) -> str:
+    return f"{depths[0]}..{depths[-1]}" if len(depths) > 1 else f"{depths[0]}" if depths else "?"
+
+
+def _model_text(fit: Fit) -> str:
+    """``the linear model (d^1.00)``: how the jump lines name the deciding model."""
+    figure = interval_text(fit).split(" [")[0]
+    kind = fit.kind if fit.kind != "inconclusive" else "undecided"
+    return f"the {kind} model" + (f" ({figure})" if figure else "") if fit.model else "a quadratic extrapolation"
+
+
+def _bound_text(j: model.TimeJump, fit: Fit, stop: model.Stop | None, eager: bool) -> str:
+    """The sentence of a stopped point read against the deciding model."""
+    if stop is not None and stop.depth == j.depth:
+        head = model.killed_text(stop).split(": the chain", 1)[0]
+    else:
+        by = {"budget": "by the budget's end", "timeout": "at its timeout"}.get(j.stopped_by, f"({j.stopped_by})")
+        head = f"depth {j.depth} was stopped {by}" + (f" in {j.phase}" if j.phase else "")
+    per = " per call" if eager else ""
+    return (
+        f"{head} after at least {model.fmt_seconds(j.seconds)}{per}: {j.ratio:.0f}x the "
+        f"{model.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} "
+        "predicts there"
+    )
+
+
+def _far(j: model.TimeJump) -> bool:
+    """A lower bound far enough over the model to be a runaway: a point that ran past its own hard timeout (a
+    limit it was predicted to stay well under: the bound is over BEYOND_FACTOR times its prediction), or one cut by
+    the budget's end (at any moment: RUNAWAY_FACTOR times its prediction)."""
+    return j.stopped_by == model.CensorReason.TIMEOUT.value or j.ratio >= RUNAWAY_FACTOR
+
+
+def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
+    """Points stopped before they finished (killed at their timeout, cut by the budget's end): each has a lower
+    bound on its cost, read against what the deciding model predicts there (:mod:`~adprof.analysis.jumps`).
+    Under a pathology a kill is consistent with the growth (and a finding). Otherwise a bound far over the model
+    (:func:`_far`) is a runaway (a finding), one a little over is inconclusive, and a kill that the model predicts
+    (the point was expected to take that long) is explained."""
     stop = series.killed
-    if stop is None:
-        return
-    v.killed = True
-    text = model.killed_text(stop)
     if fit.kind in ("exponential", "superlinear"):
-        v.evidence.append(f"{text}: consistent with the {fit.kind} growth")
+        if stop is not None:
+            v.killed = True
+            v.evidence.append(f"{model.killed_text(stop)}: consistent with the {fit.kind} growth")
         return
+    bounds, eager = [j for j in v.jumps if j.bound], series.mode == "eager"
+    far = [j for j in bounds if _far(j)]
     before = f" after depths that read {fit.kind}" if fit.kind != "inconclusive" else ""
-    v.kind, v.reason = model.RUNAWAY, f"{text}{before}"
+    if far:
+        v.kind, v.killed = model.RUNAWAY, True
+        v.reason = f"{_bound_text(far[0], fit, stop, eager)}: the chain hangs or blows up at that depth{before}"
+    elif bounds:
+        j = bounds[0]
+        v.evidence.append(_bound_text(j, fit, stop, eager))
+        if fit.kind == "inconclusive":
+            return
+        v.kind = model.INCONCLUSIVE
+        v.reason = (
+            f"{_bound_text(j, fit, stop, eager)}: more than the measured depths explain, too little to call a "
+            "runaway; give it the budget (--budget) or the cap (--cap) to finish that depth"
+        )
+    elif stop is not None:
+        got = expected(series, stop.depth, fit, point_wall) if stop.depth is not None else None
+        if got is not None:
+            v.evidence.append(
+                f"{model.killed_text(stop).split(': the chain', 1)[0]}, where {_model_text(fit)} predicts "
+                f"{model.fmt_seconds(got[0])}: the kill is what the measured depths predict, not a hang"
+            )
+            return
+        v.kind, v.killed = model.RUNAWAY, True  # nothing measured below it to predict from: a hang, early
+        v.reason = f"{model.killed_text(stop)}{before}"
+    else:
+        return
+    v.key_evidence.insert(0, v.reason)
+
+
+def _measured_jumps(v: Verdict, fit: Fit) -> None:
+    """A measured point far over what the deciding model predicts from the depths below it: a cliff, or a cost
+    the deciding metric does not see. Inconclusive (a guard fails) unless a pathology already decided."""
+    jumps = [j for j in v.jumps if not j.bound]
+    if not jumps:
+        return
+    j = jumps[0]
+    grew = f" ({j.phase} grew most)" if j.phase else ""
+    line = (
+        f"depth {j.depth} takes {model.fmt_seconds(j.seconds)}{grew}: {j.ratio:.0f}x the "
+        f"{model.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} predicts"
+    )
+    v.evidence.append(line)
+    if v.kind not in (model.LINEAR, model.MILD_TRANSFORM, model.MILD_BACKWARD):
+        return
+    if fit.source == "time":
+        why = "a cliff the fitted law does not follow: measure more depths past it (--max-depth, --depths)"
+    else:
+        why = (
+            f"{fit.metric} does not see this cost, or the cost jumps there; rerun with --trust counters or "
+            "--trust time to choose"
+        )
+    v.kind, v.reason = model.INCONCLUSIVE, f"{line}: {why}"
     v.key_evidence.insert(0, v.reason)
 
 
 def _runaway_bound(v: Verdict, fit: Fit) -> None:
-    """A lower bound past the last exact depth, far over what a linear or mild model predicts there."""
+    """A deterministic lower bound (a point stopped by the counter budget) past the last exact depth, far over
+    what a linear or mild model predicts there (exact values: no noise to allow for)."""
     if fit.runaway_bound is None or v.kind == model.RUNAWAY or fit.kind not in ("linear", "mild"):
+        return
+    if fit.source == "time":  # time bounds: read as the point's wall against the model (_stopped_points)
         return
     v.kind = model.RUNAWAY
     v.reason = (
@@ -312,25 +417,54 @@ def _confident_pathology(timed: Fit, metric: Fit) -> bool:
     return timed.kind == "superlinear" and CONTRADICTING_EXPONENT <= lo and hi < P_MAX
 
 
+def _all_phases(series: Series) -> tuple[str, ...]:
+    """Every timed phase of the series' measured points, in first-seen order."""
+    seen: dict[str, None] = {}
+    for p in series.points:
+        if not p.censored:
+            seen.update(dict.fromkeys(ph for ph, t in p.times.items() if t is not None))
+    return tuple(seen)
+
+
+def _outgrows(series: Series, phases: tuple[str, ...], metric: Fit) -> bool:
+    """The summed time of ``phases`` grows :data:`CONTRADICTING_EXCESS` times more than the metric between their
+    first and deepest common depths (the cheap test before a bootstrap fit)."""
+    times = {p.depth: t for p in series.points if not p.censored and (t := time_value(p, phases))}
+    at = dict(zip(metric.depths, metric.values, strict=True))
+    common = sorted(set(times) & set(at))
+    if len(common) < 4 or not at[common[0]] or at[common[0]] <= 0:
+        return False
+    lo, hi = common[0], common[-1]
+    return times[hi] / times[lo] >= CONTRADICTING_EXCESS * at[hi] / at[lo]
+
+
 def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit, labels: dict[str, str]) -> None:
     """A deterministic reading that says healthy while time confidently says a pathology: the metric may be
-    blind to the work that grows. Inconclusive (a guard fails) unless the user says which to trust."""
-    if fit.source == "time" or fit.kind not in ("linear", "mild") or v.time_fit is None:
+    blind to the work that grows. Inconclusive (a guard fails) unless the user says which to trust. The time of
+    the classified phases is read first, then that of the whole point (work in a phase no metric covers, such as
+    the chain's own forward, grows too)."""
+    if fit.source == "time" or fit.kind not in ("linear", "mild") or v.kind == model.INCONCLUSIVE:
         return
-    if v.time_fit.kind not in ("exponential", "superlinear"):
+    candidates: list[tuple[tuple[str, ...], str]] = []
+    if v.time_fit is not None and v.time_fit.kind in ("exponential", "superlinear"):
+        candidates.append((phases, labels["time"]))
+    whole = _all_phases(series)
+    if set(whole) - set(phases) and _outgrows(series, whole, fit):
+        candidates.append((whole, f"wall time of the whole point ({'+'.join(whole)})"))
+    for timed_phases, label in candidates:
+        timed = fit_cost(series, timed_phases, "time")  # with its interval: only when it may contradict
+        if timed is None or not _confident_pathology(timed, fit):
+            continue
+        if timed_phases == phases:
+            v.time_fit = timed
+        v.kind = model.INCONCLUSIVE
+        v.reason = (
+            f"{label} grows {interval_text(timed)} while {fit.metric} reads {fit.kind}: the deterministic metric "
+            "may be blind to the work that grows; rerun with --trust counters or --trust time to choose"
+        )
+        v.key_evidence.insert(0, v.reason)
+        v.evidence.insert(0, v.reason)
         return
-    timed = fit_cost(series, phases, "time")  # with its interval: only when it may contradict
-    if timed is None or not _confident_pathology(timed, fit):
-        return
-    v.time_fit = timed
-    figure = interval_text(timed)
-    v.kind = model.INCONCLUSIVE
-    v.reason = (
-        f"{labels['time']} grows {figure} while {fit.metric} reads {fit.kind}: the deterministic metric may be "
-        "blind to the work that grows; rerun with --trust counters or --trust time to choose"
-    )
-    v.key_evidence.insert(0, v.reason)
-    v.evidence.insert(0, v.reason)
 
 
 def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, structure: Any) -> None:

@@ -210,12 +210,16 @@ def deciding_fits(
     return counter_fit, time_fit, metric_fits, "time"
 
 
+def quick_deciding_fit(series: Series) -> Fit | None:
+    """The deciding model of a series without the bootstrap (the schedule's view of the verdict's model)."""
+    counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases_of(series), quick=True)
+    return {"counters": counter_fit, "time": time_fit}.get(source) or metric_fits.get(source.split(":", 1)[-1])
+
+
 def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
     """The deciding model's cost ratio between ``depth`` and the deepest measured depth, and its figure
     (for the schedule's cap prediction: the same model that decides the verdict, without the bootstrap)."""
-    phases = phases_of(series)
-    counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases, quick=True)
-    fit = {"counters": counter_fit, "time": time_fit}.get(source) or metric_fits.get(source.split(":", 1)[-1])
+    fit = quick_deciding_fit(series)
     if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
     now, then = predict(fit, fit.depths[-1]), predict(fit, depth)

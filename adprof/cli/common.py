@@ -337,9 +337,11 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
         raise UsageError("--jobs must be at least 1")
     kw.setdefault("jobs", args.jobs)
     from adprof.analysis.classify import assess_series, predicted_growth
+    from adprof.analysis.jumps import suspect_jump
 
     kw.setdefault("predictor", predicted_growth)
     kw.setdefault("assess", assess_series)
+    kw.setdefault("suspect", suspect_jump)
     kw.setdefault("cap_given", bool(getattr(args, "cap_given", False)))
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 

@@ -97,6 +97,8 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
     notes: list[str] = []
     if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
         specs = cmd_specs(args, depths=args.depths or DEFAULT_DEPTHS)
+        for spec in specs:  # a guard measures every one of its depths
+            spec.required_depths = tuple(spec.depths or ())
     else:
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
         specs = guard_specs(metas, backends_arg(args.backend), args.profile, args.mode, args.depths, notes)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP, DEFAULT_COUNTER_BUDGET
-from adprof.model import Fit, Series
+from adprof.model import Fit, Point, Series
 
 DEFAULT_BUDGET = 60.0
 DEFAULT_TIMEOUT_FACTOR = 4.0
@@ -46,6 +46,9 @@ class MeasureConfig:
     #: The deciding time fit of a series, for the time schedule (``assess(series, full)``; ``full``: with the
     #: bootstrap, as the verdict will be; else the point estimate and profile interval): None when it has none.
     assess: Callable[[Series, bool], Fit | None] | None = field(default=None, repr=False, compare=False)
+    #: Whether a measured point jumped far over what the deciding model predicts from ``series`` so far
+    #: (``suspect(series, point)``): it is then re-measured to confirm it (a one-off slow run is no jump).
+    suspect: Callable[[Series, Point], bool] | None = field(default=None, repr=False, compare=False)
 
     @property
     def deadline(self) -> float | None:

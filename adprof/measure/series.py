@@ -58,9 +58,14 @@ from adprof.model import (
     cost_phases,
     fit_figure,
     series_label,
+    time_value,
 )
 
 MIN_CALLS = 3
+#: Re-runs of a point that jumped far over its prediction, to tell a jump from a one-off slow run (one agreeing
+#: re-run confirms a point of at least CONFIRM_SLOW seconds: interference is short).
+CONFIRM_RUNS = 2
+CONFIRM_SLOW = 1.0
 #: How the times of a counted series (a chain under --metric instructions) are taken.
 COUNTED_FIELDS = {"statistic": "one counted run per phase after a warm-up (callgrind)", "clock": NOMINAL_CLOCK}
 PREDICT_MARGIN = 1.2  # a point predicted within 20 % of the cap is not run (timing noise)
@@ -94,6 +99,8 @@ class SeriesSpec:
     cap: float | None = None  # the chain's own per-phase cap (used when --cap is not given)
     cost_phases: tuple[str, ...] = ()  # the chain's classified phases (empty: the mode's)
     repeats: int | None = None  # the chain's exact repeats per timed phase (None: the repeat policy)
+    #: Depths the series must measure, each one (a guard's fixed depths: Series.planned_depths).
+    required_depths: tuple[int, ...] = ()
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -116,6 +123,7 @@ class SeriesSpec:
             params=dict(self.params),
             axis=self.axis,
             classified_phases=list(self.cost_phases),
+            planned_depths=list(self.required_depths),
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
@@ -328,6 +336,9 @@ class _SeriesRun:
             return False
         pt = point_from_dict(ans["point"])
         pt.wall_seconds = self.walls[-1]
+        if cfg.suspect is not None and cfg.suspect(self.series, pt):
+            pt = self._confirm(req, pt)
+            self.walls[-1] = pt.wall_seconds or self.walls[-1]
         self.unspent += self._unspent(pt)
         self.series.points.append(pt)
         oc = over_cap(pt, cfg.cap)
@@ -335,6 +346,34 @@ class _SeriesRun:
             self.series.stop = Stop(StopReason.CAP, after=depth, phase=oc[0], seconds=oc[1], limit=cfg.cap)
             return False
         return True
+
+    def _confirm(self, req: dict[str, Any], pt: Point) -> Point:
+        """Re-measure a point that jumped far over its prediction (at most :data:`CONFIRM_RUNS` more runs, while the
+        budget allows): a one-off slow run (load, a lazy import) does not repeat, a jump does. The fastest run is
+        kept, with every run's wall time in ``confirm_walls``."""
+        runs, cfg = [pt], self.cfg
+        for _ in range(CONFIRM_RUNS):
+            wall = pt.wall_seconds or 0.0
+            if self.deadline_passed() or self.left() < ESTIMATE_MARGIN * wall:
+                break
+            self.say(f"depth {pt.depth} (confirming a jump)")
+            t0 = time.monotonic()
+            try:
+                ans = self.worker.request(req, cfg.timeout, None, self.hard_deadline)
+            except (WorkerTimeout, WorkerCrashed):  # the first run stands; the worker restarts for the next point
+                break
+            if not ans.get("ok"):
+                break
+            again = point_from_dict(ans["point"])
+            again.wall_seconds = time.monotonic() - t0
+            runs.append(again)
+            if cfg.suspect is None or not cfg.suspect(self.series, again):
+                break
+            if again.wall_seconds >= CONFIRM_SLOW:  # two slow runs agree: interference is not seconds long twice
+                break
+        kept = min(runs, key=lambda p: time_value(p, list(p.times)) or math.inf)
+        kept.confirm_walls = [r.wall_seconds or 0.0 for r in runs]
+        return kept
 
     def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:
         """The worker was killed: at its own timeout (a hang: a ``killed`` point, a finding), or at the
@@ -352,16 +391,16 @@ class _SeriesRun:
             return
         if to.by_deadline and to.limit < self.cfg.timeout:
             runaway = exact and to.elapsed < cap and self._far_over_prediction(depth, to)
-            if to.elapsed < cap and not runaway:  # not over the cap: nothing known about this depth
+            if to.elapsed < cap and not runaway:  # not over the cap: a lower bound, which the verdict reads
+                if exact:
+                    series.points.append(self._bound(depth, to, CensorReason.BUDGET))
                 series.stop = Stop(StopReason.BUDGET, after=last if exact else None, seconds=to.total, **where)
                 return
             if runaway:
-                series.points.append(
-                    _censored_point(depth, to.phase, to.elapsed, CensorReason.BUDGET, status=PointStatus.KILLED)
-                )
+                series.points.append(self._bound(depth, to, CensorReason.BUDGET, PointStatus.KILLED))
                 series.stop = Stop(StopReason.RUNAWAY, after=last, seconds=to.total, **where)
                 return
-            series.points.append(_censored_point(depth, to.phase, to.elapsed, CensorReason.BUDGET))
+            series.points.append(self._bound(depth, to, CensorReason.BUDGET))
             series.stop = Stop(StopReason.CENSORED, after=last, seconds=to.total, limit=cap, **where)
             return
         if not exact:
@@ -370,9 +409,19 @@ class _SeriesRun:
             hang = "no depth finished (the chain hangs or is far too slow)"
             series.error = f"{why}{call} after the {to.limit:.1f} s timeout; {hang}"
             return
-        pt = _censored_point(depth, to.phase, to.elapsed, CensorReason.TIMEOUT, status=PointStatus.KILLED)
-        series.points.append(pt)
+        series.points.append(self._bound(depth, to, CensorReason.TIMEOUT, PointStatus.KILLED))
         series.stop = Stop(StopReason.TIMEOUT, after=last, seconds=to.elapsed, limit=to.limit, **where)
+
+    def _bound(
+        self, depth: int, to: WorkerTimeout, reason: CensorReason, status: PointStatus = PointStatus.CENSORED
+    ) -> Point:
+        """The lower bound left by a point that was stopped: its phase's seconds, the wall time of the whole
+        request until then, and the calls it was asked for (eager: its wall per call is a lower bound too)."""
+        pt = _censored_point(depth, to.phase, to.elapsed, reason, status=status)
+        pt.wall_seconds = to.total
+        exact = [p for p in self.series.points if not p.censored]
+        pt.calls = self.calls if self.spec.mode == "eager" else (exact[-1].calls if exact else None)
+        return pt
 
     def _far_over_prediction(self, depth: int, to: WorkerTimeout) -> bool:
         """The killed point ran at least a second and RUNAWAY_FACTOR times what its depth predicts
