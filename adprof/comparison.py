@@ -307,6 +307,16 @@ def compare_reports(
     if loose:
         n = sum(bool(c.matched_without) for c in changes)
         notes.append(f"{n} series paired without their {' and '.join(loose)} (each the only one of its name there)")
+    undecided = [
+        c
+        for c in changes
+        if c.before is not None and c.after is not None and model.INCONCLUSIVE in (c.before.verdict, c.after.verdict)
+    ]
+    if undecided:
+        notes.append(
+            f"{len(undecided)} series not compared: inconclusive in one report (its data could not decide: that report "
+            "says why)"
+        )
     vb, va = report_versions(base), report_versions(new)
     if not vb or not va:
         which = " and ".join(w for w, v in (("the base", vb), ("the new", va)) if not v)

@@ -206,6 +206,15 @@ def test_sweep_values_are_part_of_the_key():
     assert sorted(c.state.value for c in compare_results(base, new)) == ["gone", "new"]
 
 
+def test_the_series_not_compared_are_counted_in_a_note():
+    base = report(result("mul", model.EXPONENTIAL_TRANSFORM, 2.0), result("sin", model.LINEAR, 1.0))
+    new = report(result("mul", model.INCONCLUSIVE, 1.0), result("sin", model.LINEAR, 1.0))
+    c = compare_reports(base, new)
+    assert [ch.state for ch in c.changes] == [State.UNCHANGED, State.UNCHANGED]
+    assert "1 series not compared: inconclusive in one report" in " ".join(c.notes)
+    assert not any("not compared" in n for n in compare_reports(base, base).notes)
+
+
 def test_versions_before_and_after():
     base = report(result(), versions={"adprof": "0.1.0", "torch": "2.12.0"})
     new = report(result(), versions={"adprof": "0.1.0", "torch": "2.13.0", "numpy": "2.4.6"})
