@@ -25,6 +25,7 @@ import time
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from adprof.analysis.costs import assess_series, predicted_growth
 from adprof.analysis.jumps import expected, unconfirmed_jumps
 from adprof.backends import check_backend
 from adprof.chain import as_chain
+from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, pair_results
 from adprof.measure import MeasureConfig, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, plan_series
@@ -128,19 +130,47 @@ class GuardCheck:
     limit: str  # e.g. "max base 1.10"
     reason: str  # one line
     metric: str = ""
+    #: Where the limits came from with ``--baseline``: the baseline's reading of this series, or why the normal
+    #: limits apply ("not in the baseline"); "" without a baseline.
+    baseline: str = ""
 
     @property
     def label(self) -> str:
         return self.result.series.label
 
+    def evidence_lines(self) -> list[str]:
+        """The evidence of this check: limit against measured, the cost per depth, the verdict's evidence, the
+        cause and the remedies (what a failure shows)."""
+        v = self.result.verdict
+        lines = [f"{self.label}: {v.kind}" + (f" ({self.metric})" if self.metric else "")]
+        if self.baseline:
+            lines.append("  baseline   " + self.baseline)
+        lines.append("  - limit    " + self.limit)
+        lines.append("  + measured " + self.measured)
+        lines.append("  depth  cost")
+        for d, val in _cost_rows(self.result):
+            lines.append(f"  {d:5d}  {val:.6g}")
+        lines.extend(f"  evidence: {e}" for e in v.evidence[:4])
+        if v.cause:
+            lines.append(f"  cause: {v.cause}")
+        lines.extend(f"  remedy: {r}" for r in v.remedies[:3])
+        return lines
+
 
 @dataclass
 class GuardReport:
+    """The guard's outcome: one check per series (and the report that decided them, for the API)."""
+
     checks: list[GuardCheck] = field(default_factory=list)
+    report: Report | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[GuardCheck]:
+        return [c for c in self.checks if not c.ok]
 
     def text(self) -> str:
         """A readable diff of limit vs measured, with the evidence of failures."""
@@ -148,21 +178,19 @@ class GuardReport:
         for c in self.checks:
             mark = "ok  " if c.ok else "FAIL"
             lines.append(f"{mark} {c.label}: {c.measured} (limit: {c.limit}) - {c.reason}")
-        failing = [c for c in self.checks if not c.ok]
-        for c in failing:
-            v = c.result.verdict
+        for c in self.failures:
             lines.append("")
-            lines.append(f"{c.label}: {v.kind}" + (f" ({c.metric})" if c.metric else ""))
-            lines.append("  - limit    " + c.limit)
-            lines.append("  + measured " + c.measured)
-            lines.append("  depth  cost")
-            for d, val in _cost_rows(c.result):
-                lines.append(f"  {d:5d}  {val:.6g}")
-            lines.extend(f"  evidence: {e}" for e in v.evidence[:4])
-            if v.cause:
-                lines.append(f"  cause: {v.cause}")
-            lines.extend(f"  remedy: {r}" for r in v.remedies[:3])
+            lines.extend(c.evidence_lines())
         return "\n".join(lines)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """In a notebook: the diff as text (the report's HTML with it when there is one)."""
+        bundle = {"text/plain": self.text()}
+        if self.report is not None:
+            from adprof.render.html import render_html_fragment
+
+            bundle["text/html"] = f"<pre>{escape(self.text())}</pre>" + render_html_fragment(self.report)
+        return bundle
 
 
 def _cost_rows(result: Result) -> list[tuple[int, float]]:
@@ -227,17 +255,11 @@ def tolerance_for(result: Result) -> float:
     return 0.0 if fit is not None and fit.source in ("counters", "metric") else TIME_TOLERANCE
 
 
-def check_result(
-    result: Result, limits: GuardLimits, tolerance: float = 0.0, budget: float | None = None
-) -> GuardCheck:
-    """Compare one classified result with the limits (``tolerance`` widens them, time-only). A planned depth that
-    was not measured fails (``budget``: the run's, for the advice on how much more would measure it)."""
+def _undecided(result: Result, limits: GuardLimits, limit: str, budget: float | None = None) -> GuardCheck | None:
+    """The failing check of a result without a growth to compare (a hang, an error, a planned depth not
+    measured, inconclusive, a runaway), else None (``budget``: the run's, for the advice on how much more would
+    measure a missing depth)."""
     v = result.verdict
-    max_base = limits.max_base * (1 + tolerance)
-    max_exp = limits.max_exponent * (1 + tolerance)
-    limit = f"max base {limits.max_base:.2f}, max exponent {limits.max_exponent:.2f}"
-    if tolerance:
-        limit += f" (+{tolerance:.0%} for wall time)"
     metric = v.metric or ""
     if v.killed and v.kind != model.ERROR:  # a hang fails the guard whatever the depths before it read
         stop = result.series.killed
@@ -255,7 +277,29 @@ def check_result(
     if v.kind == model.RUNAWAY:
         why = v.reason or "a point ran past its cap"
         return GuardCheck(result, limits, False, "runaway", limit, why, metric)
-    if v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
+    return None
+
+
+def _is_exponential(kind: str) -> bool:
+    return kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)
+
+
+def check_result(
+    result: Result, limits: GuardLimits, tolerance: float = 0.0, budget: float | None = None
+) -> GuardCheck:
+    """Compare one classified result with the limits (``tolerance`` widens them, time-only). A planned depth that
+    was not measured fails (``budget``: the run's, for the advice on how much more would measure it)."""
+    v = result.verdict
+    max_base = limits.max_base * (1 + tolerance)
+    max_exp = limits.max_exponent * (1 + tolerance)
+    limit = f"max base {limits.max_base:.2f}, max exponent {limits.max_exponent:.2f}"
+    if tolerance:
+        limit += f" (+{tolerance:.0%} for wall time)"
+    metric = v.metric or ""
+    failed = _undecided(result, limits, limit, budget)
+    if failed is not None:
+        return failed
+    if _is_exponential(v.kind):
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
         return GuardCheck(
@@ -278,6 +322,53 @@ def check_result(
         f"{v.kind}: cost ~ depth^{exponent:.2f}" + ("" if ok else f" > {max_exp:.2f}"),
         metric,
     )
+
+
+def check_against_baseline(
+    result: Result,
+    base: Result | None,
+    limits: GuardLimits,
+    tolerance: float = DEFAULT_TOLERANCE,
+    where: str = "the baseline",
+    budget: float | None = None,
+) -> GuardCheck:
+    """Compare one result with its baseline's own figures: its verdict may not be worse (:data:`SEVERITY`), and
+    its base or exponent may not exceed the baseline's interval top + ``tolerance``. A series absent from the
+    baseline, or whose baseline reading has no figures (inconclusive, an error, a runaway), gets ``limits``
+    (the normal ones), and its check says so."""
+    if base is None:
+        normal = check_result(result, limits, tolerance_for(result), budget)
+        normal.baseline = f"not in {where}: the normal limits"
+        return normal
+    before, after = Side.of(base), Side.of(result)
+    rank_before = SEVERITY.get(before.verdict)
+    if rank_before is None or before.span() is None:
+        normal = check_result(result, limits, tolerance_for(result), budget)
+        normal.baseline = f"{where} reads {before.verdict}, without figures: the normal limits"
+        return normal
+    _, hi = before.span()  # type: ignore[misc]
+    what = "base" if before.rate_kind == "base" else "exponent"
+    top = hi + tolerance
+    limit = f"{where}'s {before.verdict} {before.growth}: {what} at most {top:.2f} (top {hi:.2f} + {tolerance:g})"
+    reading = f"{where}: {before.verdict} {before.growth}".rstrip()
+    failed = _undecided(result, limits, limit, budget)
+    if failed is not None:
+        failed.baseline = reading
+        return failed
+    v, metric = result.verdict, result.verdict.metric or ""
+    measured = f"base {after.rate:.2f} per layer" if after.rate_kind == "base" and after.rate is not None else ""
+    if not measured:
+        measured = f"exponent {after.rate if after.rate is not None else 1.0:.2f}"
+    rank_after = SEVERITY[v.kind]
+    if rank_after != rank_before:
+        ok = rank_after < rank_before
+        why = f"{v.kind}: {'better' if ok else 'worse'} than the baseline's {before.verdict}"
+        return GuardCheck(result, limits, ok, measured, limit, why, metric, reading)
+    if after.rate is None or after.rate_kind != before.rate_kind:
+        return GuardCheck(result, limits, True, measured, limit, f"{v.kind}: as in the baseline", metric, reading)
+    ok = after.rate <= top
+    why = f"{v.kind}: {what} {after.rate:.2f}" + (f" <= {top:.2f}" if ok else f" > {top:.2f}")
+    return GuardCheck(result, limits, ok, measured, limit, why, metric, reading)
 
 
 def guard_config(**overrides: Any) -> MeasureConfig:
@@ -315,9 +406,25 @@ def guard_specs(
     return specs
 
 
-def guard_checks(report: Report, limits: GuardLimits) -> GuardReport:
-    """Every decided result of ``report`` against the limits."""
-    return GuardReport([check_result(r, limits, tolerance_for(r), report.budget_seconds) for r in report.results])
+def guard_checks(
+    report: Report,
+    limits: GuardLimits,
+    baseline: Report | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    baseline_name: str = "the baseline",
+) -> GuardReport:
+    """Every decided result of ``report`` against the limits, or, with a ``baseline`` report, against the
+    baseline's own figures of the same series (paired as ``adprof compare`` pairs them; ``limits`` for the
+    series it does not have)."""
+    budget = report.budget_seconds
+    if baseline is None:
+        checks = [check_result(r, limits, tolerance_for(r), budget) for r in report.results]
+        return GuardReport(checks, report=report)
+    base_of = {id(n): b for b, n, _ in pair_results(baseline.results, report.results) if n is not None}
+    checks = [
+        check_against_baseline(r, base_of.get(id(r)), limits, tolerance, baseline_name, budget) for r in report.results
+    ]
+    return GuardReport(checks, report=report)
 
 
 def target_of(chain: Any) -> str:

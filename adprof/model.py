@@ -290,6 +290,9 @@ class Series:
     schedule_end: ScheduleEnd | None = None
     #: Time-decided series: the deepest depth the schedule was allowed (after extending it while it was open).
     deepest_allowed: int | None = None
+    #: Versions of the packages the backend measured with, read where the series ran (``{"adprof": "0.1.0",
+    #: "numpy": "2.4.6", "torch": "2.13.0+cpu"}``); empty when not measured.
+    versions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):

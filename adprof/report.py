@@ -94,6 +94,18 @@ def build_report(
     )
 
 
+def measured_versions(series: Sequence[Series]) -> dict[str, str]:
+    """The versions of the packages the series were measured with, one per package (several measured with
+    different versions, e.g. on two machines: ``"2.12.0, 2.13.0"``), adprof first, then sorted by name."""
+    seen: dict[str, list[str]] = {}
+    for s in series:
+        for name, version in s.versions.items():
+            if version not in seen.setdefault(name, []):
+                seen[name].append(version)
+    order = sorted(seen, key=lambda n: (n != "adprof", n))
+    return {n: ", ".join(seen[n]) for n in order}
+
+
 class MergeError(ValueError):
     """Reports that do not merge into one (two copies of a shard, shards of different plans): one line."""
 
@@ -161,6 +173,15 @@ def fmt_growth(result: Result) -> str:
     """The deciding model's figure: ``x2.01/layer``, ``d^1.72 [1.55, 1.90]`` (time: with its interval),
     ``flat`` for a cost that does not grow at all, ``-`` without a model."""
     return result.verdict.interval_text or "-"
+
+
+def decided_by(result: Result) -> str:
+    """What decided the verdict: ``counters``, the deciding metric's name (``python_calls``) or ``time`` (``-``
+    without a deciding model)."""
+    fit = result.verdict.fit
+    if fit is None:
+        return "-"
+    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
 
 
 def one_line_reason(result: Result) -> str:
@@ -244,11 +265,13 @@ __all__ = [
     "backend_label",
     "build_report",
     "chain_label",
+    "decided_by",
     "depth_reached",
     "fmt_growth",
     "one_line_reason",
     "machine_host",
     "machine_text",
+    "measured_versions",
     "merge_reports",
     "several_machines",
     "worst_time_text",

@@ -21,6 +21,13 @@ EXTRA_OF = {
     "dask": "dask",
     "distributed": "dask",
     "matplotlib": "plot",
+    "cloudpickle": "notebook",
+    "IPython": "notebook",
+    "nbclient": "dev",
+    "nbformat": "dev",
+    "ipykernel": "dev",
+    "junitparser": "dev",
+    "markdown_it": "dev",
 }
 
 

@@ -23,13 +23,17 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.measure", "measure"),
     ("adprof.analysis", "analysis"),
     ("adprof.report", "report"),
+    ("adprof.comparison", "report"),  # two reports compared: reads results as the report's labels do
     ("adprof.render", "render"),
     ("adprof.flame", "flame"),
     ("adprof.guard", "guard"),
+    ("adprof.guard_render", "guard"),  # the guard's JUnit XML and Markdown
     ("adprof.pytest_plugin", "guard"),
     ("adprof.cli", "cli"),
     ("adprof.__main__", "cli"),
-    ("adprof", "api"),
+    ("adprof.api", "api"),  # adprof.check / adprof.guard: the command line's pipeline, as a library
+    ("adprof.notebook", "api"),  # %load_ext adprof, %%adprof
+    ("adprof", "api"),  # the package: chain and load_chains at import, the API lazily (test_package_import_is_light)
 )
 
 #: The layers each layer may import (its own layer is always allowed, see RENDER_PEERS for render).
@@ -43,9 +47,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "report": frozenset({"model", "analysis"}),
     "render": frozenset({"model", "report"}),  # renderers read the report; they never analyse
     "flame": frozenset({"model", "chain"}),
-    "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report"}),
-    "api": frozenset({"model", "chain"}),
+    "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
     "cli": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard"}),
+    "api": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "guard", "cli"}),
 }
 
 #: Renderers do not import each other, except these (the package __init__ re-exports its modules).

@@ -22,6 +22,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 from adprof.backends.base import INSTALL_HINT, Backend
 from adprof.backends.builtin import BUILTIN_BACKENDS
+from adprof.constants import __version__
 
 ENTRY_POINT_GROUP = "adprof.backends"
 
@@ -147,6 +148,17 @@ BACKEND_REQUIRES: Mapping[str, tuple[str, ...]] = DeclarationTable("requires")
 BACKENDS: dict[str, str] = {name: cls.implementation for name, cls in BUILTIN_BACKENDS.items()}
 
 
+def backend_versions(name: str) -> dict[str, str]:
+    """adprof's version and those of the packages backend ``name`` measures with (``numpy``, ``jax``, ``jaxlib``,
+    ...; read from their metadata, nothing imported), for :attr:`adprof.model.Series.versions`."""
+    out = {"adprof": __version__}
+    try:
+        out.update(backend_declaration(name).versions())
+    except UnknownBackendError:  # --cmd (a program) or a plugin that does not load: adprof's own only
+        pass
+    return out
+
+
 def series_fields(name: str, mode: str) -> dict[str, object]:
     """The series-level fields (``deciding_metrics``, ``lower_bound_metrics``, ``metric_notes``, ``statistic``,
     ``clock``) backend ``name`` declares for ``mode`` (empty when the backend is unknown or broken: the error is
@@ -170,6 +182,7 @@ __all__ = [
     "BrokenBackendError",
     "UnknownBackendError",
     "backend_declaration",
+    "backend_versions",
     "check_backend",
     "get_backend",
     "known_backends",

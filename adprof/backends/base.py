@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import contextlib
 import cProfile
+import functools
 import gc
+import importlib.metadata
 import importlib.util
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -240,6 +242,15 @@ def installed(module: str) -> bool:
 # --------------------------------------------------------------------------- the interface
 
 
+@functools.cache
+def distribution_version(name: str) -> str | None:
+    """The installed version of distribution ``name`` (``jax``, ``array_api_compat``), or None."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 class Backend:
     """An autodiff engine adprof can measure. Subclass it, fill the declarations, implement
     :meth:`measure_point`; register it under the entry-point group ``adprof.backends``.
@@ -275,6 +286,8 @@ class Backend:
     metric_notes: ClassVar[Mapping[str, Mapping[str, str]]] = {}
     requires: ClassVar[tuple[str, ...]] = ()
     install_hint: ClassVar[str] = ""
+    #: The distributions whose versions name the engine measured (recorded in every series; None: ``requires``).
+    distributions: ClassVar[tuple[str, ...] | None] = None
     statistic: ClassVar[str] = REPEATS.describe()
     clock: ClassVar[str] = CLOCK
     depths: ClassVar[tuple[int, ...] | None] = (8, 16, 32, 64, 128)
@@ -290,6 +303,12 @@ class Backend:
     def missing_packages(self) -> list[str]:
         """Packages of :attr:`requires` that cannot be imported here."""
         return [m for m in self.requires if not installed(m)]
+
+    def versions(self) -> dict[str, str]:
+        """Installed versions of :attr:`distributions` (else :attr:`requires`), from their metadata (nothing is
+        imported); a distribution that is not installed is left out."""
+        names = self.requires if self.distributions is None else self.distributions
+        return {n: v for n in names if (v := distribution_version(n)) is not None}
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
         """Raise ``ValueError`` (one line) for a mode or profile this backend does not have."""
@@ -375,6 +394,7 @@ __all__ = [
     "RepeatPolicy",
     "UnsupportedOpError",
     "count_python_calls",
+    "distribution_version",
     "installed",
     "lower_quartile",
     "measure_phase",

@@ -70,6 +70,7 @@ class EngineBackend(ModuleBackend):
     deciding_metrics = {"traced": (), "eager": ()}  # its engine counters (Point.counters) decide
     metric_notes = {}
     statistic = "single run per phase (run and warm eager calls: lower quartile); the engine's counters decide"
+    distributions = ("numpy",)  # adprof's own engine, on numpy (every series records adprof's version too)
     depths = None
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
@@ -109,6 +110,7 @@ class JaxBackend(ModuleBackend):
         "eager": {},
     }
     requires = ("jax", "jaxlib")
+    distributions = ("jax", "jaxlib", "numpy")
     install_hint = INSTALL_HINT
     #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
     instruction_modes = ("compile",)
@@ -189,6 +191,7 @@ class TorchBackend(ModuleBackend):
     #: ~40 s: a 1.5 s cap would stop every series at its first depth.
     caps = {"compile": 60.0}
     requires = ("torch", "array_api_compat")
+    distributions = ("torch", "array_api_compat", "numpy")
     install_hint = INSTALL_HINT
     #: the C++ autograd engine's backward counted under callgrind
     instruction_modes = ("eager",)
@@ -205,6 +208,7 @@ class AutogradBackend(ModuleBackend):
     deciding_metrics = {"eager": ("python_calls",)}
     metric_notes = {"eager": {}}
     requires = ("autograd",)
+    distributions = ("autograd", "numpy")
     install_hint = INSTALL_HINT
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
     instruction_modes = ("eager",)
@@ -235,6 +239,7 @@ class TinygradBackend(ModuleBackend):
         },
     }
     requires = ("tinygrad",)
+    distributions = ("tinygrad", "numpy")
     install_hint = INSTALL_HINT
 
 
@@ -243,6 +248,7 @@ class CmdBackend(ModuleBackend):
     the JSON protocol (docs/native.md); its points are run by the series loop."""
 
     name = "cmd"
+    distributions = ()  # a program: adprof knows nothing of what it links
     implementation = "adprof.backends.cmd"
     modes = ("traced", "eager")
     phases = {

@@ -231,6 +231,30 @@ class Chain:
             "declared_depths": self.declared_depths,
         }
 
+    def decorator_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`chain` that make this chain again from its function (a swept chain's,
+        not a variant's: a variant is its swept chain's ``variant(**params)``)."""
+        opts: dict[str, Any] = {
+            "name": self.name,
+            "dtype": self.dtype,
+            "reuse": self.reuse,
+            "depths": tuple(self.depths),
+            "modes": {b: tuple(m) for b, m in self.backend_modes.items()} or tuple(self.modes),
+            "description": self.description,
+            "sweep": {k: list(v) for k, v in self.sweep.items()} or None,
+            "seed": self.seed,
+            "axis": self.axis,
+            "adaptive": self.adaptive,
+            "cap": self.cap,
+            "cost_phases": tuple(self.cost_phases) or None,
+            "repeats": self.repeats,
+        }
+        if self.input is None:
+            opts["input_shape"] = tuple(self.input_shape)
+        else:
+            opts["input"] = self.input
+        return opts
+
     def modes_on(self, backend: str) -> tuple[str, ...]:
         """The modes to probe on ``backend`` (empty when the chain is not for it)."""
         if not self.backend_modes:

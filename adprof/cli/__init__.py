@@ -1,5 +1,5 @@
-"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame`` and ``report`` (one
-module each).
+"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame``, ``report`` and ``compare``
+(one module each).
 
 Exit status (all subcommands):
 
@@ -26,11 +26,11 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
-from adprof.cli import check, flame, guard, halve, ratio, report
+from adprof.cli import check, compare, flame, guard, halve, ratio, report
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -49,9 +49,16 @@ from adprof.util import procs
 from adprof.util.text import terminal_safe
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of ``adprof``."""
-    parser = argparse.ArgumentParser(
+class _RaisingParser(argparse.ArgumentParser):
+    """A parser whose errors raise :class:`UsageError` (one line) instead of exiting: the library's commands."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The argparse parser of ``adprof`` (``parser_class``: of it and its subcommands' parsers)."""
+    parser = parser_class(
         prog="adprof",
         description="Find autodiff cost pathologies: exponential transform blowup, superlinear "
         "per-backward cost, or neither, and what to do about it.",
@@ -60,9 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"adprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, ratio, halve, guard, flame, report):
+    for command in (check, ratio, halve, guard, flame, report, compare):
         command.add_parser(sub)
     return parser
+
+
+def parse_command(argv: Sequence[str]) -> argparse.Namespace:
+    """``adprof ARGV`` parsed as the command line parses it, with its options checked (output paths, lists);
+    a bad option raises :class:`UsageError` (one line) instead of exiting. What :mod:`adprof.api` runs."""
+    args = build_parser(_RaisingParser).parse_args(list(argv))
+    if args.command is None or args.command == "flame":
+        raise UsageError(f"not a command the library runs: {' '.join(argv)!r}")
+    args.started = time.monotonic()
+    check_options(args)
+    return args
 
 
 def _safe_streams() -> None:
@@ -129,7 +147,8 @@ def _interrupted(exc: BaseException, args: argparse.Namespace | None, start: flo
     """One line, the (empty) report files when the command had not written them yet, 130/143/129."""
     name = getattr(exc, "signal_name", "SIGINT")
     secs = time.monotonic() - start if start is not None else 0.0
-    if args is not None and not getattr(args, "outputs_written", False) and (args.json or getattr(args, "html", None)):
+    wanted = args is not None and any(getattr(args, o, None) for o in ("json", "html", "markdown"))
+    if args is not None and not getattr(args, "outputs_written", False) and wanted:
         try:
             from adprof.render.console import SafeConsole
             from adprof.report import build_report
@@ -174,4 +193,4 @@ def _main(argv: list[str]) -> int:
         return EXIT_INTERNAL
 
 
-__all__ = ["build_parser", "exit_code", "main"]
+__all__ = ["build_parser", "exit_code", "main", "parse_command"]

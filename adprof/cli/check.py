@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from rich.console import Console
+
 from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
@@ -25,6 +27,7 @@ from adprof.cli.instructions import apply_default_budget, counted_specs
 from adprof.cli.run import make_report, measure_specs, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
 from adprof.measure.plan import load_targets, plan_series
+from adprof.model import Report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,9 +54,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(run=cmd_check)
 
 
-def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """``adprof check``: measure, classify, render; returns the exit status."""
-    out, err = consoles(args)
+def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) -> tuple[Report, str | None]:
+    """Load, plan, measure (in supervised workers) and decide what ``args`` asks for: the report of ``adprof
+    check`` before any rendering, and the signal that interrupted the measuring (None: it ran to the end).
+    The one path of ``adprof check`` and of :func:`adprof.check`."""
     check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
     budget_note = apply_default_budget(args, argv)
@@ -81,9 +85,16 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if executor is not None:
             report.environment["executor"] = executor.describe()
     report.shard = shard
+    return report, measured.interrupted
+
+
+def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``adprof check``: measure, classify, render; returns the exit status."""
+    out, err = consoles(args)
+    report, interrupted = check_report(args, argv, err)
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     render_report(report, out, verbose=args.verbose)
     report_errors(report, err)
-    return finish(report, args, err, measured.interrupted, exit_code(report) if written else EXIT_BAD_INPUT)
+    return finish(report, args, err, interrupted, exit_code(report) if written else EXIT_BAD_INPUT)

@@ -9,7 +9,7 @@ import platform
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,24 +118,44 @@ def run_inputs(args: argparse.Namespace) -> list[str]:
     return files
 
 
+#: Outputs that ``-`` may send to stdout (one of them at a time; the tables then go to stderr).
+STDOUT_OUTPUTS = ("--json", "--markdown")
+#: Output options of some commands beside the report's renderers: (option, suffixes).
+OTHER_OUTPUTS: tuple[tuple[str, tuple[str, ...] | None], ...] = (("--junit", (".xml",)),)
+
+
 def check_outputs(args: argparse.Namespace, outputs: Sequence[tuple[str, str | None, Sequence[str] | None]]) -> None:
     """Every output path of a command checked before measuring (:func:`adprof.util.files.check_output_path`):
     ``(option, path, suffixes)``; raises :class:`UsageError` (one line, exit 2)."""
     inputs = run_inputs(args)
     others = [(option, path) for option, path, _ in outputs]
+    to_stdout = [option for option, path, _ in outputs if path == "-" and option in STDOUT_OUTPUTS]
+    if len(to_stdout) > 1:
+        raise UsageError(f"{' and '.join(to_stdout)} both ask for stdout ('-'): give one of them a file")
     for option, path, suffixes in outputs:
         try:
-            check_output_path(option, path, suffixes, inputs=inputs, others=others, stdout_ok=option == "--json")
+            check_output_path(option, path, suffixes, inputs=inputs, others=others, stdout_ok=option in STDOUT_OUTPUTS)
         except OutputPathError as exc:
             raise UsageError(exc.message) from None
+
+
+def output_paths(args: argparse.Namespace) -> list[tuple[str, str | None, Sequence[str] | None]]:
+    """``(option, path, suffixes)`` of every output option ``args`` has (the renderers' and :data:`OTHER_OUTPUTS`)."""
+    from adprof.render import FILE_RENDERERS
+
+    outputs = [(r.option, getattr(args, r.option.lstrip("-"), None), r.suffixes) for r in FILE_RENDERERS]
+    return outputs + [(option, getattr(args, option.lstrip("-"), None), suffixes) for option, suffixes in OTHER_OUTPUTS]
+
+
+def stdout_output(args: argparse.Namespace) -> bool:
+    """An output goes to stdout (``--json -``, ``--markdown -``): the tables then go to stderr."""
+    return any(getattr(args, option.lstrip("-"), None) == "-" for option in STDOUT_OUTPUTS)
 
 
 def check_options(args: argparse.Namespace) -> None:
     """Every option that can be checked without loading anything (output paths, empty lists): bad input
     is one line and exit 2 before any measuring."""
-    from adprof.render import FILE_RENDERERS
-
-    check_outputs(args, [(r.option, getattr(args, r.option.lstrip("-"), None), r.suffixes) for r in FILE_RENDERERS])
+    check_outputs(args, output_paths(args))
     for option in ("backend", "mode", "profile"):
         value = getattr(args, option, None)
         if isinstance(value, str) and not csv_list(value):
@@ -160,6 +180,17 @@ def positive_arg(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
     if not (x > 0 and math.isfinite(x)):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+    return x
+
+
+def tolerance_arg(value: str) -> float:
+    """A rate tolerance: a finite number >= 0."""
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}") from None
+    if not (x >= 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
     return x
 
 
@@ -219,6 +250,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
     p.add_argument(
         "--json", metavar="PATH|-", help="write the report as JSON (- for stdout; the tables then go to stderr)"
     )
+    add_markdown_option(p)
     p.add_argument(
         "--verbose",
         "-v",
@@ -232,6 +264,16 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         default=None,
         help="when a deterministic metric reads healthy but wall time confidently grows (the metric may be "
         "blind to the work), decide on this one (default: neither; the verdict is inconclusive)",
+    )
+
+
+def add_markdown_option(p: argparse.ArgumentParser, what: str = "the summary") -> None:
+    """``--markdown PATH|-``: a compact GitHub-flavoured table for a CI step summary or a pull-request comment."""
+    p.add_argument(
+        "--markdown",
+        metavar="PATH|-",
+        help=f"write {what} as a GitHub Markdown table, for a CI step summary or a pull-request comment "
+        '(- for stdout: append it with >> "$GITHUB_STEP_SUMMARY")',
     )
 
 
@@ -266,12 +308,12 @@ def add_cmd_options(p: argparse.ArgumentParser) -> None:
 
 
 def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
-    """(report console, stderr console). With ``--json -`` the report goes to stderr."""
+    """(report console, stderr console). With ``--json -`` (or ``--markdown -``) the report goes to stderr."""
     from adprof.render.console import SafeConsole  # escapes the control characters of users' strings
 
     kw: dict[str, Any] = {"no_color": True} if args.no_color else {}
     err = SafeConsole(stderr=True, highlight=False, **kw)
-    out = err if args.json == "-" else SafeConsole(highlight=False, **kw)
+    out = err if stdout_output(args) else SafeConsole(highlight=False, **kw)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out.width = max(out.width, 150)  # piped: wide enough for the summary table
     return out, err
@@ -350,9 +392,10 @@ def report_errors(report: Report, err: Console) -> None:
         err.print(f"adprof: chain {chain}: {msg} [{', '.join(where)}]", markup=False, highlight=False, soft_wrap=True)
 
 
-def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> bool:
-    """Write the file outputs asked for (``--json``, ``--html``, ``--plot``: one renderer each,
-    :data:`adprof.render.FILE_RENDERERS`); False (after one line on stderr each) if one failed."""
+def write_outputs(report: Report, args: argparse.Namespace, err: Console, skip: Sequence[str] = ()) -> bool:
+    """Write the file outputs asked for (``--json``, ``--html``, ``--plot``, ``--markdown``: one renderer each,
+    :data:`adprof.render.FILE_RENDERERS`; not those in ``skip``, which the command writes itself); False (after
+    one line on stderr each) if one failed."""
     from adprof.render import FILE_RENDERERS  # rich/HTML only when writing
 
     ok = True
@@ -360,11 +403,11 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
     for renderer in FILE_RENDERERS:
         option = renderer.option
         path = getattr(args, option.lstrip("-"), None)
-        if not path:
+        if not path or option in skip:
             continue
         try:
             text = renderer.render(report, path)
-            if text is not None and path == "-" and option == "--json":
+            if text is not None and path == "-" and renderer.stdout_ok:
                 sys.stdout.write(text)
                 sys.stdout.flush()
             elif text is not None:
@@ -375,6 +418,25 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console) -> boo
             ok = False
             why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False, highlight=False)
+    return ok
+
+
+def write_texts(outputs: Sequence[tuple[str, str | None, Callable[[], str]]], err: Console) -> bool:
+    """Write ``(option, path, text)`` outputs a command renders itself (``-``: stdout); False (after one line
+    on stderr each) when one could not be written."""
+    ok = True
+    for option, path, text in outputs:
+        if not path:
+            continue
+        try:
+            if path == "-":
+                sys.stdout.write(text())
+                sys.stdout.flush()
+            else:
+                write_atomic(path, text())  # a reader (or a second run) never sees it half written
+        except OSError as exc:
+            ok = False
+            err.print(f"adprof: error: {option} {path}: cannot write it ({exc.strerror or exc})", markup=False)
     return ok
 
 

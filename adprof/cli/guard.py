@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from rich.console import Console
+
 from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
@@ -20,15 +22,20 @@ from adprof.cli.common import (
     measure_config,
     positive_arg,
     report_errors,
+    tolerance_arg,
     write_outputs,
+    write_texts,
 )
+from adprof.cli.report import read_report
 from adprof.cli.run import make_report, measure_specs
+from adprof.comparison import DEFAULT_TOLERANCE
 from adprof.guard import (
     DEFAULT_DEPTHS,
     GUARD_BUDGET,
     GUARD_CAP,
     GUARD_COUNTER_BUDGET,
     GuardLimits,
+    GuardReport,
     guard_checks,
     guard_specs,
 )
@@ -51,19 +58,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
     guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
     guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")
+    guard.add_argument(
+        "--baseline",
+        metavar="BASE.json",
+        default=None,
+        help="limits from a saved report (check or guard --json): per series, no worse verdict than the "
+        "baseline's, and no base or exponent above its interval's top + --tolerance; a series it does not "
+        "have gets the normal limits",
+    )
+    guard.add_argument(
+        "--tolerance",
+        type=tolerance_arg,
+        default=DEFAULT_TOLERANCE,
+        help=f"--baseline: slack on a base or exponent above the baseline's interval (default {DEFAULT_TOLERANCE:g})",
+    )
+    guard.add_argument(
+        "--junit",
+        metavar="PATH",
+        default=None,
+        help="write JUnit XML: one test case per series, failures with evidence",
+    )
     add_common_options(guard, cap=GUARD_CAP, budget=GUARD_BUDGET)
     add_cmd_options(guard)
     guard.set_defaults(run=cmd_guard)
 
 
-def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """``adprof guard``: fixed depths, deterministic counters, limits; exit 1 when one is exceeded."""
-    out, err = consoles(args)
+def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -> tuple[GuardReport, str, str | None]:
+    """Load, measure at fixed depths, decide and check what ``args`` asks for: the guard's outcome (its report
+    attached), the sentence of its limits, and the signal that interrupted the measuring (None: it ran to the
+    end). The one path of ``adprof guard`` and of :func:`adprof.guard`."""
     limits = GuardLimits.from_pyproject()
     if args.max_base is not None:
         limits.max_base = args.max_base
     if args.max_exponent is not None:
         limits.max_exponent = args.max_exponent
+    baseline = read_report(args.baseline) if args.baseline else None  # a bad file: one line, before measuring
     cfg = measure_config(args, structure=False, counter_budget=GUARD_COUNTER_BUDGET)
     notes: list[str] = []
     if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
@@ -77,15 +106,37 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
     report = make_report(measured, cfg, argv, args.trust)
-    written = write_outputs(report, args, err) if args.json else True
-    guard = guard_checks(report, limits)
+    guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}")
+    limit_text = f"max base {limits.max_base:g}, max exponent {limits.max_exponent:g}"
+    if baseline is not None:
+        limit_text = f"baseline {args.baseline}, tolerance {args.tolerance:g}; {limit_text} for series not in it"
+    return guard, limit_text, measured.interrupted
+
+
+def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``adprof guard``: fixed depths, deterministic counters, limits; exit 1 when one is exceeded."""
+    out, err = consoles(args)
+    guard, limit_text, interrupted = guard_outcome(args, argv, err)
+    report = guard.report
+    assert report is not None
+    written = write_outputs(report, args, err, skip=("--markdown",))  # --json; --markdown is the guard's table
+    written = _write_guard_outputs(guard, args, err) and written
     out.print(guard.text(), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
-    out.print(
-        f"adprof guard: {held} of {len(guard.checks)} held "
-        f"(max base {limits.max_base:g}, max exponent {limits.max_exponent:g})",
-        markup=False,
-    )
+    out.print(f"adprof guard: {held} of {len(guard.checks)} held ({limit_text})", markup=False, highlight=False)
     report_errors(report, err)
     code = 0 if guard.ok else EXIT_FINDING
-    return finish(report, args, err, measured.interrupted, code if written else EXIT_BAD_INPUT)
+    return finish(report, args, err, interrupted, code if written else EXIT_BAD_INPUT)
+
+
+def _write_guard_outputs(guard: GuardReport, args: argparse.Namespace, err: Console) -> bool:
+    """``--junit`` and ``--markdown`` (``-``: stdout); False (after one line each) when one cannot be written."""
+    from adprof.guard_render import guard_markdown, junit_xml
+
+    return write_texts(
+        [
+            ("--junit", args.junit, lambda: junit_xml(guard)),
+            ("--markdown", args.markdown, lambda: guard_markdown(guard)),
+        ],
+        err,
+    )

@@ -11,6 +11,7 @@ from pathlib import Path
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     UsageError,
+    add_markdown_option,
     consoles,
     exit_code,
     report_errors,
@@ -33,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     p.add_argument("--plot", metavar="PATH", help="save cost-vs-depth plots (png/svg/pdf; needs matplotlib)")
     p.add_argument("--json", metavar="PATH|-", help="write the (merged) report as JSON (- for stdout)")
+    add_markdown_option(p)
     p.add_argument("--verbose", "-v", action="store_true", help="all evidence of every series")
     p.add_argument("--no-color", action="store_true", help="no colors")
     p.set_defaults(run=cmd_report)

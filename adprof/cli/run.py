@@ -25,7 +25,7 @@ from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
 from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
 from adprof.model import Report, Series, Shard
-from adprof.report import analyze_structures, build_report
+from adprof.report import analyze_structures, build_report, measured_versions
 
 
 class _Progress:
@@ -180,7 +180,7 @@ def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str], tru
         measured.series,
         measured.structures,
         notes=[*measured.notes, *protocol_notes(measured.series)],
-        environment=environment(cfg, argv),
+        environment={**environment(cfg, argv), "versions": measured_versions(measured.series)},
         budget_seconds=cfg.budget,
         elapsed_seconds=measured.elapsed,
         trust=trust,

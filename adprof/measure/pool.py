@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adprof.backends import backend_versions
 from adprof.measure.budget import Budget
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.config import MeasureConfig
@@ -254,6 +255,7 @@ def series_task(
     with LoadSampler() as load:
         series = run_series(run_spec, ctx.worker, cfg, ctx.allowance, ctx.deadline, say, resume=resume)
     series.machine = merged(before, load.machine(ctx.where))
+    series.versions = backend_versions("cmd" if spec.cmd is not None else spec.backend)  # read where it ran
     if local != spec.file:  # materialized from the sent source: the report names the file as given
         series.file = spec.file
         series.error = series.error.replace(local, spec.file) if series.error else series.error

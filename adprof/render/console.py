@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from adprof import model
+from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
 from adprof.model import (
     HalvingRow,
     Point,
@@ -29,6 +30,7 @@ from adprof.report import (
     SWEEP_COLUMNS,
     backend_label,
     chain_label,
+    decided_by,
     depth_reached,
     fmt_growth,
     machine_host,
@@ -87,11 +89,8 @@ def _t(text: str, style: str = "") -> Text:
 
 
 def _decided(result: Result) -> str:
-    fit = result.verdict.fit
-    if fit is None:
-        return "-"
-    by = {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
-    return f"{by} ({LOADED_MARK})" if result.verdict.loaded_machine else by
+    by = decided_by(result)
+    return f"{by} ({LOADED_MARK})" if result.verdict.loaded_machine and by != "-" else by
 
 
 def _time_caption(report: Report) -> str:
@@ -337,8 +336,64 @@ def render_halving_result(result: Result, console: Console) -> None:
         console.print(s.stop.text(), markup=False, highlight=False)
 
 
+STATE_STYLE = {
+    State.REGRESSED: "bold red",
+    State.IMPROVED: "green",
+    State.UNCHANGED: "",
+    State.NEW: "cyan",
+    State.GONE: "dim",
+}
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    """One row per series of a comparison, the regressions first: state, chain, backend/profile (both when they
+    differ), mode, verdict and growth before and after, and why."""
+    t = Table(title=f"adprof compare: {comparison.base or 'base'} -> {comparison.new or 'new'}")
+    for col in ("state", "chain", "backend/profile", "mode", "before", "after", "why"):
+        t.add_column(col, no_wrap=col == "state", overflow="fold")
+    order = {st: i for i, st in enumerate(STATES)}
+    for c in sorted(comparison.changes, key=lambda c: order[c.state]):
+        side = c.after or c.before
+        t.add_row(
+            _t(c.state.value, STATE_STYLE.get(c.state, "")),
+            _t(side.chain if side is not None else c.key.chain),
+            _t(profile_text(c)),
+            _t(c.key.mode),
+            _t(describe_side(c.before)),
+            _t(describe_side(c.after)),
+            _t(c.reason),
+        )
+    return t
+
+
+def versions_table(comparison: Comparison) -> Table | None:
+    """The packages each report was measured with, before and after (a changed version in bold)."""
+    rows = comparison.version_rows()
+    if not rows:
+        return None
+    t = Table(title="versions measured")
+    for col in ("package", "before", "after"):
+        t.add_column(col)
+    for name, before, after in rows:
+        t.add_row(_t(name), _t(before), _t(after, "bold" if after != before else ""))
+    return t
+
+
+def render_comparison(comparison: Comparison, console: Console) -> None:
+    """The comparison table, the versions, the notes and the counts."""
+    console.print(comparison_table(comparison))
+    versions = versions_table(comparison)
+    if versions is not None:
+        console.print(versions)
+    for n in comparison.notes:
+        console.print(_t(f"note: {n}"))
+    console.print(_t(f"adprof compare: {comparison.summary()}"))
+
+
 __all__ = [
     "MIN_WIDTH",
+    "comparison_table",
+    "render_comparison",
     "SafeConsole",
     "render_halving_result",
     "render_report",

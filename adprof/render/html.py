@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from adprof.comparison import STATES, Comparison, Side, profile_text
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
 from adprof.report import (
@@ -40,6 +41,12 @@ th { background: #f3f3f3; }
 .plot svg { max-width: 100%; height: auto; }
 .cause { font-style: italic; }
 .loaded { color: #a66300; font-size: 0.85em; margin-left: 0.4em; }
+.state { font-weight: bold; white-space: nowrap; }
+.state-regressed { color: #b00020; }
+.state-improved { color: #1b7a2a; }
+.state-new { color: #1b4f7a; }
+.state-gone { color: #666; }
+.changed { font-weight: bold; }
 """
 
 
@@ -173,8 +180,7 @@ def _body(report: Report) -> list[str]:
     ]
 
 
-def render_html(report: Report) -> str:
-    """The whole report as one self-contained HTML page (no external CSS, JS, fonts or images)."""
+def _page_parts(report: Report) -> list[str]:
     env = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(x))}</td></tr>" for k, x in report.environment.items())
     meta = []
     if report.elapsed_seconds is not None:
@@ -182,17 +188,95 @@ def render_html(report: Report) -> str:
     if report.budget_seconds is not None:
         meta.append(f"budget {report.budget_seconds:g} s")
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
-    body = [
-        "<h1>adprof report</h1>",
+    return [
         f"<p>{escape(', '.join(meta))}</p>" if meta else "",
         *_body(report),
         f'<h2>Environment</h2><table class="environment">{env}</table>' if env else "",
         f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "",
     ]
+
+
+def _page(title: str, body: list[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>adprof report</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         + "\n".join(b for b in body if b)
         + "\n</body>\n</html>\n"
     )
+
+
+#: The class of the element that holds an inline report (a notebook's output): its CSS applies inside it only.
+FRAGMENT_CLASS = "adprof-report"
+
+
+def scoped_css(css: str = CSS, scope: str = f".{FRAGMENT_CLASS}") -> str:
+    """``css`` with every selector inside ``scope`` (``body`` becomes the scope itself): the inline report's
+    styles do not restyle the notebook around it."""
+    out = []
+    for rule in css.split("}"):
+        if "{" not in rule:
+            continue
+        selectors, decls = rule.split("{", 1)
+        scoped = []
+        for sel in selectors.split(","):
+            sel = sel.strip()
+            scoped.append(scope if sel == "body" else f"{scope} {sel}")
+        out.append(f"{', '.join(scoped)} {{{decls}}}")
+    return "\n".join(out)
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one self-contained HTML page (no external CSS, JS, fonts or images)."""
+    return _page("adprof report", ["<h1>adprof report</h1>", *_page_parts(report)])
+
+
+def render_html_fragment(report: Report) -> str:
+    """The report as an HTML fragment for a notebook's output: the page's body in a ``div`` of class
+    :data:`FRAGMENT_CLASS`, its styles scoped to it (no script, no external reference)."""
+    body = "\n".join(b for b in _page_parts(report) if b)
+    return f'<div class="{FRAGMENT_CLASS}">\n<style>{scoped_css()}</style>\n{body}\n</div>\n'
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """A comparison of two reports as one self-contained page: one row per series (the regressions first, each
+    state in an element of class ``state state-<name>``), the versions before and after, the notes."""
+    order = {st: i for i, st in enumerate(STATES)}
+    rows = []
+    for c in sorted(comparison.changes, key=lambda c: order[c.state]):
+        side = c.after or c.before
+        chain = side.chain if side is not None else c.key.chain
+        rows.append(
+            f'<tr class="change"><td><span class="state state-{c.state.value}">{c.state.value}</span></td>'
+            f"<td>{escape(chain)}</td><td>{escape(profile_text(c))}</td><td>{escape(c.key.mode)}</td>"
+            f"<td>{_side(c.before)}</td><td>{_side(c.after)}</td><td>{escape(c.reason)}</td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("state", "chain", "backend/profile", "mode", "before", "after", "why"))
+    changed = ' class="changed"'
+    versions = "".join(
+        f"<tr><td>{escape(n)}</td><td>{escape(b)}</td><td{changed if a != b else ''}>{escape(a)}</td></tr>"
+        for n, b, a in comparison.version_rows()
+    )
+    notes = "".join(f"<li>{escape(n)}</li>" for n in comparison.notes)
+    title = f"adprof compare: {comparison.base or 'base'} -> {comparison.new or 'new'}"
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="summary">{escape(comparison.summary())}</p>',
+        f'<table class="comparison"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        if rows
+        else "<p>No series.</p>",
+        '<h2>Versions measured</h2><table class="versions"><thead><tr><th>package</th><th>before</th>'
+        f"<th>after</th></tr></thead><tbody>{versions}</tbody></table>"
+        if versions
+        else "",
+        f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "",
+    ]
+    return _page(title, body)
+
+
+def _side(side: Side | None) -> str:
+    """One side of a change: its verdict (class ``verdict``) and growth, or ``-``."""
+    if side is None:
+        return "-"
+    growth = f" {escape(side.growth)}" if side.growth != "-" else ""
+    return _verdict(side.verdict) + growth

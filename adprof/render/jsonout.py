@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from adprof.comparison import STATES, Comparison
 from adprof.constants import __version__
 from adprof.model import Fit, HalvingRow, Report, Result, Series, Verdict
 from adprof.plain import PlainError, from_plain, to_plain
@@ -131,6 +132,42 @@ def report_to_json(report: Report) -> dict[str, Any]:
     for f in dataclasses.fields(report):  # every other field, by its own name
         out.setdefault(f.name, to_plain(getattr(report, f.name)))
     return out
+
+
+#: The version of a comparison's JSON (``adprof compare --json``; docs/compare.md).
+COMPARISON_SCHEMA = 1
+
+
+def comparison_to_json(comparison: Comparison) -> dict[str, Any]:
+    """A comparison of two reports as a JSON-ready dict (docs/compare.md)."""
+    return {
+        "adprof_version": __version__,
+        "comparison_schema": COMPARISON_SCHEMA,
+        "base": comparison.base,
+        "new": comparison.new,
+        "tolerance": comparison.tolerance,
+        "regressed": comparison.regressed,
+        "counts": {s.value: comparison.count(s) for s in STATES},
+        "versions": {"before": dict(comparison.versions_before), "after": dict(comparison.versions_after)},
+        "notes": list(comparison.notes),
+        "series": [
+            {
+                "state": c.state.value,
+                "label": c.label,
+                "key": to_plain(c.key),
+                "reason": c.reason,
+                "matched_without": list(c.matched_without),
+                "before": to_plain(c.before),
+                "after": to_plain(c.after),
+            }
+            for c in comparison.changes
+        ],
+    }
+
+
+def comparison_text(comparison: Comparison) -> str:
+    """The comparison as the text of a ``--json`` file."""
+    return json.dumps(json_safe(comparison_to_json(comparison)), indent=2) + "\n"
 
 
 class SchemaError(ValueError):

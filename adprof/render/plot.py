@@ -93,6 +93,17 @@ def plot_report(report: Report, path: str | Path) -> Path:
     """Save one panel per chain (its backends/profiles/modes on their deciding metric, normalized to the
     first depth, log y, each with the deciding model's curve) to ``path``. The format follows the
     extension (png, svg, pdf). Raises RuntimeError if matplotlib is missing."""
+    fig = report_figure(report)
+    path = Path(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png")
+    write_atomic(path, buf.getvalue())  # a reader never sees half a plot
+    return path
+
+
+def report_figure(report: Report) -> Any:
+    """The figure of :func:`plot_report` (a ``matplotlib.figure.Figure``, no pyplot). Raises RuntimeError if
+    matplotlib is missing."""
     Figure = _figure_cls()
     groups = group_by_chain(report.results)
     n = max(len(groups), 1)
@@ -108,11 +119,7 @@ def plot_report(report: Report, path: str | Path) -> Path:
             ax.set_visible(False)
         else:
             ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
-    path = Path(path)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png")
-    write_atomic(path, buf.getvalue())  # a reader never sees half a plot
-    return path
+    return fig
 
 
 def _clean_svg(svg: str) -> str:

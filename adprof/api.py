@@ -1,0 +1,464 @@
+"""The Python API: :func:`check`, :func:`guard`, :func:`compare` and :func:`load`, for a notebook, a REPL or a test.
+
+They run the command line's own pipeline (:func:`adprof.cli.check.check_report`,
+:func:`adprof.cli.guard.guard_outcome`): the options are written as the arguments of the equivalent command
+(``adprof check FILE::CHAIN --backend jax ...``) and parsed by its parser, so the planning, the supervised
+workers, the budget, the caps and the timeouts are the command's, and so is the report (the JSON of
+``adprof.check(fn)`` is the JSON of ``adprof check`` on the same chain). A chain that lives in no file is
+shipped to the workers (:mod:`adprof.chain.ship`); every process and temporary file is gone when the call
+returns, also after Ctrl-C (:class:`Interrupted` carries the partial report).
+
+::
+
+    import adprof
+
+    @adprof.chain(reuse=2, max_depth=10)
+    def square(xp, x, depth):
+        y = x
+        for _ in range(depth):
+            y = (y * y) * 0.5
+        return xp.sum(y)
+
+    report = adprof.check(square, profile="v08", mode="traced")
+    report.results[0].verdict.kind          # 'exponential-transform'
+    report                                  # in a notebook: the HTML report (text/plain: the table)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from adprof import model
+from adprof.backends import UnknownBackendError
+from adprof.chain import ChainError, as_chain, chain
+from adprof.chain.ship import Shipment, file_target
+from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
+from adprof.comparison import Comparison as _Comparison
+from adprof.guard import GuardConfigError, GuardReport
+from adprof.measure import LoadError
+from adprof.measure.plan import UsageError
+from adprof.util import procs
+
+#: Errors of bad input, raised as :class:`UsageError` with their one line.
+_BAD_INPUT = (UsageError, ChainError, LoadError, UnknownBackendError, GuardConfigError)
+TEXT_WIDTH = 150
+
+
+class Interrupted(KeyboardInterrupt):
+    """The measuring was stopped (Ctrl-C, a notebook's interrupt): the workers are gone; :attr:`report` holds
+    what was measured."""
+
+    def __init__(self, signal_name: str, report: Report | None) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.report = report
+
+
+def _console_text(render: Any, width: int = TEXT_WIDTH) -> str:
+    """What ``render(console)`` prints, as plain text (no colors, ``width`` columns)."""
+    from adprof.render.console import SafeConsole
+
+    console = SafeConsole(
+        record=True,
+        width=width,
+        no_color=True,
+        color_system=None,
+        force_jupyter=False,  # text, not rich's own notebook outputs
+        file=open(os.devnull, "w"),
+    )
+    try:
+        render(console)
+        return console.export_text()
+    finally:
+        console.file.close()
+
+
+def _write(path: str | os.PathLike[str] | None, text: str) -> str:
+    if path is not None:
+        from adprof.util.files import write_atomic
+
+        write_atomic(path, text)
+    return text
+
+
+class Report(model.Report):
+    """A report of :func:`check` or :func:`load`: the model's :class:`adprof.model.Report` (``.results``, one
+    :class:`~adprof.model.Result` per series, typed) with its renderings. In a notebook it shows as the HTML
+    report, with the terminal table as its ``text/plain``; ``print(report)`` prints the table."""
+
+    @classmethod
+    def of(cls, report: model.Report) -> Report:
+        return cls(**{f.name: getattr(report, f.name) for f in dataclasses.fields(model.Report)})
+
+    @property
+    def findings(self) -> list[model.Result]:
+        """The results that are findings (a pathology, an error, a runaway): what makes ``adprof check`` exit 1."""
+        return [r for r in self.results if r.verdict.is_finding]
+
+    @property
+    def ok(self) -> bool:
+        """No finding."""
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report as a dict (docs/json.md)."""
+        from adprof.render.jsonout import json_safe, report_to_json
+
+        return json_safe(report_to_json(self))
+
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The text of ``adprof check --json`` (written to ``path`` when given)."""
+        from adprof.render.jsonout import report_text
+
+        return _write(path, report_text(self))
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The self-contained HTML page of ``adprof check --html`` (written to ``path`` when given)."""
+        from adprof.render.html import render_html
+
+        return _write(path, render_html(self))
+
+    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The GitHub table of ``adprof check --markdown`` (written to ``path`` when given)."""
+        from adprof.render.markdown import report_markdown
+
+        return _write(path, report_markdown(self))
+
+    def plot(self, path: str | os.PathLike[str] | None = None) -> Any:
+        """Cost against depth, one panel per chain (a ``matplotlib.figure.Figure``; saved to ``path`` when
+        given, its type from the extension). Needs matplotlib (the ``plot`` extra)."""
+        from adprof.render.plot import plot_report, report_figure
+
+        if path is not None:
+            plot_report(self, path)
+        return report_figure(self)
+
+    def text(self, width: int = TEXT_WIDTH, verbose: bool = False) -> str:
+        """The terminal report (the summary table, the findings' paragraphs), as plain text."""
+        from adprof.render.console import render_report
+
+        return _console_text(lambda c: render_report(self, c, verbose=verbose), width)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        n, f = len(self.results), len(self.findings)
+        return f"<adprof Report: {n} series, {f} finding{'s' if f != 1 else ''}; print() it for the table>"
+
+    def _repr_html_(self) -> str:
+        from adprof.render.html import render_html_fragment
+
+        return render_html_fragment(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """HTML (the report, inline), with the terminal table as ``text/plain``."""
+        return {"text/html": self._repr_html_(), "text/plain": self.text()}
+
+
+class Comparison(_Comparison):
+    """A comparison of :func:`compare` (:class:`adprof.comparison.Comparison`: ``.changes``, one per series) with
+    its renderings; in a notebook it shows as its HTML table."""
+
+    @classmethod
+    def of(cls, comparison: _Comparison) -> Comparison:
+        return cls(**{f.name: getattr(comparison, f.name) for f in dataclasses.fields(_Comparison)})
+
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        from adprof.render.jsonout import comparison_text
+
+        return _write(path, comparison_text(self))
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        from adprof.render.html import comparison_html
+
+        return _write(path, comparison_html(self))
+
+    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
+        from adprof.render.markdown import comparison_markdown
+
+        return _write(path, comparison_markdown(self))
+
+    def text(self, width: int = TEXT_WIDTH) -> str:
+        from adprof.render.console import render_comparison
+
+        return _console_text(lambda c: render_comparison(self, c), width)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return f"<adprof Comparison: {self.summary()}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self.to_html(), "text/plain": self.text()}
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def _listed(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+def _csv(value: str | Sequence[str] | None) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else ",".join(value)
+
+
+def _target(obj: Any, options: dict[str, Any], shipment: Shipment) -> str:
+    """The ``FILE[::CHAIN]`` the workers load for ``obj`` (shipping it when it lives in no file)."""
+    if isinstance(obj, str | os.PathLike):
+        if options:
+            raise UsageError(f"chain options ({', '.join(sorted(options))}) apply to a function, not to {str(obj)!r}")
+        return str(obj)
+    ch = as_chain(obj)
+    if ch is None and not callable(obj):
+        raise UsageError(f"not a chain, a function f(xp, x, depth) or 'FILE::CHAIN': {type(obj).__name__}")
+    if not options:
+        found = file_target(obj)
+        if found is not None:
+            return found
+    if ch is None:
+        ch = chain(obj, **options)
+    elif options:
+        if ch.params:
+            raise UsageError(f"chain {ch.name!r} is a sweep variant: give the options to its swept chain")
+        ch = chain(ch.fn, **{**ch.decorator_options(), **options})
+    return shipment.add(ch).target
+
+
+@contextlib.contextmanager
+def _shipped_targets(target: Any, options: dict[str, Any], ship: str) -> Iterator[tuple[list[str], Shipment]]:
+    """The targets' strings, with the chains that live in no file shipped; the files removed on exit."""
+    with Shipment(ship) as shipment:
+        targets = [_target(t, options, shipment) for t in _listed(target)]
+        if not targets:
+            raise UsageError("no target: give a chain, a function f(xp, x, depth) or 'FILE::CHAIN'")
+        yield targets, shipment
+
+
+def _rename_shipped(report: model.Report, shipment: Shipment) -> None:
+    """The report names a shipped chain's own file (a notebook cell, ``<stdin>``), not its temporary one."""
+    origins = shipment.origins()
+    if not origins:
+        return
+
+    def fix(text: str) -> str:
+        for s in shipment.shipped:
+            text = text.replace(s.target, f"{s.origin}::{s.chain}").replace(s.file, s.origin)
+        return text
+
+    for r in report.results:
+        s = r.series
+        if s.file in origins:
+            s.file = origins[s.file]
+        if s.error:
+            s.error = fix(s.error)
+    report.notes = [fix(n) for n in report.notes]
+    argv = report.environment.get("argv")
+    if isinstance(argv, list):
+        report.environment["argv"] = [fix(str(a)) for a in argv]
+
+
+def _options_argv(**options: Any) -> list[str]:
+    """``--name value`` for every option given (None: the command's default); True: a flag."""
+    argv: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, list | tuple | range):
+            argv += [flag, ",".join(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _err_console() -> Console:
+    """stderr: rich's transient progress when it is a terminal (a REPL), nothing in a notebook (whose kernel sets
+    ``FORCE_COLOR``, which rich would take for a terminal)."""
+    from adprof.render.console import SafeConsole
+
+    return SafeConsole(stderr=True, highlight=False, force_jupyter=False, force_terminal=_isatty(sys.stderr))
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def _run() -> Iterator[None]:
+    """Bad input as :class:`UsageError` (one line); nothing this call started outlives it, even on Ctrl-C."""
+    try:
+        yield
+    except _BAD_INPUT as exc:
+        raise UsageError(str(getattr(exc, "message", None) or exc)) from None
+    finally:
+        procs.sweep()
+
+
+# --------------------------------------------------------------------------- the calls
+
+
+def check(
+    target: Any,
+    *,
+    backend: str | Sequence[str] | None = None,
+    profile: str | Sequence[str] | None = None,
+    mode: str | Sequence[str] | None = None,
+    depths: Sequence[int] | None = None,
+    budget: float | None = None,
+    cap: float | None = None,
+    calls: int | None = None,
+    jobs: int | None = None,
+    trust: str | None = None,
+    structure: bool = True,
+    ship: str = "auto",
+    **chain_options: Any,
+) -> Report:
+    """Probe, fit and classify ``target`` as ``adprof check`` does; the :class:`Report`.
+
+    ``target``: a chain (``@adprof.chain``), a plain function ``f(xp, x, depth)`` (``chain_options``: the
+    decorator's options, ``reuse=2``, ``max_depth=12``, ...), a ``"FILE[::CHAIN]"`` string, or a list of them.
+    ``backend``, ``profile``, ``mode``: a name or several (default: engine; both profiles; the chain's modes);
+    ``depths``: explicit depths (default: the adaptive schedule); ``budget`` and ``cap``: seconds for the run
+    and per phase (default: the command's, 60 and 1.5); ``ship``: how a chain that lives in no file reaches the
+    workers (``auto``, ``cloudpickle``, ``source``). Bad input raises :class:`UsageError` (one line); Ctrl-C
+    raises :class:`Interrupted` with the partial report, after every worker is gone.
+    """
+    from adprof.cli import parse_command
+    from adprof.cli.check import check_report
+
+    with _run(), _shipped_targets(target, chain_options, ship) as (targets, shipment):
+        argv = [
+            "check",
+            *targets,
+            *_options_argv(
+                backend=_csv(backend),
+                profile=_csv(profile),
+                mode=_csv(mode),
+                depths=depths,
+                budget=budget,
+                cap=cap,
+                calls=calls,
+                jobs=jobs,
+                trust=trust,
+                no_structure=not structure,
+            ),
+        ]
+        args = parse_command(argv)
+        report, interrupted = check_report(args, argv, _err_console())
+        _rename_shipped(report, shipment)
+        result = Report.of(report)
+        if interrupted is not None:
+            raise Interrupted(interrupted, result)
+        return result
+
+
+def guard(
+    target: Any,
+    *,
+    max_base: float | None = None,
+    max_exponent: float | None = None,
+    baseline: str | os.PathLike[str] | model.Report | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    backend: str | Sequence[str] | None = None,
+    profile: str | Sequence[str] | None = None,
+    mode: str | Sequence[str] | None = None,
+    depths: Sequence[int] | None = None,
+    budget: float | None = None,
+    cap: float | None = None,
+    ship: str = "auto",
+    **chain_options: Any,
+) -> GuardReport:
+    """Guard ``target``'s scaling as ``adprof guard`` does; the outcome as data (:class:`adprof.guard.GuardReport`:
+    ``.ok``, ``.checks`` with the limit and the measured figure of each series, ``.report``).
+
+    Limits: ``max_base`` and ``max_exponent`` (default: ``[tool.adprof.guard]`` in ``pyproject.toml``, else 1.1
+    and 1.3), or ``baseline`` (a saved report, or a :class:`Report`): its own figures per series, with
+    ``tolerance``. The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths).
+    """
+    from adprof.cli import parse_command
+    from adprof.cli.guard import guard_outcome
+
+    with _run(), contextlib.ExitStack() as stack:
+        targets, shipment = stack.enter_context(_shipped_targets(target, chain_options, ship))
+        base_path = baseline
+        if isinstance(baseline, model.Report):  # a report in memory: through a file, as the command reads it
+            directory = stack.enter_context(_temporary_directory())
+            base_path = Path(directory) / "baseline.json"
+            Report.of(baseline).to_json(base_path)
+        argv = [
+            "guard",
+            *targets,
+            *_options_argv(
+                max_base=max_base,
+                max_exponent=max_exponent,
+                baseline=base_path,
+                tolerance=tolerance,
+                backend=_csv(backend),
+                profile=_csv(profile),
+                mode=_csv(mode),
+                depths=depths,
+                budget=budget,
+                cap=cap,
+            ),
+        ]
+        args = parse_command(argv)
+        outcome, _, interrupted = guard_outcome(args, argv, _err_console())
+        if outcome.report is not None:
+            _rename_shipped(outcome.report, shipment)
+            outcome.report = Report.of(outcome.report)
+        if interrupted is not None:
+            raise Interrupted(interrupted, outcome.report)  # type: ignore[arg-type]
+        return outcome
+
+
+@contextlib.contextmanager
+def _temporary_directory() -> Iterator[str]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="adprof-baseline-") as d:
+        yield d
+
+
+def load(path: str | os.PathLike[str]) -> Report:
+    """A saved ``--json`` report (raises :class:`UsageError`, one line, for a file that is not one)."""
+    from adprof.cli.report import read_report
+
+    with _run():
+        return Report.of(read_report(str(path)))
+
+
+def compare(
+    base: str | os.PathLike[str] | model.Report,
+    new: str | os.PathLike[str] | model.Report,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    exact: bool = False,
+) -> Comparison:
+    """Two reports (paths or :class:`Report` objects) compared series by series, as ``adprof compare``."""
+    names = tuple(str(x) if not isinstance(x, model.Report) else "" for x in (base, new))
+    b = base if isinstance(base, model.Report) else load(base)
+    n = new if isinstance(new, model.Report) else load(new)
+    return Comparison.of(compare_reports(b, n, tolerance, exact=exact, names=names))  # type: ignore[arg-type]
+
+
+__all__ = ["Comparison", "Interrupted", "Report", "UsageError", "check", "compare", "guard", "load"]

@@ -1,0 +1,359 @@
+"""Two reports compared series by series: ``adprof compare BASE.json NEW.json`` and the limits of ``adprof guard
+--baseline`` (docs/compare.md).
+
+A series is named by its :class:`SeriesKey`: the chain file's base name, the chain with its sweep values, the
+backend, the profile and the mode. The series of the two reports are paired on the whole key first; what is
+left is paired on the key without the file (a renamed file, a notebook cell), then without the profile (``v08``
+against ``fixed``: the profile is what changed), then without both, each time only where one series on each
+side has that key (never a guess between two). A pair is classified once into a :class:`Change`, the one
+decision object the renderers read:
+
+* ``regressed``: a worse verdict (:data:`SEVERITY`), or the same verdict with a rate (the base of an
+  exponential, else the exponent) above the old interval's top by more than the tolerance;
+* ``improved``: a better verdict, or a rate below the old interval's bottom by more than the tolerance;
+* ``unchanged``: neither (and every pair where one side is ``inconclusive``: it has no rate to compare);
+* ``new`` / ``gone``: a series in one report only.
+
+Layer: report (reads results; imports the model and the report's labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from adprof import model
+from adprof.model import Report, Result
+from adprof.report import chain_label, decided_by, fmt_growth, measured_versions
+
+#: How bad a verdict is, from best to worst: a move up is a regression, down an improvement. ``inconclusive``
+#: has no rank (the data could not decide: there is nothing to compare it with).
+SEVERITY: dict[str, int] = {
+    model.LINEAR: 0,
+    model.MILD_TRANSFORM: 1,
+    model.MILD_BACKWARD: 1,
+    model.SUPERLINEAR_TRANSFORM: 2,
+    model.SUPERLINEAR_BACKWARD: 2,
+    model.EXPONENTIAL_TRANSFORM: 3,
+    model.EXPONENTIAL_BACKWARD: 3,
+    model.RUNAWAY: 4,
+    model.ERROR: 5,
+}
+#: Slack on a rate (a base per depth step, or an exponent) beyond the old interval, added to its ends.
+DEFAULT_TOLERANCE = 0.1
+
+
+class State(StrEnum):
+    """What happened to one series between the two reports (a public contract: JSON ``state``)."""
+
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+    NEW = "new"
+    GONE = "gone"
+
+
+#: The order the renderers list and count the states in.
+STATES = (State.REGRESSED, State.IMPROVED, State.UNCHANGED, State.NEW, State.GONE)
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """What names a series across reports."""
+
+    file: str  # the chain file's base name ("" for --cmd)
+    chain: str  # the chain with its sweep values (powers[k=2])
+    backend: str
+    profile: str  # "" without profiles
+    mode: str
+
+    @classmethod
+    def of(cls, result: Result) -> SeriesKey:
+        s = result.series
+        return cls(Path(s.file).name if s.file else "", chain_label(s), s.backend, s.profile or "", s.mode)
+
+    @property
+    def label(self) -> str:
+        """``powers[k=2] [engine/v08, traced]``, as every other message names a series."""
+        return model.series_label(self.chain, self.backend, self.profile or None, self.mode)
+
+
+#: The pairing passes: the key's fields each pass ignores (see the module docstring).
+PASSES: tuple[tuple[str, ...], ...] = ((), ("file",), ("profile",), ("file", "profile"))
+
+
+@dataclass
+class Side:
+    """One report's reading of a series: what the comparison and the renderers need of its result."""
+
+    file: str
+    chain: str
+    backend: str
+    profile: str
+    mode: str
+    verdict: str
+    rate_kind: str = ""  # "base" (exponential) | "exponent" | "" (no rate: error, runaway, no fit)
+    rate: float | None = None
+    interval: list[float] | None = None  # of the rate, when the fit has one
+    growth: str = "-"  # the deciding model's figure (x2.00/layer, d^1.72 [1.55, 1.90], flat)
+    decided_by: str = "-"  # counters | the metric's name | time
+    finding: bool = False
+
+    @classmethod
+    def of(cls, result: Result) -> Side:
+        s, v = result.series, result.verdict
+        rate_kind, rate = "", None
+        if v.fit is not None and v.kind in SEVERITY:
+            if v.base is not None:
+                rate_kind, rate = "base", v.base
+            elif v.exponent is not None and v.kind not in (model.ERROR, model.RUNAWAY):
+                rate_kind, rate = "exponent", v.exponent
+        interval = list(v.fit.interval) if rate_kind and v.fit is not None and v.fit.interval else None
+        return cls(
+            file=s.file or "",
+            chain=chain_label(s),
+            backend=s.backend,
+            profile=s.profile or "",
+            mode=s.mode,
+            verdict=v.kind,
+            rate_kind=rate_kind,
+            rate=rate,
+            interval=interval,
+            growth=fmt_growth(result),
+            decided_by=decided_by(result),
+            finding=v.is_finding,
+        )
+
+    @property
+    def backend_profile(self) -> str:
+        return f"{self.backend}/{self.profile}" if self.profile else self.backend
+
+    def span(self) -> tuple[float, float] | None:
+        """The rate's interval (the rate alone without one), or None without a rate."""
+        if self.rate is None:
+            return None
+        if self.interval and len(self.interval) == 2:
+            return min(self.interval[0], self.rate), max(self.interval[1], self.rate)
+        return self.rate, self.rate
+
+
+@dataclass
+class Change:
+    """The decision on one series of the comparison: its state, both readings and why (a sentence)."""
+
+    state: State
+    key: SeriesKey  # the new report's key (the base's for a series that is gone)
+    before: Side | None
+    after: Side | None
+    reason: str
+    #: The key's fields the pairing ignored to find this pair ("": the whole key matched).
+    matched_without: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.state = State(self.state)
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+
+@dataclass
+class Comparison:
+    """Every series of two reports, compared; the versions each was measured with."""
+
+    changes: list[Change] = field(default_factory=list)
+    tolerance: float = DEFAULT_TOLERANCE
+    base: str = ""  # where the reports came from (their paths)
+    new: str = ""
+    versions_before: dict[str, str] = field(default_factory=dict)
+    versions_after: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, state: State) -> int:
+        return sum(c.state is state for c in self.changes)
+
+    @property
+    def regressed(self) -> bool:
+        """Some series regressed: ``adprof compare`` exits 1."""
+        return any(c.state is State.REGRESSED for c in self.changes)
+
+    def summary(self) -> str:
+        """``3 regressed, 20 improved, 3 unchanged, 0 new, 0 gone (tolerance 0.1)``."""
+        counts = ", ".join(f"{self.count(s)} {s.value}" for s in STATES)
+        return f"{counts} (tolerance {self.tolerance:g})"
+
+    def version_rows(self) -> list[tuple[str, str, str]]:
+        """``(package, before, after)`` of every package either report names ("-": not recorded there)."""
+        names = list(dict.fromkeys([*self.versions_before, *self.versions_after]))
+        names.sort(key=lambda n: (n != "adprof", n))
+        return [(n, self.versions_before.get(n, "-"), self.versions_after.get(n, "-")) for n in names]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def classify(before: Side, after: Side, tolerance: float = DEFAULT_TOLERANCE) -> tuple[State, str]:
+    """The state of a pair and its sentence (see the module docstring)."""
+    rb, ra = SEVERITY.get(before.verdict), SEVERITY.get(after.verdict)
+    if rb is None or ra is None:
+        which = " and ".join(w for w, r in (("before", rb), ("after", ra)) if r is None)
+        return State.UNCHANGED, f"not compared: inconclusive {which} (no verdict to compare)"
+    if ra > rb:
+        return State.REGRESSED, "worse verdict"
+    if ra < rb:
+        return State.IMPROVED, "better verdict"
+    span = before.span()
+    if span is None or after.rate is None or before.rate_kind != after.rate_kind:
+        return State.UNCHANGED, f"same verdict ({after.verdict})"
+    lo, hi = span
+    what = after.rate_kind
+    if after.rate > hi + tolerance:
+        return State.REGRESSED, (
+            f"{what} {_fmt(after.rate)} > {_fmt(hi + tolerance)} (the old interval's top {_fmt(hi)} + "
+            f"tolerance {tolerance:g})"
+        )
+    if after.rate < lo - tolerance:
+        return State.IMPROVED, (
+            f"{what} {_fmt(after.rate)} < {_fmt(lo - tolerance)} (the old interval's bottom {_fmt(lo)} - "
+            f"tolerance {tolerance:g})"
+        )
+    return State.UNCHANGED, f"same verdict, {what} {_fmt(after.rate)} within [{_fmt(lo)}, {_fmt(hi)}] +/- {tolerance:g}"
+
+
+def _reduced(key: SeriesKey, ignored: Sequence[str]) -> tuple[str, ...]:
+    return tuple(
+        "" if name in ignored else getattr(key, name) for name in ("file", "chain", "backend", "profile", "mode")
+    )
+
+
+def pair_results(
+    base: Sequence[Result], new: Sequence[Result], exact: bool = False
+) -> list[tuple[Result | None, Result | None, list[str]]]:
+    """``(base result, new result, fields ignored)`` for every series of either side: pairs in the new report's
+    order, then the new series' ``(None, r, [])`` among them, then the gone ones ``(r, None, [])`` in the base's
+    order. ``exact``: the whole key only (no later pass)."""
+    keys_b = [SeriesKey.of(r) for r in base]
+    keys_n = [SeriesKey.of(r) for r in new]
+    match: dict[int, tuple[int, list[str]]] = {}  # new index -> (base index, fields ignored)
+    taken: set[int] = set()
+    for ignored in PASSES[:1] if exact else PASSES:
+        groups_b: dict[tuple[str, ...], list[int]] = {}
+        groups_n: dict[tuple[str, ...], list[int]] = {}
+        for i, k in enumerate(keys_b):
+            if i not in taken:
+                groups_b.setdefault(_reduced(k, ignored), []).append(i)
+        for j, k in enumerate(keys_n):
+            if j not in match:
+                groups_n.setdefault(_reduced(k, ignored), []).append(j)
+        for red, js in groups_n.items():
+            is_ = groups_b.get(red, [])
+            if not ignored:  # the whole key: the same series (a merged report may hold it twice: in order)
+                pairs = list(zip(is_, js, strict=False))
+            elif len(is_) == 1 and len(js) == 1:  # a reduced key pairs only where it names one series each side
+                pairs = [(is_[0], js[0])]
+            else:
+                pairs = []
+            for i, j in pairs:
+                match[j] = (i, list(ignored))
+                taken.add(i)
+    out: list[tuple[Result | None, Result | None, list[str]]] = []
+    for j, r in enumerate(new):
+        i, ignored = match.get(j, (None, []))
+        out.append((base[i] if i is not None else None, r, ignored))
+    out.extend((r, None, []) for i, r in enumerate(base) if i not in taken)
+    return out
+
+
+def compare_results(
+    base: Sequence[Result], new: Sequence[Result], tolerance: float = DEFAULT_TOLERANCE, exact: bool = False
+) -> list[Change]:
+    """Every series of ``base`` and ``new`` paired and classified."""
+    changes = []
+    for b, n, ignored in pair_results(base, new, exact):
+        if b is None and n is not None:
+            changes.append(Change(State.NEW, SeriesKey.of(n), None, Side.of(n), "not in the base report"))
+        elif n is None and b is not None:
+            changes.append(Change(State.GONE, SeriesKey.of(b), Side.of(b), None, "not in the new report"))
+        elif b is not None and n is not None:
+            before, after = Side.of(b), Side.of(n)
+            state, reason = classify(before, after, tolerance)
+            changes.append(Change(state, SeriesKey.of(n), before, after, reason, ignored))
+    return changes
+
+
+def report_versions(report: Report) -> dict[str, str]:
+    """The versions a report was measured with: its environment's, else read from its series."""
+    recorded = report.environment.get("versions")
+    if isinstance(recorded, dict) and recorded:
+        return {str(k): str(v) for k, v in recorded.items()}
+    return measured_versions([r.series for r in report.results])
+
+
+def compare_reports(
+    base: Report,
+    new: Report,
+    tolerance: float = DEFAULT_TOLERANCE,
+    *,
+    exact: bool = False,
+    names: tuple[str, str] = ("", ""),
+) -> Comparison:
+    """The comparison of two reports (``names``: where they came from, for the renderers)."""
+    changes = compare_results(base.results, new.results, tolerance, exact)
+    notes = []
+    loose = sorted({f for c in changes for f in c.matched_without})
+    if loose:
+        n = sum(bool(c.matched_without) for c in changes)
+        notes.append(f"{n} series paired without their {' and '.join(loose)} (each the only one of its name there)")
+    undecided = [
+        c
+        for c in changes
+        if c.before is not None and c.after is not None and model.INCONCLUSIVE in (c.before.verdict, c.after.verdict)
+    ]
+    if undecided:
+        notes.append(
+            f"{len(undecided)} series not compared: inconclusive in one report (its data could not decide: that report "
+            "says why)"
+        )
+    vb, va = report_versions(base), report_versions(new)
+    if not vb or not va:
+        which = " and ".join(w for w, v in (("the base", vb), ("the new", va)) if not v)
+        notes.append(f"{which} report records no versions (written before reports recorded them)")
+    return Comparison(changes, tolerance, names[0], names[1], vb, va, notes)
+
+
+def describe_side(side: Side | None) -> str:
+    """``exponential-transform x2.00/layer`` (or ``-``): a side in one cell."""
+    if side is None:
+        return "-"
+    return side.verdict + (f" {side.growth}" if side.growth != "-" else "")
+
+
+def profile_text(change: Change) -> str:
+    """``engine/v08 -> engine/fixed`` when the pair's profiles differ, else the one backend/profile."""
+    b, a = change.before, change.after
+    if b is not None and a is not None and b.backend_profile != a.backend_profile:
+        return f"{b.backend_profile} -> {a.backend_profile}"
+    return (a or b).backend_profile if (a or b) is not None else "-"  # type: ignore[union-attr]
+
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "PASSES",
+    "SEVERITY",
+    "STATES",
+    "Change",
+    "Comparison",
+    "SeriesKey",
+    "Side",
+    "State",
+    "classify",
+    "compare_reports",
+    "compare_results",
+    "describe_side",
+    "pair_results",
+    "profile_text",
+    "report_versions",
+]

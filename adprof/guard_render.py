@@ -1,0 +1,106 @@
+"""The guard's outcome for CI systems: JUnit XML (``adprof guard --junit PATH``: one test case per series, a
+failure with its evidence) and a Markdown table (``--markdown PATH``) for a step summary or a pull-request
+comment. They read a :class:`~adprof.guard.GuardReport` and nothing else.
+
+The XML is what Jenkins, GitLab, Azure Pipelines and the JUnit readers of GitHub Actions take: ``<testsuites>``
+holding one ``<testsuite name="adprof guard">`` with the versions measured as ``<properties>``, one
+``<testcase classname="adprof.guard.FILE" name="CHAIN [BACKEND/PROFILE, MODE]">`` per series, a failing one
+with ``<failure message="..." type="VERDICT">`` whose text is the evidence. Characters XML 1.0 cannot carry
+(control characters of a chain's error message) are written as ``\\xNN``.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from adprof.guard import GuardCheck, GuardReport
+from adprof.model import time_value
+from adprof.render.markdown import cell, strong, table
+from adprof.report import backend_label, chain_label, measured_versions
+
+#: Characters XML 1.0 does not allow (in text or attributes), even escaped.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold written as ``\\xNN`` (``\\uNNNN``)."""
+    return _NOT_XML.sub(
+        lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 256 else f"\\u{ord(m.group(0)):04x}", text
+    )
+
+
+def _seconds(check: GuardCheck) -> float:
+    """Wall time of the series' points (what the test case cost), 0 when unknown."""
+    s = check.result.series
+    walls = [p.wall_seconds for p in s.points if p.wall_seconds is not None]
+    if walls:
+        return float(sum(walls))
+    return float(sum(t for p in s.points if (t := time_value(p, tuple(p.times))) is not None))
+
+
+def _classname(check: GuardCheck) -> str:
+    """``adprof.guard.chains`` (the chain file's stem; ``cmd`` for a program): CI tools group test cases by it."""
+    s = check.result.series
+    stem = Path(s.file).stem if s.file else s.backend
+    return "adprof.guard." + (re.sub(r"[^\w.-]", "_", stem) or "chain")
+
+
+def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
+    """The guard's outcome as JUnit XML (see the module docstring)."""
+    checks = guard.checks
+    failures = len(guard.failures)
+    total = sum(_seconds(c) for c in checks)
+    counts = {"tests": str(len(checks)), "failures": str(failures), "errors": "0", "skipped": "0"}
+    root = ET.Element("testsuites", {"name": name, **counts, "time": f"{total:.3f}"})
+    suite = ET.SubElement(root, "testsuite", {"name": name, **counts, "time": f"{total:.3f}"})
+    versions = measured_versions([c.result.series for c in checks])
+    if versions:
+        props = ET.SubElement(suite, "properties")
+        for package, version in versions.items():
+            ET.SubElement(props, "property", {"name": xml_safe(package), "value": xml_safe(version)})
+    for c in checks:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {"classname": xml_safe(_classname(c)), "name": xml_safe(c.label), "time": f"{_seconds(c):.3f}"},
+        )
+        if not c.ok:
+            failure = ET.SubElement(
+                case,
+                "failure",
+                {"message": xml_safe(f"{c.measured} (limit: {c.limit}): {c.reason}"), "type": c.result.verdict.kind},
+            )
+            failure.text = xml_safe("\n".join(c.evidence_lines()))
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = xml_safe(f"{c.measured} (limit: {c.limit}) - {c.reason}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
+    """One row per series: held or failed, the verdict, measured against the limit, why."""
+    held = len(guard.checks) - len(guard.failures)
+    rows = []
+    for c in sorted(guard.checks, key=lambda c: c.ok):  # the failures first
+        s = c.result.series
+        rows.append(
+            [
+                strong("FAIL", True) if not c.ok else "ok",
+                chain_label(s),
+                backend_label(s),
+                s.mode,
+                c.result.verdict.kind,
+                c.measured,
+                c.limit,
+                c.reason,
+            ]
+        )
+    head = f"### {cell(title)}\n\n{cell(f'{held} of {len(guard.checks)} held')}\n\n"
+    body = table(["result", "chain", "backend/profile", "mode", "verdict", "measured", "limit", "why"], rows)
+    return head + (body if rows else "No series.\n")
+
+
+__all__ = ["guard_markdown", "junit_xml", "xml_safe"]
