@@ -388,6 +388,9 @@ class Fit:
     #: The deciding model may predict deeper depths (the schedule's cap prediction): it fits, is not pinned at a
     #: grid edge, and its interval is closed at the top. False: it predicts nothing.
     predicts: bool = False
+    #: The time schedule's view of a change of regime: the last depth of the line a growth sets in after, when
+    #: too few depths past it read the law (the schedule measures there first). None: no such knee.
+    knee: int | None = None
 
 
 #: Evidence that chose the family of a noisy reading (``Fit.model_choice``), as the evidence line names it.
@@ -398,7 +401,17 @@ CHOICE_EDGE = "the other family pinned at its grid edge"
 CHOICE_DEFAULT = "no evidence against a power law"
 CHOICE_CONFLICT = "conflicting evidence"
 CHOICE_FLAT = "no growth over a wide span of depths"  # neither family: the cost is flat (a constant)
-MODEL_CHOICES = (CHOICE_AGREE, CHOICE_IC, CHOICE_HOLDOUT, CHOICE_EDGE, CHOICE_DEFAULT, CHOICE_CONFLICT, CHOICE_FLAT)
+CHOICE_CLASS = "the family of the class a work metric decided"  # the cost's rate, fitted in the class's family
+MODEL_CHOICES = (
+    CHOICE_AGREE,
+    CHOICE_IC,
+    CHOICE_HOLDOUT,
+    CHOICE_EDGE,
+    CHOICE_DEFAULT,
+    CHOICE_CONFLICT,
+    CHOICE_FLAT,
+    CHOICE_CLASS,
+)
 
 
 def model_cost(fit: Fit, depth: float) -> float | None:
@@ -439,6 +452,21 @@ class TimeJump:
 
 
 @dataclass
+class Knee:
+    """A change of regime: the cost reads linear up to :attr:`depth`, then grows over that line; the law of the
+    excess against the steps past the knee (``d - depth``) is :attr:`after` (None: too few depths, or undecided)."""
+
+    depth: int  # the deepest depth of the linear regime
+    next_depth: int  # the first depth past it (the knee is between the two)
+    before: Fit  # the reading up to the knee
+    depths: list[int] = field(default_factory=list)  # the depths past the knee
+    excess: list[float] = field(default_factory=list)  # what they cost over the linear model's extrapolation
+    slope_ratio: float | None = None  # the cost's slope past the knee (deepest depth) over the line's slope
+    after: Fit | None = None
+    after_reason: str = ""  # why the law after the knee is undecided
+
+
+@dataclass
 class Verdict:
     """The decision on one series: its kind, THE deciding model (:attr:`fit`, held once), the evidence read
     from it, the cause and the remedies. Every renderer, guard, exit code and the JSON read these fields."""
@@ -476,6 +504,14 @@ class Verdict:
     #: Points far over what the deciding model predicts from the depths below them (stopped points' lower
     #: bounds, measured jumps): evidence the decision reads (a runaway, or inconclusive), never fitted.
     jumps: list[TimeJump] = field(default_factory=list)
+    #: Where a work metric that is not the cost (a peer's program size or call count: a proxy) decided a growing
+    #: class: the cost's own fit (the growing phase's time, in the class's family), whose rate the report gives,
+    #: whose model predicts the next depth, and which the schedule reads. None: the deciding fit is the cost (the
+    #: engine's counters, which are its work; instructions; time).
+    rate_fit: Fit | None = None
+    #: A change of regime the decision found (a linear cost, then a growth that sets in): the verdict reads the
+    #: law after it (the deepest well-measured segment) when the whole series reads no one law.
+    knee: Knee | None = None
 
     @property
     def base(self) -> float | None:
@@ -498,8 +534,19 @@ class Verdict:
 
     @property
     def interval_text(self) -> str:
-        """The deciding model's figure: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""``."""
-        return fit_figure(self.fit) if self.fit is not None else ""
+        """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
+        or, where a proxy decided the class, the cost's own: :attr:`rate_fit`)."""
+        if self.knee is not None and self.knee.after is not None and self.kind not in (LINEAR, INCONCLUSIVE):
+            return f"{fit_figure(self.knee.after)} past {self.knee.depth}"
+        fit = self.rate_fit or self.fit
+        return fit_figure(fit) if fit is not None else ""
+
+    @property
+    def proxy_text(self) -> str:
+        """Where a proxy decided the class: its name and figure (``inductor_loop_body_ops x3.69/unroll``), else ""."""
+        if self.rate_fit is None or self.fit is None:
+            return ""
+        return f"{self.fit.metric.split(':', 1)[0]} {fit_figure(self.fit)}".strip()
 
     @property
     def is_finding(self) -> bool:

@@ -170,9 +170,13 @@ SWEEP_COLUMNS = ("chain", "backend/profile", "mode", "k", "measured base", "pred
 
 
 def fmt_growth(result: Result) -> str:
-    """The deciding model's figure: ``x2.01/layer``, ``d^1.72 [1.55, 1.90]`` (time: with its interval),
-    ``flat`` for a cost that does not grow at all, ``-`` without a model."""
-    return result.verdict.interval_text or "-"
+    """The cost's rate: the deciding model's figure (``x2.01/layer``, ``d^1.72 [1.55, 1.90]``: time with its
+    interval, ``flat`` for a cost that does not grow at all, ``-`` without a model), or where a proxy decided the
+    class the cost's own, with the proxy's beside (``x2.05/unroll [1.83, 2.31]; proxy inductor_loop_body_ops
+    x3.69/unroll``)."""
+    v = result.verdict
+    proxy = f"; proxy {v.proxy_text}" if v.proxy_text else ""
+    return (v.interval_text or "-") + proxy
 
 
 def decided_by(result: Result) -> str:

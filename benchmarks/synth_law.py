@@ -11,7 +11,9 @@ interpreter's start-up. A run whose cost passes ``--hang-after`` seconds (adprof
 does spend it, sleeping until adprof kills it, as a real program that slow would be killed.
 
 Laws ``f(d)``: ``linear`` (d), ``nlogn`` (d*ln(d+1)), ``p1.5`` (d^1.5), ``p2`` (d^2), ``p3`` (d^3),
-``exp1.3`` / ``exp1.5`` / ``exp2`` / ``exp3`` (b^d), ``const`` (0). ``a`` is the fixed overhead, ``c`` the scale.
+``exp1.3`` / ``exp1.5`` / ``exp2`` / ``exp3`` (b^d), ``const`` (0), and knees: ``knee-p2-K`` (linear to K, then a
+quadratic sets in) and ``knee-exp-K`` (then an exponential), K in 16, 32, 48. ``a`` is the fixed overhead, ``c`` the
+scale.
 
 Noise: right-skewed and bursty, as on a loaded machine. At level ``L`` (``--noise``) a run is slowed
 by ``U(0, 0.06*L)`` three times in four and by ``U(0, 0.9*L)`` once in four (level 1: most runs
@@ -43,6 +45,11 @@ LAWS = {
     "exp2": lambda d: 2.0**d,
     "exp3": lambda d: 3.0**d,
 }
+#: Knees: linear up to depth K, then a quadratic (``knee-p2-K``: d + (d-K)^2/K) or an exponential
+#: (``knee-exp-K``: d + K*(1.25^(d-K) - 1)/10) sets in.
+for _k in (16, 32, 48):
+    LAWS[f"knee-p2-{_k}"] = lambda d, k=_k: d + max(0.0, d - k) ** 2 / k
+    LAWS[f"knee-exp-{_k}"] = lambda d, k=_k: d + k * (1.25 ** max(0.0, d - k) - 1.0) / 10.0
 BURST_SHARE = 0.25  # one run in four is hit by a burst
 STEADY_SPAN = 0.06  # at level 1: +0..6% for most runs
 BURST_SPAN = 0.9  # at level 1: up to +90% in a burst

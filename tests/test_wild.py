@@ -67,8 +67,9 @@ def test_torch_create_graph_is_exponential_per_order():
     require("torch")
     res = _by_series(check_json(f"{WILD}::create_graph_order", "--backend", "torch", "--depths", "1,2,3,4,5,6,7"))
     r = res[("create_graph_order", "torch", "eager")]
-    assert r["verdict"] == "exponential-backward" and r["interval_text"].endswith("/order")
+    assert r["verdict"] == "exponential-backward" and "/order" in r["interval_text"]  # the backward time's rate
     assert r["fit"]["metric"].startswith("autograd_nodes") and 1.8 <= r["base"] <= 2.5
+    assert r["proxy_text"].startswith("autograd_nodes x") and r["rate_fit"]["source"] == "time"  # the proxy beside
     assert "autograd_nodes" in r["lower_bound_metrics"]
 
 
@@ -152,7 +153,8 @@ def test_the_zoo_reads_every_case_as_documented_within_its_budget():
             assert r["verdict"] in expected, (name, series, r["verdict"], r["interval_text"], r["cause"])
     fib = res[("fibonacci_compile", "torch", "compile")]
     assert fib["growing_phase"] == "inductor_codegen" and "Inductor" in fib["cause"]
-    assert fib["interval_text"].endswith("/unroll") and 3.0 <= fib["base"] <= 4.2
+    assert "/unroll [" in fib["interval_text"] and 3.0 <= fib["base"] <= 4.2  # the compile time's rate; the proxy's:
+    assert fib["proxy_text"].startswith("inductor_loop_body_ops x") and fib["rate_fit"]["source"] == "time"
     assert fib["time_fit"]["kind"] in ("exponential", "superlinear")  # beside it, the compile time grows too
     grad = res[("nested_grad", "jax", "traced")]
     assert _deterministic(grad) and 1.9 <= grad["base"] <= 2.4

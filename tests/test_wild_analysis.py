@@ -86,7 +86,9 @@ def test_a_linear_lower_bound_never_changes_the_verdict(slope, p, seed):
 def test_the_axis_names_every_figure():
     s = _time_series(range(1, 10), lambda d: 1e-3 * 2.0**d, lambda d: 9 * 2.0**d, axis="order", lower_bounds=["nodes"])
     v = classify(s)
-    assert v.interval_text == "x2.00/order" == interval_text(v.fit)
+    assert interval_text(v.fit) == "x2.00/order" and v.proxy_text == "nodes x2.00/order"  # the proxy decided
+    assert v.interval_text.startswith("x2.0") and v.interval_text.endswith("]")  # the cost's rate, with its interval
+    assert v.rate_fit is not None and v.rate_fit.source == "time" and "/order" in v.interval_text
     assert any("x2.00 per order" in line for line in v.evidence)
     assert "x2.00 per order" in v.cause and "per layer" not in v.cause
     assert explain.TAYLOR_MODE in v.remedies
@@ -180,5 +182,7 @@ def test_every_renderer_names_the_axis():
     assert "x2.00/order" in text and "x2.00 per order" in text and "per layer" not in text.split("growth:")[0]
     assert "x2.00/order" in render_html(report)
     data = report_to_json(report)
-    assert data["results"][0]["axis"] == "order" and data["results"][0]["interval_text"] == "x2.00/order"
-    assert load_report(data).results[0].verdict.interval_text == "x2.00/order"  # the fit keeps its axis
+    row = data["results"][0]
+    assert row["axis"] == "order" and row["proxy_text"] == "nodes x2.00/order" and "/order [" in row["interval_text"]
+    back = load_report(data).results[0].verdict
+    assert back.interval_text == row["interval_text"] and back.proxy_text == "nodes x2.00/order"  # fits keep the axis

@@ -19,12 +19,14 @@ and :mod:`~adprof.analysis.sweeps` (the sweep table). Their public names are sti
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from adprof import model
 from adprof.analysis import explain
 from adprof.analysis.costs import (
     assess_series,
+    cost_rate,
     deciding_fits,
     fit_cost,
     metric_names,
@@ -33,6 +35,7 @@ from adprof.analysis.costs import (
     next_depth,
     phases_of,
     predicted_growth,
+    proxy_decided,
     series_values,
     time_repeats,
     timed_label,
@@ -54,6 +57,7 @@ from adprof.analysis.evidence import (
 )
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
 from adprof.analysis.jumps import CONTRADICTING_EXCESS, cpu_values, expected, outgrows, time_jumps, whole_point_time
+from adprof.analysis.knee import MIN_AFTER, find_knee
 from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
@@ -129,6 +133,8 @@ _KIND = {
 #: than the metric over the same depths (load bursts on a few points do not: the metric grows too).
 CONTRADICTING_BASE = 1.3
 CONTRADICTING_EXPONENT = 1.6
+#: A line past a knee this many times steeper than the line before it is a change of regime still undecided.
+KNEE_SLOPE = 2.0
 #: ``trust``: which side decides when a deterministic metric and time contradict each other.
 TRUST_CHOICES = ("counters", "time")
 
@@ -213,6 +219,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
     v.fit = fit
     v.kind = _reading(fit, backward_kind)
     fit_evidence(v, series, fit, label, call0_note)
+    _knee(v, series, fit, backward_kind)
     v.jumps = time_jumps(series, fit)
     _stopped_points(v, series, fit)
     _runaway_bound(v, fit)
@@ -223,6 +230,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
     dominant = beside_evidence(v, series, phases, fit, labels)
     v.growing_phase, v.phase_shares, v.phase_fits = growing_phase(series, phases, fit)
     phase_evidence(v, series, fit)
+    _cost_rate(v, series, phases, fit)
     if series.mode == "eager" and phases == ("backward",):
         amortization_evidence(v, series)
     _cross_checks(v, series, predicted_base, structure)
@@ -304,6 +312,59 @@ def _far(j: model.TimeJump) -> bool:
     limit it was predicted to stay well under: the bound is over BEYOND_FACTOR times its prediction), or one cut by
     the budget's end (at any moment: RUNAWAY_FACTOR times its prediction)."""
     return j.stopped_by == model.CensorReason.TIMEOUT.value or j.ratio >= RUNAWAY_FACTOR
+
+
+def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
+    """A change of regime (:mod:`~adprof.analysis.knee`): the verdict is the law after the knee, the deepest
+    well-measured segment, where it reads one (a growth). Where the whole series reads no one law (or, exact, reads
+    linear over a kink), a steeper line after the knee or too few depths past it is inconclusive, saying where
+    the knee is and what would decide it. (A noisy series that reads linear is left as it reads.)"""
+    exact, growing = fit.source != "time", fit.kind in ("exponential", "superlinear", "mild")
+    if fit.kind != "inconclusive" and not growing and not (exact and fit.kind == "linear"):
+        return
+    knee = find_knee(fit)
+    if knee is None:
+        return
+    after, where = knee.after, f"between depths {knee.depth} and {knee.next_depth}"
+    line = f"a change of regime {where}: linear over {knee.before.depths[0]}..{knee.depth}"
+    steep = knee.slope_ratio is not None and knee.slope_ratio >= KNEE_SLOPE
+    rank = ("mild", "superlinear", "exponential")
+    decided = after is not None and after.kind in rank
+    if growing and not (after is not None and decided and rank.index(after.kind) >= rank.index(fit.kind)):
+        return  # the whole series reads a growth no law past a knee exceeds: the whole reading stands
+    if after is not None and decided:
+        v.knee, v.kind = knee, _reading(after, backward_kind)
+        v.reason = ""
+        v.evidence.insert(0, f"{line}, then {after.kind} {interval_text(after)} over {_depths_text(knee.depths)}")
+    elif after is not None and not steep:
+        return  # a line past the knee, about as steep as the line before it: no change of regime to read
+    else:
+        v.knee, v.kind = knee, model.INCONCLUSIVE
+        slope = f"its slope {knee.slope_ratio:.1f}x the line's" if knee.slope_ratio is not None else "it grows"
+        more = knee.after_reason or f"a steeper line so far over {len(knee.depths)} depths"
+        v.reason = (
+            f"{line}, then {slope} over {_depths_text(knee.depths)}: {more}; measure deeper depths to read the "
+            f"law past it ({_deeper_advice(series)})"
+        )
+        v.evidence.insert(0, v.reason)
+    v.key_evidence.insert(0, v.evidence[0])
+
+
+def _deeper_advice(series: Series) -> str:
+    """What would measure deeper: about how long :data:`MIN_AFTER` more depths past the deepest take (scaled from
+    its wall time, a generous quadratic), and the options that allow it."""
+    measured = sorted((p for p in series.points if not p.censored and p.wall_seconds), key=lambda p: p.depth)
+    cost = ""
+    if len(measured) >= 2:
+        top, prev = measured[-1], measured[-2]
+        step = max(top.depth - prev.depth, 1)
+        more = sum(top.wall_seconds * ((top.depth + k * step) / top.depth) ** 2 for k in range(1, MIN_AFTER + 1))
+        cost = f"about {more:.3g} s more for {MIN_AFTER} depths past {top.depth}; "
+    if series.deepest_allowed is not None and series.schedule_end is model.ScheduleEnd.BUDGET:
+        return f"{cost}a larger --budget"
+    if series.backend == "cmd":
+        return f"{cost}--max-depth or --depths, and --budget"
+    return f"{cost}--max-depth or --depths, and --budget"
 
 
 def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
@@ -473,6 +534,35 @@ def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: 
         v.key_evidence.insert(0, v.reason)
         v.evidence.insert(0, v.reason)
         return
+
+
+def _cost_rate(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit) -> None:
+    """A proxy decided a growing class: the report's rate, prediction and the schedule's estimate are the cost's
+    (the growing phase's time, in the class's family), the proxy's rate beside it; one line where they disagree."""
+    if not proxy_decided(series, fit) or v.kind not in model.PATHOLOGIES:
+        return
+    where = (v.growing_phase,) if v.growing_phase else phases
+    rate = cost_rate(series, where, fit)
+    proxy = f"{fit.metric.split(':', 1)[0]} {interval_text(fit)}"
+    if rate is None:
+        v.evidence.append(f"rate: the time of {'+'.join(where)} reads no rate; the one given is the proxy's ({proxy})")
+        return
+    v.rate_fit = rate
+    figure = interval_text(rate)
+    v.evidence.append(f"rate: {'+'.join(where)} time {figure} (the cost); {proxy} decided the class (a proxy)")
+    v.key_evidence.append(v.evidence[-1])
+    nd = next_depth(rate.depths)
+    pv = predict(rate, nd) if nd is not None else None
+    if nd is not None and pv is not None and math.isfinite(pv):
+        v.prediction = {"depth": nd, "value": pv}
+    mine = fit.base if fit.kind == "exponential" else fit.exponent
+    if rate.interval and mine is not None and not rate.interval[0] <= mine <= rate.interval[1]:
+        faster = "faster" if mine > rate.interval[1] else "slower"
+        v.evidence.append(
+            f"the proxy's rate ({proxy}) is outside the cost's interval [{rate.interval[0]:.2f}, "
+            f"{rate.interval[1]:.2f}]: it grows {faster} than the time the user waits for"
+        )
+        v.key_evidence.append(v.evidence[-1])
 
 
 def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, structure: Any) -> None:

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
+from adprof.analysis.knee import MIN_AFTER, find_knee
 from adprof.constants import NOMINAL_CLOCK
 from adprof.model import COUNTER_KEYS, Fit, Point, Series, classified_phases, counter_value, time_value
 
@@ -99,6 +100,7 @@ def fit_cost(
     seed: int = 0,
     bootstrap: bool = True,
     coarse: bool = False,
+    family: str | None = None,
 ) -> Fit | None:
     d, v, c = series_values(series, phases, source, name)
     if not d:
@@ -121,6 +123,7 @@ def fit_cost(
         seed=seed,
         bootstrap=bootstrap,
         coarse=coarse,
+        family=family,
     )
     fit.axis = series.axis
     if source == "time" and series.statistic:
@@ -210,6 +213,32 @@ def deciding_fits(
     return counter_fit, time_fit, metric_fits, "time"
 
 
+#: Readings of a proxy (a work metric that is not the cost) whose rate is not the cost's: the report gives the cost's.
+PROXY_KINDS = ("exponential", "superlinear")
+
+
+def proxy_decided(series: Series, fit: Fit | None) -> bool:
+    """A growing class decided by a lower-bound metric (a work metric that counts work the phase must do, such
+    as Inductor's loop-body ops: a proxy of the cost, whose rate is not the cost's). The engine's counters are its
+    work, a backend's declared deciding metrics see the phase's work, and instruction counts are the work: their
+    rates are the cost's."""
+    name = fit.metric.split(":", 1)[0] if fit is not None else ""
+    return fit is not None and fit.source == "metric" and name in series.lower_bound_metrics and fit.kind in PROXY_KINDS
+
+
+def timed_phases(series: Series, phases: tuple[str, ...]) -> tuple[str, ...]:
+    """The phases of ``phases`` that carry times (a phase holding only metrics has none)."""
+    return tuple(ph for ph in phases if any(ph in p.times for p in series.points))
+
+
+def cost_rate(series: Series, phases: tuple[str, ...], fit: Fit, quick: bool = False) -> Fit | None:
+    """The cost's own fit where a proxy decided a growing class (:func:`proxy_decided`): the time of ``phases``
+    (the growing phase, or the classified phases), in the class's family; None when it reads no rate."""
+    family = "exponential" if fit.kind == "exponential" else "power"
+    rate = fit_cost(series, timed_phases(series, phases), "time", bootstrap=not quick, coarse=quick, family=family)
+    return rate if rate is not None and rate.kind != "inconclusive" and rate.depths else None
+
+
 def quick_deciding_fit(series: Series) -> Fit | None:
     """The deciding model of a series without the bootstrap (the schedule's view of the verdict's model)."""
     counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases_of(series), quick=True)
@@ -220,6 +249,8 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
     """The deciding model's cost ratio between ``depth`` and the deepest measured depth, and its figure
     (for the schedule's cap prediction: the same model that decides the verdict, without the bootstrap)."""
     fit = quick_deciding_fit(series)
+    if proxy_decided(series, fit):  # the cost's rate predicts what the next depth costs, not the proxy's
+        fit = cost_rate(series, phases_of(series), fit, quick=True) or fit  # type: ignore[arg-type]
     if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
     now, then = predict(fit, fit.depths[-1]), predict(fit, depth)
@@ -234,7 +265,13 @@ def assess_series(series: Series, full: bool = False) -> Fit | None:
     deterministic metric decides instead."""
     phases = phases_of(series)
     counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases, quick=not full)
-    return time_fit if source == "time" else None
+    if source != "time":
+        return None
+    if full and time_fit is not None and time_fit.kind == "inconclusive":
+        knee = find_knee(time_fit)
+        if knee is not None and len(knee.depths) < MIN_AFTER:
+            time_fit.knee = knee.depth
+    return time_fit
 
 
 def next_depth(depths: list[int]) -> int | None:

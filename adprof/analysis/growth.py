@@ -122,13 +122,15 @@ def fit_growth(
     seed: int = 0,
     bootstrap: bool = True,
     coarse: bool = False,
+    family: str | None = None,
 ) -> Fit:
     """Decide the growth of ``values`` against ``depths`` (see the module docstring).
 
     values: one number per depth, or the list of repeats of each depth (noisy time).
     exact: deterministic values (the marginal reading); else noisy (models with an overhead, bootstrap).
     censored: per point, True for a lower bound (killed at the cap); kept apart, never fitted as a value.
-    Repeated depths are merged (their repeats pooled).
+    Repeated depths are merged (their repeats pooled). family (noisy values): fitted in that family only
+    (``power`` or ``exponential``: the cost's rate of a class decided elsewhere).
     """
     obs = _observations(depths, values, censored)
     exact_obs = [o for o in obs if not o.censored]
@@ -141,7 +143,7 @@ def fit_growth(
     fit.depths, fit.values = [int(x) for x in d], [float(x) for x in v]
     fit.censored_depths = [int(o.depth) for o in bounds]
     fit.censored_values = [max(o.repeats) for o in bounds]
-    reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap, coarse)
+    reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap, coarse, family)
     if len(d) and check_consistency(d, v, reps, fit, exact):
         fit.predicts = False  # a model that misses the deepest points predicts nothing deeper
     if fit.depths:
@@ -174,6 +176,7 @@ def _read(
     seed: int,
     bootstrap: bool,
     coarse: bool = False,
+    family: str | None = None,
 ) -> np.ndarray | None:
     """The deciding reading of the exact (not censored) points; returns the bootstrap replicates, if any."""
     if len(d) >= 3 and np.ptp(v) <= (1e-12 if exact else 0.0) * max(float(np.max(np.abs(v))), 1e-300):
@@ -188,7 +191,7 @@ def _read(
             marginal_curve(d, v, fit)
         fit.interval_method = "spread of the tail's local readings (exact values)"
     else:
-        return noisy_reading(obs, d, v, fit, seed, bootstrap, coarse)
+        return noisy_reading(obs, d, v, fit, seed, bootstrap, coarse, family)
     return None
 
 

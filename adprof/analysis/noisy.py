@@ -22,7 +22,7 @@ from adprof.analysis.models import (
     replicates,
     robust_weights,
 )
-from adprof.model import CHOICE_EDGE, CHOICE_FLAT, Fit
+from adprof.model import CHOICE_CLASS, CHOICE_EDGE, CHOICE_FLAT, Fit
 
 FLAT_SHARE = 0.05  # growing part below this share of the deepest value: no measurable growth
 FLAT_SPAN = 16.0  # a constant reads flat only over depths spanning this ratio (the time schedule's 8..128)
@@ -222,9 +222,11 @@ def noisy_reading(
     seed: int,
     bootstrap: bool = True,
     coarse: bool = False,
+    family: str | None = None,
 ) -> np.ndarray | None:
     """The model reading of noisy values; returns the bootstrap replicates (for the consistency check).
-    ``coarse``: the coarse grids throughout (the schedule's quick view; implies no bootstrap)."""
+    ``coarse``: the coarse grids throughout (the schedule's quick view; implies no bootstrap). ``family``
+    (``power``, ``exponential``): fitted in that family (a class decided elsewhere), no flat reading, no choice."""
     if not (v > 0).all():
         fit.kind, fit.reason = "inconclusive", "non-positive times: the clock did not resolve the phase"
         return None
@@ -233,11 +235,13 @@ def noisy_reading(
         fit.notes.append(f"{len(d)} depths: fitted without a fixed overhead (needs {OVERHEAD_POINTS})")
     rng = np.random.default_rng(seed)
     w, pw, ex = _weighted_fits(obs, d, v, overhead, rng, fit, coarse)
-    ratio = flat_over_span(obs, rng) if not coarse else None
+    ratio = flat_over_span(obs, rng) if not coarse and family is None else None
     if ratio is not None and ratio <= 1 + FLAT_GROWTH:  # no growth to read over a wide range: flat
         _flat_reading(fit, d, v, ratio, overhead, w)
         return None
     choice = choose_family(d, v, pw, ex, w)
+    if family is not None:  # the class is decided: its family's rate
+        choice.family, choice.evidence = family, CHOICE_CLASS
     _record_choice(fit, choice)
     if choice.family is None:
         _undecided_family(fit, pw if pw.sse <= ex.sse else ex, choice)
@@ -245,7 +249,7 @@ def noisy_reading(
     exp_wins = choice.family == "exponential"
     chosen = ex if exp_wins else pw
     plo, phi = profile_interval(chosen.family, d, v, overhead, w, coarse)
-    if not exp_wins and phi >= P_MAX - 1e-9 and open_to_exponential(choice, ex):
+    if family is None and not exp_wins and phi >= P_MAX - 1e-9 and open_to_exponential(choice, ex):
         # the power law's interval is open at the top of its grid: the power family cannot bound the growth
         # (the issue's d^7.71 [7.03, 8.00] for a 2^d law); the exponential, which fits too, reads it
         choice.family, choice.evidence, choice.edge = "exponential", CHOICE_EDGE, sorted({*choice.edge, "power"})

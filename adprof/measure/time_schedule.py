@@ -231,7 +231,8 @@ class TimeSchedule:
                 return step
         keep = informative(under, fit)
         return (
-            self._fill(under, low, fit)
+            self._past_knee(under, low, fit)
+            or self._fill(under, low, fit)
             or self._below(under, low, over, costs)
             or self._refine(under, low, keep)
             or self._sweep(costs, keep)
@@ -271,6 +272,17 @@ class TimeSchedule:
                 m = model_cost(fit, x) if fit is not None and fit.predicts else None
                 return Step(x, why, max(m, pess) if m is not None else pess)
         return None
+
+    @staticmethod
+    def _past_knee(under: list[int], low: list[float], fit: Fit | None) -> Step | None:
+        """A change of regime with too few depths past it to read its law: bisect between the knee and the first
+        depth past it (the growth is measured where it sets in)."""
+        if fit is None or fit.knee is None or fit.knee not in under:
+            return None
+        i = under.index(fit.knee)
+        if i + 1 >= len(under) or under[i + 1] - under[i] < 2:
+            return None
+        return Step((under[i] + under[i + 1]) // 2, FILL, math.sqrt(low[i] * low[i + 1]))
 
     @staticmethod
     def _fill(under: list[int], low: list[float], fit: Fit | None) -> Step | None:

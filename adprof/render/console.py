@@ -100,6 +100,10 @@ def _time_caption(report: Report) -> str:
         "growth: the deciding model's base per depth step (x2.00/layer, x2.15/order) or exponent "
         "(time: with its 95% interval)"
     )
+    if any(r.verdict.proxy_text for r in report.results):
+        base += "; where a proxy (a work metric, not the cost) decided the class: the time's rate, the proxy's beside"
+    if any(r.verdict.knee is not None and r.verdict.kind != "inconclusive" for r in report.results):
+        base += "; past N: the law of the cost over the line it followed up to depth N (a change of regime)"
     loaded = f"\n{LOADED_NOTE}" if any(r.verdict.loaded_machine for r in report.results) else ""
     return base + (f"; time: {'; '.join(stats)}" if stats else "") + loaded
 

@@ -29,6 +29,7 @@ _VERDICT_FIELDS = (
     "halving_ratio",
     "metric",
     "interval_text",
+    "proxy_text",
     "predicted_base",
     "amortized",
     "reuse_agrees",
