@@ -61,17 +61,34 @@ OVERHEAD = ("none", "high")
 
 @dataclass(frozen=True)
 class Law:
-    name: str  # synth_law.py's law
+    name: str  # the benchmark's name of the law (synth_law.py's, unless ``synth`` says otherwise)
     label: str
     expected: str  # a column of KINDS
     family: str  # "linear" | "mild" | "power" | "exponential"
     base: float | None = None
     cap_depths: tuple[int, int] = (0, 0)  # exponentials: where the cost reaches the cap (uniform)
     also: tuple[str, ...] = ()  # other columns that are right (d log d: mildly superlinear or superlinear)
+    synth: str = ""  # synth_law.py's law, when it differs from ``name``
+    fixed: tuple[float, float] | None = None  # (a, c) of every trial (no overhead levels)
+    args: str = ""  # more synth_law.py arguments (a noise of its own)
+
+    @property
+    def program_law(self) -> str:
+        return self.synth or self.name
 
 
 LAWS = (
     Law("linear", "d", "linear", "linear"),
+    Law("const", "constant", "linear", "linear"),
+    Law(
+        "linear-heavy",
+        "0.4 + 0.00015 d, bimodal",
+        "linear",
+        "linear",
+        synth="linear",
+        fixed=(0.4, 0.00015),
+        args="--bimodal 0.2,0.3,0.6",
+    ),
     Law("nlogn", "d log d", "mild", "mild", also=("superlinear",)),
     Law("p1.5", "d^1.5", "superlinear", "power"),
     Law("p2", "d^2", "superlinear", "power"),
@@ -80,14 +97,30 @@ LAWS = (
     Law("exp1.5", "1.5^d", "exponential", "exponential", 1.5, (12, 28)),
     Law("exp2", "2^d", "exponential", "exponential", 2.0, (8, 20)),
     Law("exp3", "3^d", "exponential", "exponential", 3.0, (6, 13)),
+    Law("knee-p2-16", "d, then (d-16)^2", "superlinear", "power"),
+    Law("knee-p2-48", "d, then (d-48)^2", "superlinear", "power"),
+    Law("knee-exp-16", "d, then 1.25^(d-16)", "exponential", "exponential", 1.25, (40, 56)),
+    Law("knee-exp-48", "d, then 1.25^(d-48)", "exponential", "exponential", 1.25, (72, 88)),
 )
 LAW_BY_NAME = {law.name: law for law in LAWS}
 
 
+def _synth_laws() -> dict:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("synth_law", SYNTH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.LAWS
+
+
+SYNTH_LAWS = _synth_laws()
+
+
 def _f(law: Law, d: float) -> float:
-    if law.family == "exponential":
-        return (law.base or 1.0) ** d
-    return {"linear": d, "nlogn": d * math.log(d + 1.0), "p1.5": d**1.5, "p2": d**2, "p3": d**3}[law.name]
+    if law.name == "const":
+        return 1.0  # the constant's value: its a + c
+    return SYNTH_LAWS[law.program_law](d)
 
 
 def _rng(*key: object) -> random.Random:
@@ -97,6 +130,12 @@ def _rng(*key: object) -> random.Random:
 def law_params(law: Law, overhead: str, trial: int) -> dict[str, float]:
     """``a`` (overhead) and ``c`` (scale) of one trial, and the deepest depth the law reaches under the cap."""
     rng = _rng(law.name, overhead, trial)
+    if law.fixed is not None:
+        a, c = law.fixed
+        return {"a": a, "c": c, "share": a / (a + c * MAX_DEPTH), "deep": float(MAX_DEPTH), "first": a + c}
+    if law.name == "const":  # a constant cost: t256 of the power laws, all of it overhead
+        t = math.exp(rng.uniform(math.log(3e-3), math.log(CAP)))
+        return {"a": t, "c": 0.0, "share": 1.0, "deep": float(MAX_DEPTH), "first": t}
     share = 0.0 if overhead == "none" else rng.uniform(0.3, 0.9)
     if law.family == "exponential":
         lo, hi = law.cap_depths
@@ -160,9 +199,11 @@ def column_of(verdict: str) -> str:
 
 def command(law: Law, noise: float, overhead: str, trial: int, state: str, p: dict[str, float]) -> str:
     seed = f"{law.name}-{noise}-{overhead}-{trial}"
+    extra = f" {law.args}" if law.args else ""
     return (
-        f"{shlex.quote(sys.executable)} -S {shlex.quote(str(SYNTH))} {law.name} {{depth}} --a {p['a']:.6g} "
+        f"{shlex.quote(sys.executable)} -S {shlex.quote(str(SYNTH))} {law.program_law} {{depth}} --a {p['a']:.6g} "
         f"--c {p['c']:.6g} --noise {noise:g} --seed {seed} --state {shlex.quote(state)} --hang-after {4 * CAP:g}"
+        f"{extra}"
     )
 
 

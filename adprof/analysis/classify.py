@@ -234,6 +234,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
     if series.mode == "eager" and phases == ("backward",):
         amortization_evidence(v, series)
     _cross_checks(v, series, predicted_base, structure)
+    _schedule_end(v, series, fit)
     v.cause = explain.cause(
         v.kind,
         base=v.base,
@@ -563,6 +564,32 @@ def _cost_rate(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit) ->
             f"{rate.interval[1]:.2f}]: it grows {faster} than the time the user waits for"
         )
         v.key_evidence.append(v.evidence[-1])
+
+
+#: Why more budget would not have decided an inconclusive time-decided series, by why its schedule ended.
+_ENDED = {
+    model.ScheduleEnd.PASSES: "the most passes over its depths were measured and the noise there did not average out",
+    model.ScheduleEnd.POINTS: "the most points of a series were measured",
+    model.ScheduleEnd.CAP: "the next depth is over the cap (--cap higher would measure it)",
+    model.ScheduleEnd.KILLS: "points were killed at their timeout",
+}
+
+
+def _schedule_end(v: Verdict, series: Series, fit: Fit) -> None:
+    """An inconclusive time-decided series that did not spend its budget says why more could not have helped."""
+    end = series.schedule_end
+    if v.kind != model.INCONCLUSIVE or fit.source != "time" or end is None or end is model.ScheduleEnd.BUDGET:
+        return
+    if end is model.ScheduleEnd.DEEPEST:
+        why = f"depth {series.deepest_allowed} is the deepest allowed (--max-depth deeper would measure past it)"
+    else:
+        why = _ENDED.get(end, "")
+    if not why:
+        return
+    line = f"the schedule ended before the budget: {why}"
+    v.evidence.append(line)
+    base = v.reason or fit.reason
+    v.reason = f"{base}; {line}" if base else line
 
 
 def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, structure: Any) -> None:

@@ -9,7 +9,6 @@ from adprof.analysis.bands import SUPERLINEAR_MIN, band, power_kind
 from adprof.analysis.choice import EXP_MIN_BASE, Choice, choose_family, open_to_exponential
 from adprof.analysis.models import (
     B_MAX,
-    BOOTSTRAP,
     CONFIDENCE,
     P_MAX,
     ModelFit,
@@ -29,7 +28,7 @@ FLAT_SPAN = 16.0  # a constant reads flat only over depths spanning this ratio (
 #: A cost whose deepest depths (each of the FLAT_DEEPEST deepest) cost at most this much more than its shallowest
 #: (the bottom quarter of the depth range, in log: the median of their statistics), over FLAT_SPAN or more, is
 #: flat: whatever grows (a drift of the machine, a growth under the overhead) is too small to read there.
-FLAT_GROWTH = 0.1
+FLAT_GROWTH = FLAT_SHARE
 FLAT_DEEPEST = 3
 OVERHEAD_POINTS = 5  # from this many depths the fixed overhead is fitted
 
@@ -43,21 +42,21 @@ def _is_flat(chosen: ModelFit) -> bool:
 
 
 def flat_over_span(obs: list[Observation], rng: np.random.Generator) -> float | None:
-    """How much more the deepest depths cost than the shallowest, at most (the upper end of a bootstrap over their
-    repeats): the most of the deepest :data:`FLAT_DEEPEST` depths' statistics (an exponential shows only there)
-    over the median of the statistics of the shallowest quarter of the depth range (log). None unless the depths
-    span :data:`FLAT_SPAN` or more and each of the deepest has three repeats (one run says nothing of its noise)."""
+    """How much more the deepest depths cost than the shallowest, at most: over the median of the statistics of
+    the shallowest quarter of the depth range (log), the larger of the deepest :data:`FLAT_DEEPEST` depths' own
+    statistics (an exponential shows only there) and the upper end of a bootstrap of their pooled repeats (a
+    flat cost is one distribution there: pooled, a few repeats each bound it). None unless the depths span
+    :data:`FLAT_SPAN` or more and each of the deepest has three repeats (one run says nothing of its noise)."""
     d = np.array([o.depth for o in obs], float)
     span = float(d.max() / d.min()) if len(d) and d.min() > 0 else 0.0
     deep = sorted(obs, key=lambda o: o.depth)[-FLAT_DEEPEST:]
     if span < FLAT_SPAN or any(len(o.repeats) < 3 for o in deep):
         return None
     shallow = [o for o in obs if o.depth <= d.min() * span**0.25]
-    top = np.max(np.stack([_resampled(o, rng) for o in deep]), axis=0)  # (B,)
-    low = np.median(
-        np.stack([_resampled(o, rng) if len(o.repeats) >= 3 else np.full(BOOTSTRAP, o.value) for o in shallow]), axis=0
-    )
-    return float(np.quantile(top / low, CONFIDENCE))
+    low = float(np.median([o.value for o in shallow]))
+    pooled = _resampled(Observation(0.0, [r for o in deep for r in o.repeats]), rng)
+    top = max(max(o.value for o in deep), float(np.quantile(pooled, CONFIDENCE)))
+    return top / low if low > 0 else None
 
 
 def _flat_reading(fit: Fit, d: np.ndarray, v: np.ndarray, ratio: float, overhead: bool, w: np.ndarray) -> None:

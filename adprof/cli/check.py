@@ -61,7 +61,10 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
     check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
     budget_note = apply_default_budget(args, argv)
-    cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd))
+    max_depth = None if on_cmd else getattr(args, "max_depth", None)  # --cmd: the series' own (cli.cmd)
+    if max_depth is not None and max_depth < 1:
+        raise UsageError(f"--max-depth must be at least 1 (got {max_depth})")
+    cfg = measure_config(args, depths=args.depths, structure=not (args.no_structure or on_cmd), max_depth=max_depth)
     notes: list[str] = [budget_note] if budget_note else []
     if on_cmd:  # a program instead of a chain file
         specs = cmd_specs(args)

@@ -304,7 +304,14 @@ def add_cmd_options(p: argparse.ArgumentParser) -> None:
         "minus a run at depth 0)",
     )
     if not any(a.dest == "max_depth" for a in p._actions):
-        g.add_argument("--max-depth", type=int, default=None, help="--cmd: deepest depth of the schedule (256)")
+        g.add_argument(
+            "--max-depth",
+            type=int,
+            default=None,
+            help="deepest depth of the schedule (a chain file: instead of its declared depths' deepest). Without "
+            "it, a series that time decides goes from 256 as deep as the cap and the budget allow while its verdict "
+            "is open",
+        )
 
 
 def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
