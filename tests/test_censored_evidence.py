@@ -261,8 +261,8 @@ faults = st.builds(
 @given(
     fault=faults,
     last=st.integers(min_value=6, max_value=14),
-    budget=st.floats(min_value=5.0, max_value=200.0),
-    cap=st.floats(min_value=0.5, max_value=20.0),
+    budget=st.floats(min_value=5.0, max_value=200.0, allow_subnormal=False),
+    cap=st.floats(min_value=0.5, max_value=20.0, allow_subnormal=False),
     seed=st.integers(min_value=0, max_value=10**6),
 )
 def test_no_fault_past_a_healthy_prefix_reads_linear_or_passes_the_guard(monkeypatch, fault, last, budget, cap, seed):
@@ -277,7 +277,7 @@ def test_no_fault_past_a_healthy_prefix_reads_linear_or_passes_the_guard(monkeyp
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     last=st.integers(min_value=6, max_value=14),
-    cap=st.floats(min_value=0.5, max_value=20.0),
+    cap=st.floats(min_value=0.5, max_value=20.0, allow_subnormal=False),
     burst=st.sampled_from([0.0, 0.005, 0.05]),
     seed=st.integers(min_value=0, max_value=10**6),
 )

@@ -75,7 +75,11 @@ def test_an_inconclusive_reading_says_why_more_budget_would_not_have_helped():
 
 
 @settings(max_examples=40, deadline=None)
-@given(level=st.floats(min_value=0.001, max_value=1.0), noise=st.floats(0.0, 0.3), seed=st.integers(0, 2**16))
+@given(
+    level=st.floats(min_value=0.001, max_value=1.0, allow_subnormal=False),
+    noise=st.floats(0.0, 0.3, allow_subnormal=False),
+    seed=st.integers(0, 2**16),
+)
 def test_a_constant_over_a_wide_span_reads_flat(level, noise, seed):
     """Every run slowed by up to ``noise``: flat with three repeats up to 10% (beyond, the bound on the deepest
     depths' cost is too wide to say flat: more repeats would), never a pathology at any noise."""

@@ -7,7 +7,7 @@ Two readings, chosen by how trustworthy the numbers are:
   per-layer ratio ``g = (m_{i+1}/m_i)^(1/Δx)`` and the local power ``ln(m_{i+1}/m_i) / ln(x_{i+1}/x_i)``
   (0 for a linear total, p-1 for d^p, rising ≈ x·ln b under b^d). The interval is the spread of those
   local readings over the tail (the data have no noise; the spread says how far they have converged).
-* **noisy** (time): each depth's value is a robust statistic of its repeats (the lower decile:
+* **noisy** (time): each depth's value is a robust statistic of its repeats (the minimum:
   interference only ever slows a run). Two models with a fixed overhead, ``a + c·d^p`` and
   ``a + c·b^d`` (a, c ≥ 0), are fitted by weighted least squares on *relative* residuals (the same
   space for both, so their errors compare), profiled over p and b on fine grids; a depth whose repeats
@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 MIN_POINTS = 3  # fewer exact depths: inconclusive
-STATISTIC = "lower decile"
+STATISTIC = "minimum"
 
 
 def halving_reading(fit: Fit) -> str:
@@ -89,6 +89,33 @@ def halving_reading(fit: Fit) -> str:
     if fit.kind == "linear":
         return "about 1/2 when halved: linear" if (fit.exponent or 0) > 0.15 else "flat: no growth"
     return ""
+
+
+#: A noisy pathology reading needs this many depths to stand without its deepest one.
+STANDS_WITHOUT = 6
+
+
+def _rests_on_the_deepest(obs: list[Observation], fit: Fit, seed: int) -> None:
+    """A noisy reading of a growth that the depths without the deepest one read as no growth at all hinges on one
+    depth (all its runs slowed, as a loaded machine can): inconclusive, until repeats there (or deeper depths)
+    settle it. A growth that the other depths show too (a power law, an exponential's consecutive depths) stands."""
+    if fit.kind not in ("superlinear", "exponential") or len(obs) < STANDS_WITHOUT + 1:
+        return
+    rest = obs[:-1]
+    d = np.array([o.depth for o in rest], float)
+    v = np.array([o.value for o in rest], float)
+    without = Fit(metric=fit.metric, kind="inconclusive", method="total", source=fit.source)
+    noisy_reading(rest, d, v, without, seed, bootstrap=False)
+    if without.kind != "linear":
+        return
+    deepest = int(obs[-1].depth)
+    figure = fit_figure(without).split(" [")[0]
+    fit.notes.append(f"without depth {deepest} the depths read linear ({figure}): the growth rests on that depth")
+    fit.reason = (
+        f"the {fit.kind} reading rests on depth {deepest} alone (the depths below it read linear, {figure}): "
+        "measure it again, or deeper (add repeats, raise --cap)"
+    )
+    fit.kind, fit.predicts = "inconclusive", False
 
 
 def _use_censored(fit: Fit) -> None:
@@ -146,6 +173,8 @@ def fit_growth(
     reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap, coarse, family)
     if len(d) and check_consistency(d, v, reps, fit, exact):
         fit.predicts = False  # a model that misses the deepest points predicts nothing deeper
+    if not exact and bootstrap and not coarse and family is None:
+        _rests_on_the_deepest(exact_obs, fit, seed)
     if fit.depths:
         _use_censored(fit)
     _curve(fit)

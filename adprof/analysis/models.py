@@ -26,13 +26,16 @@ _FINE = {"power": _P_GRID, "exponential": _LOG_B_GRID}
 
 
 #: The per-depth statistic of time repeats: a low percentile, since interference only ever slows a run and a
-#: preempted call on a loaded machine costs several times an undisturbed one (the lower decile).
-STAT_PERCENTILE = 10
+#: preempted call on a loaded machine costs several times an undisturbed one. The minimum: a depth's repeats are
+#: the same work, and any run that no interference slowed is its cost; a low percentile interpolated with few
+#: repeats (3-4 per depth) is pulled up by the second run, which one run in five slowed (a CPU frequency step,
+#: a second mode of a program's noise) shifts by a third.
+STAT_PERCENTILE = 0
 HUBER_K = 1.345  # robust refits: residuals beyond this many robust scales get weight k·s/|r|
 
 
 def low_statistic(xs: Sequence[float]) -> float:
-    """The per-depth statistic of repeats (:data:`STAT_PERCENTILE`, linear interpolation)."""
+    """The per-depth statistic of repeats (:data:`STAT_PERCENTILE`: the minimum)."""
     return float(np.percentile(np.asarray(xs, float), STAT_PERCENTILE))
 
 

@@ -258,6 +258,7 @@ def noisy_reading(
     if not bootstrap or coarse:
         _point_estimate(chosen, exp_wins, fit)
         fit.interval_method += "; profile interval [" + f"{plo:.3g}, {phi:.3g}]"
+        fit.interval = [min(plo, chosen.param), max(phi, chosen.param)]  # the schedule's view of how open it is
         fit.predicts = phi < (B_MAX * (1 - 1e-9) if exp_wins else P_MAX - 1e-9)
         return None
     eps = 1e-6 * len(d)

@@ -44,7 +44,7 @@ from adprof.measure.time_schedule import (
     Frontier,
     Step,
     TimeSchedule,
-    flat,
+    open_reading,
     point_seconds,
     settled,
     time_decided,
@@ -215,6 +215,14 @@ class _SeriesRun:
         """Seconds left of this series' share, charging each point the larger of its wall time and its cost
         (less what the verdict's fit will take, when the time schedule has measured that)."""
         return self.allowance - (time.monotonic() - self.start) - self.unspent - self.post_seconds
+
+    def room(self) -> float | None:
+        """About how many more points this series' share has room for: what is left over the charged cost of
+        the recent points (their median); None before any point."""
+        charged = [max(p.wall_seconds or 0.0, point_seconds(p, self.spec.mode) or 0.0) for p in self.series.points]
+        recent = sorted(charged[-8:])
+        per_point = recent[len(recent) // 2] if recent else 0.0
+        return self.left() / per_point if per_point > 0 else None
 
     def deadline_passed(self) -> bool:
         return self.hard_deadline is not None and time.monotonic() + self.unspent >= self.hard_deadline
@@ -548,10 +556,13 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         depths = {p.depth for p in series.points}
         if cfg.assess is not None and (max(depths) > max(fitted, default=0) or len(depths - fitted) >= REFIT_AFTER):
             fit, fitted = cfg.assess(series, False), depths
+        sched.room = run.room()
         step = sched.next_step(series.points, fit)
         if step is None:
             end = _end_of(sched, series, fit)
             break
+        if step.why == SWEEP and _deeper_first(run, sched, fit):
+            continue  # open, and nothing left but repeats: deeper first while cheap (the repeats tell more there)
         done = sched.passes(series.points, fit) if step.why == SWEEP else 0
         if done and len(series.points) != assessed:  # a pass is complete: has the decision settled?
             t0 = time.monotonic()
@@ -561,7 +572,7 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             same = full is not None and last is not None and full.kind == last.kind
             roomy = run.left() > OPEN_SHARE * run.allowance  # more than half of the share left
             # open: undecided, or flat (a growth under the overhead shows deeper, and a flat cost is cheap there)
-            if (not settled(full) or flat(full)) and roomy and sched.extend(series.points, full):
+            if open_reading(full) and roomy and sched.extend(series.points, full):
                 last = full  # one doubling deeper first, then the passes go on there
                 step = sched.next_step(series.points, fit) or step
             elif (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
@@ -594,6 +605,14 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         series.stop = kill  # the finding: a point killed at its timeout (the verdict reads it)
     if series.stop is None:
         series.stop = _time_stop(sched.frontier(series.points, fit), series, fit, cfg.cap)
+
+
+def _deeper_first(run: _SeriesRun, sched: TimeSchedule, fit: Fit | None) -> bool:
+    """An open reading (undecided, or flat) with more than half of the share left moves the deepest depth one
+    doubling deeper when the next doubling is cheap (:meth:`TimeSchedule.extend`)."""
+    if fit is None or not open_reading(fit) or run.left() <= OPEN_SHARE * run.allowance:
+        return False
+    return sched.extend(run.series.points, fit)
 
 
 def _end_of(sched: TimeSchedule, series: Series, fit: Fit | None) -> ScheduleEnd:

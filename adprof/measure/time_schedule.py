@@ -52,6 +52,7 @@ TIME_DEPTH = 256  # where a series free to go deeper first stops deepening (then
 DEEPEST = 65536  # the deepest depth a series free to go deeper may reach (a flat cost would double for ever)
 
 EXPLORE, DEEPEN, FILL, REFINE, SWEEP = "explore", "deepen", "fill", "refine", "sweep"
+CONFIRM = "confirm"  # a second run at the deepest depth of an open reading, before refining or sweeping
 
 
 @dataclass
@@ -59,7 +60,7 @@ class Step:
     """The next point of a time-decided series: its depth, why, and the cost it is expected to take."""
 
     depth: int
-    why: str  # EXPLORE | DEEPEN | FILL | REFINE | SWEEP
+    why: str  # EXPLORE | DEEPEN | FILL | REFINE | SWEEP | CONFIRM
     expected: float | None = None  # seconds of its cost phases (measured there before, or extrapolated)
 
 
@@ -129,6 +130,9 @@ class TimeSchedule:
         self.limit = max(self.hi, int(limit or hi))
         self.mode, self.cap, self.timeout = mode, cap, timeout
         self.share = 1.0  # the largest phase's time over the classified cost (the cap applies per phase)
+        #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
+        #: refining stops where the depths could not each get MIN_PASSES more repeats.
+        self.room: float | None = None
 
     def extend(self, points: Sequence[Point], fit: Fit | None) -> bool:
         """Move the deepest depth one doubling deeper, when the frontier is there, the limit allows it, and the
@@ -138,9 +142,9 @@ class TimeSchedule:
             return False
         costs, over, _ = self._by_depth(points)
         under = sorted(d for d in costs if d not in over)
-        low = [min(costs[d]) for d in under]
+        depths, low = thinned(under, [min(costs[d]) for d in under])
         x = min(2 * self.hi, self.limit)
-        if not self._ok(x, self.pessimistic(under, low, x), fit):
+        if not self._ok(x, self.pessimistic(depths, low, x), fit):
             return False
         self.hi = x
         return True
@@ -229,13 +233,15 @@ class TimeSchedule:
             step = self._deepen(under, low, fit)
             if step is not None:
                 return step
-        keep = informative(under, fit)
-        return (
-            self._past_knee(under, low, fit)
-            or self._fill(under, low, fit)
-            or self._below(under, low, over, costs)
-            or self._refine(under, low, keep)
-            or self._sweep(costs, keep)
+        keep = informative(under, fit, {d: len(costs[d]) for d in under})
+        first = self._past_knee(under, low, fit) or self._fill(under, low, fit) or self._below(under, low, over, costs)
+        if first is not None:
+            return first
+        if fit is not None and front.reason is not Deepening.OPEN and open_reading(fit) and len(costs[under[-1]]) < 2:
+            # the deepest depth decides most (and whether to go deeper): a second run there before the rest
+            return Step(under[-1], CONFIRM, low[-1])
+        return (None if flat(fit) or self._crowded(under) else self._refine(under, low, keep)) or self._sweep(
+            costs, keep
         )
 
     @staticmethod
@@ -299,6 +305,12 @@ class TimeSchedule:
                 return Step((d1 + d2) // 2, FILL, math.sqrt(v1 * v2))
         return None
 
+    def _crowded(self, under: list[int]) -> bool:
+        """More depths would leave no room in the budget for MIN_PASSES more repeats of each: repeats where the
+        depths are tell more than new depths between them (a depth measured once, its run slowed, widens the
+        interval of the whole fit)."""
+        return self.room is not None and (len(under) + 1) * MIN_PASSES > self.room
+
     @staticmethod
     def _refine(under: list[int], low: list[float], keep: set[int]) -> Step | None:
         """Bisect (geometrically) the deepest gap wider than REFINE_RATIO where the growth shows."""
@@ -325,8 +337,19 @@ class TimeSchedule:
         """Measurements per informative depth when they all have the same number (a finished pass), else 0."""
         costs, over, _ = self._by_depth(points)
         under = sorted(d for d in costs if d not in over)
-        counts = {len(costs[d]) for d in informative(under, fit)}
+        counts = {len(costs[d]) for d in informative(under, fit, {d: len(costs[d]) for d in under})}
         return counts.pop() if len(counts) == 1 else 0
+
+
+def thinned(depths: list[int], low: list[float], ratio: float = 1.5) -> tuple[list[int], list[float]]:
+    """The depths (and their costs) at least ``ratio`` apart, from the deepest down: an extrapolation over a
+    doubling from depths a few layers apart reads their noise as a rate."""
+    keep: list[int] = []
+    for i in range(len(depths) - 1, -1, -1):
+        if not keep or depths[keep[-1]] >= ratio * depths[i]:
+            keep.append(i)
+    keep.reverse()
+    return [depths[i] for i in keep], [low[i] for i in keep]
 
 
 def phase_share(points: Sequence[Point], mode: str) -> float:
@@ -346,15 +369,14 @@ def overhead_level(low: list[float]) -> float:
     return min(low[:ANCHORS])
 
 
-def informative(depths: list[int], fit: Fit | None) -> set[int]:
+def informative(depths: list[int], fit: Fit | None, counts: dict[int, int] | None = None) -> set[int]:
     """The depths where the growth shows (its share of the cost at least :data:`GROWTH_SHARE` of its share at
-    the deepest depth) and the shallowest few, which pin the overhead; every depth without a fitted overhead, or
-    while the reading is undecided (a depth measured once, its one run slowed, widens the interval of the whole
-    fit: repeats there are where it is decided)."""
+    the deepest depth) and the shallowest few, which pin the overhead; every depth without a fitted overhead.
+    While the reading is undecided, every depth measured fewer than twice too (``counts``: measurements per
+    depth): a depth measured once, its one run slowed, widens the interval of the whole fit."""
     if not depths or fit is None or not fit.overhead or not fit.scale or fit.model not in MODELS:
         return set(depths)
-    if fit.kind == "inconclusive":
-        return set(depths)
+    once = {d for d in depths if counts is not None and counts.get(d, 0) < 2} if fit.kind == "inconclusive" else set()
 
     def share(x: int) -> float:
         total = model_cost(fit, x)
@@ -362,7 +384,20 @@ def informative(depths: list[int], fit: Fit | None) -> set[int]:
 
     top = share(depths[-1])
     keep = {d for d in depths if share(d) >= GROWTH_SHARE * top}
-    return keep | set(depths[:ANCHORS])
+    return keep | set(depths[:ANCHORS]) | once
+
+
+#: The bands' edges (adprof.analysis.bands), read by :func:`open_reading` (the schedule does not import analysis).
+LINEAR_EDGE, SUPERLINEAR_EDGE = 1.15, 1.3
+
+
+def open_reading(fit: Fit | None) -> bool:
+    """A reading that more depths could still change: undecided, flat (a growth under the overhead shows deeper),
+    or a power law whose interval spans linear and superlinear."""
+    if fit is None or not settled(fit) or flat(fit):
+        return True
+    iv = fit.interval
+    return fit.model == "a + c*d^p" and bool(iv) and iv[0] < LINEAR_EDGE and iv[1] >= SUPERLINEAR_EDGE
 
 
 def flat(fit: Fit | None) -> bool:
