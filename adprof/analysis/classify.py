@@ -19,6 +19,7 @@ and :mod:`~adprof.analysis.sweeps` (the sweep table). Their public names are sti
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from adprof import model
@@ -391,11 +392,20 @@ def _runaway_bound(v: Verdict, fit: Fit) -> None:
     v.key_evidence.insert(0, v.reason)
 
 
+def _ratio(a: float | None, b: float | None) -> float | None:
+    """How many times ``a`` the value ``b`` is: 1 for a cost that stays at zero (a metric that counts nothing at
+    any depth does not grow), infinite for one that starts at zero; None when either is unknown or negative."""
+    if a is None or b is None or a < 0 or b < 0:
+        return None
+    if a == 0:
+        return 1.0 if b == 0 else math.inf
+    return b / a
+
+
 def _growth(fit: Fit, lo: int, hi: int) -> float | None:
-    """The fit's value at depth ``hi`` over its value at ``lo`` (None unless both are measured and positive)."""
+    """The fit's value at depth ``hi`` over its value at ``lo`` (:func:`_ratio`; None unless both are measured)."""
     at = dict(zip(fit.depths, fit.values, strict=True))
-    a, b = at.get(lo), at.get(hi)
-    return b / a if a and b and a > 0 else None
+    return _ratio(at.get(lo), at.get(hi))
 
 
 def _confident_pathology(timed: Fit, metric: Fit) -> bool:
@@ -432,10 +442,11 @@ def _outgrows(series: Series, phases: tuple[str, ...], metric: Fit) -> bool:
     times = {p.depth: t for p in series.points if not p.censored and (t := time_value(p, phases))}
     at = dict(zip(metric.depths, metric.values, strict=True))
     common = sorted(set(times) & set(at))
-    if len(common) < 4 or not at[common[0]] or at[common[0]] <= 0:
+    if len(common) < 4:
         return False
     lo, hi = common[0], common[-1]
-    return times[hi] / times[lo] >= CONTRADICTING_EXCESS * at[hi] / at[lo]
+    grown = _ratio(at[lo], at[hi])
+    return grown is not None and times[hi] / times[lo] >= CONTRADICTING_EXCESS * grown
 
 
 def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit, labels: dict[str, str]) -> None:

@@ -19,10 +19,11 @@ wall time and the seconds it reports (a program may report costs it did not spen
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +157,22 @@ def _censored_point(
 def budget_stopped(series: Series) -> bool:
     """True if the series stopped only because its share of the budget ran out."""
     return series.stop is not None and not series.error and series.stop.reason is StopReason.BUDGET_SHARE
+
+
+def fastest_per_phase(runs: Sequence[Point]) -> Point:
+    """Runs of one point as one: the fastest run, with each phase's time (and its repeats) taken from the run where
+    that phase was fastest. Interference only slows a run, in whichever phase it lands: a jump is confirmed only
+    where every run shows it (three runs each preempted in a different sub-millisecond phase are no jump)."""
+    kept = copy.deepcopy(min(runs, key=lambda p: time_value(p, list(p.times)) or math.inf))
+    for phase in kept.times:
+        timed = [r for r in runs if r.times.get(phase) is not None]
+        best = min(timed, key=lambda r: r.times[phase])
+        kept.times[phase] = best.times[phase]
+        if phase in best.samples:
+            kept.samples[phase] = list(best.samples[phase])
+    walls = [r.wall_seconds for r in runs if r.wall_seconds is not None]
+    kept.wall_seconds = min(walls) if walls else kept.wall_seconds
+    return kept
 
 
 def point_from_dict(d: dict[str, Any]) -> Point:
@@ -367,11 +384,11 @@ class _SeriesRun:
             again = point_from_dict(ans["point"])
             again.wall_seconds = time.monotonic() - t0
             runs.append(again)
-            if cfg.suspect is None or not cfg.suspect(self.series, again):
+            if cfg.suspect is None or not cfg.suspect(self.series, fastest_per_phase(runs)):
                 break
             if again.wall_seconds >= CONFIRM_SLOW:  # two slow runs agree: interference is not seconds long twice
                 break
-        kept = min(runs, key=lambda p: time_value(p, list(p.times)) or math.inf)
+        kept = fastest_per_phase(runs)
         kept.confirm_walls = [r.wall_seconds or 0.0 for r in runs]
         return kept
 
