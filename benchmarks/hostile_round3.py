@@ -905,7 +905,7 @@ def compile_cases() -> list[Case]:
             {1},
             env={"ADPROF_H3_AT": "4"},
             timeout=200,
-            check=err_says("hostile3.py"),
+            check=err_says(r"python\S* \(under valgrind\) did not finish"),
         ),
     ]
     return cases
@@ -1041,6 +1041,18 @@ def guard_cases() -> list[Case]:
         Case(g, "guard-depths-zero", [*gd, "ok.py", "--depths", "0,1"], {2}),
         Case(g, "guard-jobs-zero", [*gd, "ok.py", "--jobs", "0"], {2}),
         Case(g, "guard-healthy", [*gd, "ok8.py", "--budget", "60"], {0}),
+        # healthy engine chains on a busy machine: a phase preempted in each re-run is no jump
+        Case(g, "guard-healthy-mul-busy", [*gd, f"{ROOT}/probes/chains.py::mul", "--mode", "traced"], {0}),
+        Case(
+            g,
+            "guard-healthy-svd3-busy",
+            [*gd, f"{ROOT}/probes/chains.py::svd3", "--mode", "traced"],
+            {0},
+            known="at load 3 per core, svd3's sub-ms transform/compile phases take 8-12 ms in about half the runs, and "
+            "in all 3 runs of a re-measured point often enough (1-2 of 4 guards fail): the jump rule's 0.5 ms floor "
+            "and 2 re-runs (JUMP_FLOOR, CONFIRM_RUNS: the lead's calibration) cannot tell that from a fault",
+        ),
+        Case(g, "guard-healthy-sin-busy", [*gd, f"{ROOT}/probes/chains.py::sin", "--mode", "traced"], {0}),
         Case(g, "guard-hang-cap-small", [*gd, "hang3.py", "--cap", "0.3", "--budget", "30"], {1}, wall=30 + SLACK),
         Case(g, "guard-raise", [*gd, "raise3.py", "--budget", "30"], {1}),
         Case(g, "guard-segv", [*gd, "segv3.py", "--budget", "30"], {1}),

@@ -115,6 +115,15 @@ def test_json_nested_too_deeply_is_one_line(tmp_path: Path, capsys, where: str) 
     _one_line_exit_2(code, err, "nested too deeply")
 
 
+def test_json_nested_deeper_than_any_report_is_one_line(tmp_path: Path, capsys) -> None:
+    """report/nesting-under-the-parser-limit: 900 nested lists parse, then the writers' recursion (to_plain,
+    json_safe) ran out: a RecursionError, exit 3. A report nests a dozen levels: deeper is not one."""
+    path = tmp_path / "deep.json"
+    path.write_text('{"schema": 2, "results": [], "environment": {"x": ' + "[" * 900 + "]" * 900 + "}}")
+    code, _, err = _report(capsys, str(path), "--json", str(tmp_path / "o.json"))
+    _one_line_exit_2(code, err, "nested more than 64 levels deep")
+
+
 def test_a_saved_sweep_table_is_rebuilt_not_trusted(tmp_path: Path, capsys) -> None:
     """report/sweep-row-missing-keys: ``sweeps: [{"chain": "x"}]`` was a KeyError in the console (exit 3); the
     table is derived from the results, so it is rebuilt from them."""

@@ -174,11 +174,32 @@ def _check_fits(v: Verdict) -> None:
             _check_fit(fit, where)
 
 
+#: Deepest nesting of lists and objects in a report this adprof reads (its own reports nest a dozen levels; deeper
+#: data would only exhaust the recursion of the loader and of the writers).
+MAX_NESTING = 64
+
+
+def nesting(data: Any) -> int:
+    """How deeply lists and objects nest in ``data`` (0 for a scalar), walked without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_NESTING:
+            stack.extend((c, level + 1) for c in children)
+    return deepest
+
+
 def load_report(data: dict[str, Any]) -> Report:
     """Inverse of ``report_to_json``: a Report from its JSON dict. Raises :class:`SchemaError` for a
     JSON of another schema version or one that does not fit the model."""
     if not isinstance(data, dict) or "results" not in data:
         raise SchemaError("not an adprof JSON report (no 'results')")
+    if nesting(data) > MAX_NESTING:
+        raise SchemaError(f"not an adprof JSON report (nested more than {MAX_NESTING} levels deep)")
     if data.get("schema") != SCHEMA:
         raise SchemaError(
             f"written with JSON schema {data.get('schema')!r} (adprof {data.get('adprof_version', '?')}); "
