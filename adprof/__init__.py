@@ -13,6 +13,8 @@ import types as _types
 def _started_as_the_command() -> bool:
     """This process is ``python -m adprof ...`` or the ``adprof`` script (not a library user, a worker, pytest)."""
     argv = list(getattr(_sys, "orig_argv", []) or [])
+    if "--multiprocessing-fork" in argv:  # a process multiprocessing spawned (a LocalCluster's worker): argv is ours
+        return False
     if any(a == "-m" and b == "adprof" for a, b in zip(argv, argv[1:], strict=False)):
         return True
     script = (getattr(_sys, "argv", None) or [""])[0]

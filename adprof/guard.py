@@ -448,6 +448,18 @@ def target_of(chain: Any) -> str:
     return f"{source}::{name}"
 
 
+def guard_depths(depths: Any) -> tuple[int, ...] | None:
+    """The depths a guard is asked to measure (None: the chains' own), sorted, each once; :class:`UsageError` for
+    anything but a non-empty sequence of positive integers (``"1,2,3"``, ``[0, 1]``, ``[1, 2.5]``, ``[True]``)."""
+    if depths is None:
+        return None
+    ok = isinstance(depths, Sequence) and not isinstance(depths, str | bytes) and len(depths) > 0
+    ok = ok and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths)
+    if not ok:
+        raise UsageError(f"depths: expected positive integers, e.g. [1, 2, 4, 8], got {depths!r}")
+    return tuple(sorted(set(depths)))
+
+
 def guard_targets(
     targets: Sequence[Any],
     limits: GuardLimits,
@@ -463,6 +475,7 @@ def guard_targets(
     cfg = cfg or guard_config()
     if cfg.started is None:
         cfg.started = time.monotonic()
+    depths = guard_depths(depths)
     names = [target_of(t) for t in targets]
     metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)
     notes: list[str] = []

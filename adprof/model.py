@@ -163,64 +163,76 @@ class Stop:
         return stop_text(self)
 
 
+def _num(value: float | None, spec: str = "g") -> str:
+    """``value`` formatted by ``spec``, or ``?`` when it is not a finite number (a :class:`Stop` read from a
+    hand-edited report may lack the figures its reason usually has: the sentence is still written)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return format(value, spec) if ok else "?"
+
+
+def _where(stop: Stop) -> str:
+    return f" in {stop.phase}" + (f" (call {stop.call})" if stop.call is not None else "") if stop.phase else ""
+
+
 def stop_text(stop: Stop) -> str:
-    """The sentence of a :class:`Stop`."""
+    """The sentence of a :class:`Stop` (any Stop: a figure its reason usually has but it lacks reads ``?``)."""
     r = stop.reason
     head = f"stopped after depth {stop.after}: " if stop.after is not None else ""
-    where = f" in {stop.phase}" + (f" (call {stop.call})" if stop.call is not None else "") if stop.phase else ""
+    where, depth, phase, limit = _where(stop), _num(stop.depth, "d"), stop.phase or "?", _num(stop.limit)
     secs = fmt_seconds(stop.seconds, 0) if stop.seconds is not None and math.isfinite(stop.seconds) else "far"
     if r is StopReason.CAP:
-        return f"{head}{stop.phase} {secs} > {stop.limit:g} s cap"
+        return f"{head}{phase} {secs} > {limit} s cap"
     if r is StopReason.PREDICTED_CAP:
         how = f" by the deciding model ({stop.by_model})" if stop.by_model else ""
         near = stop.seconds is not None and stop.limit is not None and stop.seconds <= stop.limit
         rel = "within 20% of the" if near else ">"
-        return f"{head}next point (depth {stop.depth}) predicted{how} {stop.phase} {secs} {rel} {stop.limit:g} s cap"
+        return f"{head}next point (depth {depth}) predicted{how} {phase} {secs} {rel} {limit} s cap"
     if r is StopReason.BUDGET_SHARE:
         if stop.seconds is None:
-            return f"{head}this series' budget share ({stop.limit:.1f} s) is used up"
+            return f"{head}this series' budget share ({_num(stop.limit, '.1f')} s) is used up"
         return (
-            f"{head}next point (depth {stop.depth}) predicted {secs} > "
+            f"{head}next point (depth {depth}) predicted {secs} > "
             f"{fmt_seconds(max(stop.limit or 0.0, 0.0), 0)} left of this series' budget share"
         )
     if r is StopReason.BUDGET:
         if stop.depth is None:
             return f"{head}the budget ran out"
-        cut = f"depth {stop.depth} killed{where} after {stop.seconds:.1f} s: the budget ran out"
+        cut = f"depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out"
         return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
     if r is StopReason.COUNTER_BUDGET:
         return (
-            f"{head}depth {stop.depth} exceeded the key-comparison budget ({stop.limit:,.0f}) in {stop.phase} "
-            "(censored)"
+            f"{head}depth {depth} exceeded the key-comparison budget ({_num(stop.limit, ',.0f')}) in {phase} (censored)"
         )
     if r is StopReason.CENSORED:
         return (
-            f"{head}depth {stop.depth} killed{where} after {stop.seconds:.1f} s: the budget ran out, past the "
-            f"{stop.limit:g} s cap (censored)"
+            f"{head}depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out, past the "
+            f"{limit} s cap (censored)"
         )
     if r is StopReason.RUNAWAY:
         return f"{head}{killed_text(stop)} (censored)"
     if r is StopReason.TIMEOUT:
         return f"{head}{killed_text(stop)} (censored; no deeper depth measured)"
     if r is StopReason.COUNT_TIMEOUT:
-        cut = f"depth {stop.depth} not counted{where}: valgrind ran {secs}, past its {stop.limit:.0f} s limit"
+        cut = f"depth {depth} not counted{where}: valgrind ran {secs}, past its {_num(stop.limit, '.0f')} s limit"
         return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
     if stop.interrupt:
         return f"not measured: interrupted by {stop.interrupt}"
     if stop.seconds is not None and stop.limit is not None:
-        return f"not measured: the budget ran out after {stop.seconds:.1f} s of {stop.limit:g} s"
+        return f"not measured: the budget ran out after {_num(stop.seconds, '.1f')} s of {limit} s"
     return "not measured: the budget ran out before this series started"
 
 
 def killed_text(stop: Stop) -> str:
     """The finding of a point killed at its own timeout (or by the budget far past its prediction)."""
-    where = f" in {stop.phase}" + (f" (call {stop.call})" if stop.call is not None else "") if stop.phase else ""
+    where, depth = _where(stop), _num(stop.depth, "d")
     if stop.reason is StopReason.RUNAWAY:
         return (
-            f"depth {stop.depth} killed{where} after {stop.seconds:.1f} s: the budget ran out, "
+            f"depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out, "
             f"{RUNAWAY_FACTOR:g}x past its prediction: the chain hangs or is far too slow"
         )
-    return f"depth {stop.depth} killed{where} after the {stop.limit:.1f} s timeout: the chain hangs or is far too slow"
+    return (
+        f"depth {depth} killed{where} after the {_num(stop.limit, '.1f')} s timeout: the chain hangs or is far too slow"
+    )
 
 
 #: A point killed by the budget after this many times its predicted time is a runaway.

@@ -115,7 +115,9 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     reports one after another. Notes are kept once each, the sweep table is rebuilt over all results,
     the elapsed time is the longest one (shards run side by side). Raises :class:`MergeError`."""
     if len(reports) == 1 and reports[0].shard is None:
-        return reports[0]
+        only = reports[0]
+        only.sweeps = sweep_table(only.results)  # derived from the results: a saved table is not trusted
+        return only
     shards = [r.shard for r in reports]
     notes: list[str] = []
     if all(sh is not None for sh in shards):
@@ -143,6 +145,7 @@ def _merge_shards(reports: Sequence[Report], shards: Sequence[Shard], notes: lis
         raise MergeError("these shards come from different runs (other targets, options or --shard N)")
     seen: set[int] = set()
     for sh in shards:
+        _check_shard(sh)
         if sh.index in seen:
             raise MergeError(f"shard {sh.index}/{sh.count} is given twice")
         seen.add(sh.index)
@@ -161,6 +164,17 @@ def _merge_shards(reports: Sequence[Report], shards: Sequence[Shard], notes: lis
             f"missing ({first.planned - len(placed)} of {first.planned} series not in this report)"
         )
     return [placed[pos] for pos in sorted(placed)]
+
+
+def _check_shard(sh: Shard) -> None:
+    """A shard record as ``--shard K/N`` writes it: 1 <= K <= N, and distinct positions inside the plan."""
+    if not 1 <= sh.index <= sh.count:
+        raise MergeError(f"shard {sh.index}/{sh.count}: not a part of {sh.count} (K must be 1..N)")
+    bad = [p for p in sh.positions if not 0 <= p < sh.planned]
+    if bad:
+        raise MergeError(f"shard {sh.index}/{sh.count}: series {bad[0]} is not in a plan of {sh.planned} series")
+    if len(set(sh.positions)) != len(sh.positions):
+        raise MergeError(f"shard {sh.index}/{sh.count}: a series of the plan is in it twice")
 
 
 # --------------------------------------------------------------------------- what the renderers show

@@ -56,7 +56,15 @@ from adprof.analysis.evidence import (
     phase_evidence,
 )
 from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
-from adprof.analysis.jumps import CONTRADICTING_EXCESS, cpu_values, expected, outgrows, time_jumps, whole_point_time
+from adprof.analysis.jumps import (
+    CONTRADICTING_EXCESS,
+    cpu_values,
+    expected,
+    growth_ratio,
+    outgrows,
+    time_jumps,
+    whole_point_time,
+)
 from adprof.analysis.knee import MIN_AFTER, find_knee
 from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.phases import growing_phase
@@ -456,10 +464,9 @@ def _runaway_bound(v: Verdict, fit: Fit) -> None:
 
 
 def _growth(fit: Fit, lo: int, hi: int) -> float | None:
-    """The fit's value at depth ``hi`` over its value at ``lo`` (None unless both are measured and positive)."""
+    """The fit's value at depth ``hi`` over its value at ``lo`` (:func:`_ratio`; None unless both are measured)."""
     at = dict(zip(fit.depths, fit.values, strict=True))
-    a, b = at.get(lo), at.get(hi)
-    return b / a if a and b and a > 0 else None
+    return growth_ratio(at.get(lo), at.get(hi))
 
 
 def _confident_pathology(timed: Fit, metric: Fit) -> bool:

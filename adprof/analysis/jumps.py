@@ -34,6 +34,7 @@ __all__ = [
     "SCALE_FROM",
     "cpu_values",
     "expected",
+    "growth_ratio",
     "point_time",
     "measured_jumps",
     "outgrows",
@@ -172,15 +173,26 @@ def whole_point_time(series: Series, phases: tuple[str, ...], metric: Fit) -> tu
     return {d: min(v) for d, v in cpu.items()}, "cpu"
 
 
+def growth_ratio(a: float | None, b: float | None) -> float | None:
+    """How many times ``a`` the value ``b`` is: 1 for a cost that stays at zero (a metric that counts nothing at
+    any depth does not grow), infinite for one that starts at zero; None when either is unknown or negative."""
+    if a is None or b is None or a < 0 or b < 0:
+        return None
+    if a == 0:
+        return 1.0 if b == 0 else math.inf
+    return b / a
+
+
 def outgrows(times: dict[int, float], metric: Fit) -> bool:
     """A time (per depth) grows :data:`CONTRADICTING_EXCESS` times more than the metric between their first and
     deepest common depths (the cheap test before a bootstrap fit)."""
     at = dict(zip(metric.depths, metric.values, strict=True))
     common = sorted(set(times) & set(at))
-    if len(common) < 4 or not at[common[0]] or at[common[0]] <= 0 or times[common[0]] <= 0:
+    if len(common) < 4 or times[common[0]] <= 0:
         return False
     lo, hi = common[0], common[-1]
-    return times[hi] / times[lo] >= CONTRADICTING_EXCESS * at[hi] / at[lo]
+    grown = growth_ratio(at[lo], at[hi])  # a metric that stays at zero does not grow
+    return grown is not None and times[hi] / times[lo] >= CONTRADICTING_EXCESS * grown
 
 
 def _timed_phases(series: Series) -> list[str]:

@@ -24,7 +24,7 @@ from adprof.cli.common import (
     write_outputs,
 )
 from adprof.cli.instructions import apply_default_budget, counted_specs
-from adprof.cli.run import make_report, measure_specs, shard_specs
+from adprof.cli.run import make_report, measure_specs, measuring_settings, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
 from adprof.measure.plan import load_targets, plan_series
 from adprof.model import Report
@@ -80,8 +80,8 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
         raise UsageError("nothing to measure: no chain supports the selected modes")
     shard = None
     if args.shard is not None:
-        specs, shard = shard_specs(specs, *args.shard)
-    with open_executor(args, cfg) as executor:
+        specs, shard = shard_specs(specs, *args.shard, settings=measuring_settings(cfg, args.trust))
+    with open_executor(args, cfg, tasks=len(specs)) as executor:
         measured = measure_specs(specs, cfg, err, args.verbose, executor)
         measured.notes[:0] = notes + list(getattr(executor, "notes", []))
         report = make_report(measured, cfg, argv, args.trust)

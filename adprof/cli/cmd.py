@@ -107,7 +107,7 @@ def cmd_specs(
     """One series per mode of the ``--cmd`` program (backend ``cmd``, profile None)."""
     settings = command_settings(args)
     given = getattr(args, "max_depth", None)
-    max_depth = given or DEFAULT_CMD_MAX_DEPTH
+    max_depth = DEFAULT_CMD_MAX_DEPTH if given is None else given  # 0 is a bad value, not "the default"
     if max_depth < 1:
         raise UsageError(f"--max-depth must be at least 1 (got {max_depth})")
     modes = cmd_modes(args.mode, default_mode)
@@ -155,6 +155,9 @@ def measure_cmd(
 
 # --------------------------------------------------------------------------- adprof flame --cmd
 
+#: CommandFailure kinds that are findings about the program (exit 1), not bad input.
+PROGRAM_FAILURES = ("exit", "timeout", "flood")
+
 
 def _flame_output(args: argparse.Namespace, name: str) -> Path:
     if args.format not in (None, "svg"):
@@ -180,8 +183,9 @@ def cmd_flame(args: argparse.Namespace) -> int:
         prof = callgrind_profile(settings.template, args.depth, patterns=patterns, timeout=timeout)
     except (UsageError, CommandFailure) as exc:
         print(f"adprof flame: {terminal_safe(getattr(exc, 'message', None) or str(exc))}", file=sys.stderr)
-        # the program failing (a crash, a non-zero exit) is a finding about it; the rest is bad input
-        return 1 if getattr(exc, "kind", None) == "exit" else 2
+        # the program failing (a crash, a non-zero exit, a hang, a flood of output) is a finding about it; the rest
+        # (the template, the options, a missing program) is bad input
+        return 1 if getattr(exc, "kind", None) in PROGRAM_FAILURES else 2
     where = ", ".join(f"{k}={v!r}" for k, v in settings.phases.items()) or "the whole process"
     if patterns and not prof.total:
         print(f"adprof flame: no instructions inside functions matching {where}: check the pattern", file=sys.stderr)

@@ -52,6 +52,8 @@ def read_report(path: str) -> Report:
         data = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{path}: not a JSON report ({exc})") from None
+    except RecursionError:  # nested deeper than Python's parser goes: no report is
+        raise UsageError(f"{path}: not a JSON report (nested too deeply)") from None
     try:
         return load_report(data)
     except SchemaError as exc:

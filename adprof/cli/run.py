@@ -111,12 +111,29 @@ def _shard_key(spec: SeriesSpec) -> str:
     return "\x1f".join(parts)
 
 
-def shard_specs(specs: Sequence[SeriesSpec], index: int, count: int) -> tuple[list[SeriesSpec], Shard]:
+def _spec_settings(spec: SeriesSpec) -> str:
+    """How a series is measured, beside its name: shards measured otherwise are of another run."""
+    cmd = spec.cmd
+    how = (cmd.template, cmd.metric, sorted(cmd.phases.items())) if cmd is not None else None
+    return repr((spec.depths, spec.max_depth, spec.metric, spec.cap, how))
+
+
+def measuring_settings(cfg: MeasureConfig, trust: str | None) -> str:
+    """The run's options that change what is measured or decided (not where, nor how many lanes): shards of one
+    run share them, and ``adprof report`` refuses to merge shards that differ in them."""
+    return repr((cfg.cap, cfg.budget, cfg.calls, cfg.counter_budget, tuple(cfg.depths or ()), trust))
+
+
+def shard_specs(
+    specs: Sequence[SeriesSpec], index: int, count: int, settings: str = ""
+) -> tuple[list[SeriesSpec], Shard]:
     """The series of shard ``index`` of ``count`` (a hash of each series' name, not its place in the list:
     every shard of one command picks the same split, whatever the order), and the :class:`Shard` record
-    that lets ``adprof report`` put the shards back in the plan's order."""
+    that lets ``adprof report`` put the shards back in the plan's order. Its ``plan`` fingerprints the series
+    and how they are measured (``settings``: :func:`measuring_settings`, and each series' own settings)."""
     keys = [_shard_key(s) for s in specs]
-    plan = hashlib.sha256("\x1e".join(keys).encode()).hexdigest()[:16]
+    measured = [settings, *(f"{k}\x1d{_spec_settings(s)}" for k, s in zip(keys, specs, strict=True))]
+    plan = hashlib.sha256("\x1e".join(measured).encode()).hexdigest()[:16]
     positions = [
         i for i, k in enumerate(keys) if int(hashlib.sha256(k.encode()).hexdigest()[:12], 16) % count == index - 1
     ]

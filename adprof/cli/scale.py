@@ -52,8 +52,9 @@ def check_scale_options(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def open_executor(args: argparse.Namespace, cfg: MeasureConfig) -> Iterator[Executor | None]:
-    """The Dask executor of ``--scheduler`` (closed on exit), or None: the local lanes."""
+def open_executor(args: argparse.Namespace, cfg: MeasureConfig, tasks: int | None = None) -> Iterator[Executor | None]:
+    """The Dask executor of ``--scheduler`` (closed on exit), or None: the local lanes. ``tasks``: the series to
+    run; an embedded cluster starts no more workers than that (as the local lanes do)."""
     scheduler = getattr(args, "scheduler", None)
     if not scheduler:
         yield None
@@ -61,7 +62,7 @@ def open_executor(args: argparse.Namespace, cfg: MeasureConfig) -> Iterator[Exec
     from adprof.measure.dask_executor import DaskExecutor, SchedulerError
 
     try:
-        executor = DaskExecutor(scheduler, workers=cfg.jobs)
+        executor = DaskExecutor(scheduler, workers=cfg.jobs, most=tasks)
     except SchedulerError as exc:
         raise UsageError(str(exc)) from None
     try:

@@ -61,35 +61,67 @@ class SchedulerError(Exception):
     """The cluster cannot be used (bad address, no workers, adprof missing there): one line, exit 2."""
 
 
+#: Address schemes a Dask scheduler listens on across machines (``inproc://`` is within one process only).
+REMOTE_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
 def parse_scheduler(value: str) -> tuple[str, int | None]:
-    """``("local", N | None)`` for ``local[:N]``, else ``("address", None)``; raises ValueError."""
+    """``("local", N | None)`` for ``local[:N]``, else ``("address", None)``; raises ValueError (one line) for
+    anything else: an N that is not a positive integer, a scheme Dask cannot connect to, no host, a bad port."""
     if value == "local" or value.startswith("local:"):
         n = value.partition(":")[2]
-        if n and (not n.isdigit() or int(n) < 1):
+        if value != "local" and (not n.isdigit() or int(n) < 1):
             raise ValueError(f"--scheduler {value}: expected local or local:N with N >= 1 workers")
         return "local", int(n) if n else None
     if "://" not in value and ":" not in value:
         raise ValueError(f"--scheduler {value}: expected a scheduler address (tcp://host:8786) or local[:N]")
+    scheme, sep, where = value.partition("://")
+    if not sep:
+        scheme, where = "tcp", value
+    if scheme not in REMOTE_SCHEMES:
+        known = ", ".join(f"{s}://" for s in REMOTE_SCHEMES)
+        raise ValueError(f"--scheduler {value}: Dask cannot connect to {scheme}:// addresses (known: {known})")
+    host, colon, port = where.rpartition(":") if not where.endswith("]") else (where, "", "")
+    if not colon:
+        host, port = where, ""
+    if not host or (colon and not (port.isdigit() and 0 < int(port) < 65536)):
+        raise ValueError(f"--scheduler {value}: expected {scheme}://HOST:PORT (a port 1..65535)")
     return value, None
 
 
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while the LocalCluster's processes start: they inherit it, so Ctrl-C reaches only
-    adprof, which then ends the run in order (the processes would otherwise die with tracebacks)."""
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+def _signals_held() -> Iterator[list[int]]:
+    """While the LocalCluster's processes start: SIGINT ignored (they inherit it, so Ctrl-C reaches only adprof,
+    which then ends the run in order: the processes would otherwise die with tracebacks), SIGTERM and SIGHUP
+    remembered, not raised (raised inside Dask's start-up, they leave a half-started cluster that Dask's own exit
+    handler cannot close: an AssertionError traceback). Yields the signals remembered: the caller closes the
+    cluster, whole, then sends the first one again."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def remember(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, remember)
     try:
-        yield
+        yield held
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class DaskExecutor:
     """Runs tasks on a Dask cluster (see the module docstring); a context manager."""
 
-    def __init__(self, scheduler: str, workers: int = 2, connect_timeout: float = 20.0) -> None:
+    def __init__(
+        self, scheduler: str, workers: int = 2, connect_timeout: float = 20.0, most: int | None = None
+    ) -> None:
+        """``workers``: an embedded cluster's size without ``local:N``; ``most``: the tasks of the run, an embedded
+        cluster's largest size (``local:100000`` for 3 series starts 3 workers, as the local lanes do)."""
         try:
             from dask import config as dask_config
             from distributed import Client, LocalCluster
@@ -104,18 +136,21 @@ class DaskExecutor:
         self.allowed_failures = int(dask_config.get("distributed.scheduler.allowed-failures", 3))
         try:
             if kind == "local":
-                with _sigint_ignored():
+                with _signals_held() as held:
                     self.cluster = LocalCluster(
-                        n_workers=n or workers,
+                        n_workers=max(1, min(n or workers, most or n or workers)),
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=None,
                         silence_logs=50,  # logging.CRITICAL: a worker lost is reported on its series
                     )
+                if held:  # stopped while it started: close it whole, then stop as the signal says
+                    self.close()
+                    signal.raise_signal(held[0])
                 self.client = Client(self.cluster, set_as_default=False)
             else:
                 self.client = Client(kind, timeout=connect_timeout, set_as_default=False)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address Dask's comms refuse
             self.close()
             raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         except RuntimeError as exc:  # a LocalCluster whose worker processes did not start
@@ -124,8 +159,12 @@ class DaskExecutor:
                 f"--scheduler {scheduler}: the local cluster did not start ({exc}); a script that runs adprof "
                 "in-process needs an `if __name__ == '__main__':` guard (its workers are spawned processes)"
             ) from None
-        self.address = self.client.scheduler.address
-        self._check_workers()
+        try:
+            self.address = self.client.scheduler.address
+            self._check_workers()
+        except BaseException:  # an interrupt while waiting for the workers: nothing of the cluster is left
+            self.close()
+            raise
 
     def _check_workers(self) -> None:
         try:

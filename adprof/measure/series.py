@@ -19,10 +19,11 @@ wall time and the seconds it reports (a program may report costs it did not spen
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,6 +170,24 @@ def _censored_point(
 def budget_stopped(series: Series) -> bool:
     """True if the series stopped only because its share of the budget ran out."""
     return series.stop is not None and not series.error and series.stop.reason is StopReason.BUDGET_SHARE
+
+
+def fastest_per_phase(runs: Sequence[Point]) -> Point:
+    """Runs of one point as one: the fastest run, with each phase's time (and its repeats) taken from the run where
+    that phase was fastest. Interference only slows a run, in whichever phase it lands: a jump is confirmed only
+    where every run shows it (three runs each preempted in a different sub-millisecond phase are no jump)."""
+    kept = copy.deepcopy(min(runs, key=lambda p: time_value(p, list(p.times)) or math.inf))
+    for phase in kept.times:
+        timed = [r for r in runs if r.times.get(phase) is not None]
+        best = min(timed, key=lambda r: r.times[phase])
+        kept.times[phase] = best.times[phase]
+        if phase in best.samples:
+            kept.samples[phase] = list(best.samples[phase])
+    for phase in kept.cpu_times:  # the CPU time too, where the backend read it
+        kept.cpu_times[phase] = min(r.cpu_times[phase] for r in runs if phase in r.cpu_times)
+    walls = [r.wall_seconds for r in runs if r.wall_seconds is not None]
+    kept.wall_seconds = min(walls) if walls else kept.wall_seconds
+    return kept
 
 
 def point_from_dict(d: dict[str, Any]) -> Point:
@@ -409,11 +428,9 @@ class _SeriesRun:
         again = point_from_dict(ans["point"])
         again.wall_seconds = time.monotonic() - t0
         walls = [w for p in at for w in (p.confirm_walls or [p.wall_seconds or 0.0])] + [again.wall_seconds]
-        kept = min([*at, again], key=lambda p: time_value(p, list(p.times)) or math.inf)
+        kept = fastest_per_phase([*at, again])  # a phase jumps only where every run shows it
         kept.confirm_walls = walls
-        series.points = [p for p in series.points if p not in at or p is kept]
-        if kept is again:
-            series.points.append(again)
+        series.points = [p for p in series.points if not any(p is q for q in at)] + [kept]
         return True
 
     def timed_out(self, depth: int, last: int | None, to: WorkerTimeout) -> None:

@@ -5,7 +5,7 @@ Each verdict appears as plain text in an element with class ``verdict`` (plus ``
 
 from __future__ import annotations
 
-from html import escape
+import html
 
 from adprof.comparison import STATES, Comparison, Side, profile_text
 from adprof.model import Report, Result
@@ -24,6 +24,14 @@ from adprof.report import (
     several_machines,
     worst_time_text,
 )
+from adprof.util.text import terminal_safe
+
+
+def escape(text: str) -> str:
+    """``text`` as HTML text or attribute value: markup escaped, and control characters shown as ``\\xNN`` (as
+    on the terminal: a raw ESC in a page is not valid HTML, and reaches a terminal that shows the file)."""
+    return html.escape(terminal_safe(text))
+
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }

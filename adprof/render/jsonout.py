@@ -17,7 +17,7 @@ from typing import Any
 
 from adprof.comparison import STATES, Comparison
 from adprof.constants import __version__
-from adprof.model import Fit, HalvingRow, Report, Result, Series, Verdict
+from adprof.model import VERDICTS, Fit, HalvingRow, Report, Result, Series, Verdict
 from adprof.plain import PlainError, from_plain, to_plain
 
 SCHEMA = 2
@@ -181,7 +181,12 @@ def result_from_json(d: dict[str, Any]) -> Result:
     the deciding fit is put back in the slot ``decided_by`` names."""
     series = from_plain(Series, d, "series")
     verdict = from_plain(Verdict, {**d, "kind": d.get("verdict")}, "verdict")
+    if verdict.kind not in VERDICTS:
+        raise PlainError(f"verdict: {verdict.kind!r} is not one of {', '.join(VERDICTS)}")
     slot = d.get("decided_by") or ""
+    if slot and slot not in _slots(verdict) and not (isinstance(slot, str) and slot.startswith("metric_fits.")):
+        raise PlainError(f"decided_by: {slot!r} is not one of {', '.join(_slots(verdict))} or metric_fits.NAME")
+    _check_fits(verdict)
     if slot.startswith("metric_fits."):
         verdict.metric_fits[slot.split(".", 1)[1]] = verdict.fit  # type: ignore[assignment]
     elif slot:
@@ -190,17 +195,57 @@ def result_from_json(d: dict[str, Any]) -> Result:
     return Result(series=series, verdict=verdict, halving=halving)
 
 
+def _check_fit(fit: Fit, where: str) -> None:
+    """A fit's paired lists have one entry per depth, its interval two ends (the renderers rely on it)."""
+    pairs = (("depths", "values"), ("censored_depths", "censored_values"), ("curve_depths", "curve_values"))
+    for a, b in pairs:
+        if len(getattr(fit, a)) != len(getattr(fit, b)):
+            raise PlainError(f"{where}: {len(getattr(fit, a))} {a} but {len(getattr(fit, b))} {b}")
+    if fit.interval is not None and len(fit.interval) not in (0, 2):
+        raise PlainError(f"{where}.interval: expected [low, high], got {len(fit.interval)} numbers")
+
+
+def _check_fits(v: Verdict) -> None:
+    fits = {"fit": v.fit, **_slots(v), **{f"phase_fits.{k}": f for k, f in v.phase_fits.items()}}
+    for where, fit in fits.items():
+        if fit is not None:
+            _check_fit(fit, where)
+
+
+#: Deepest nesting of lists and objects in a report this adprof reads (its own reports nest a dozen levels; deeper
+#: data would only exhaust the recursion of the loader and of the writers).
+MAX_NESTING = 64
+
+
+def nesting(data: Any) -> int:
+    """How deeply lists and objects nest in ``data`` (0 for a scalar), walked without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_NESTING:
+            stack.extend((c, level + 1) for c in children)
+    return deepest
+
+
 def load_report(data: dict[str, Any]) -> Report:
     """Inverse of ``report_to_json``: a Report from its JSON dict. Raises :class:`SchemaError` for a
     JSON of another schema version or one that does not fit the model."""
     if not isinstance(data, dict) or "results" not in data:
         raise SchemaError("not an adprof JSON report (no 'results')")
+    if nesting(data) > MAX_NESTING:
+        raise SchemaError(f"not an adprof JSON report (nested more than {MAX_NESTING} levels deep)")
     if data.get("schema") != SCHEMA:
         raise SchemaError(
             f"written with JSON schema {data.get('schema')!r} (adprof {data.get('adprof_version', '?')}); "
             f"this adprof {__version__} reads schema {SCHEMA}"
         )
     try:
+        if not isinstance(data["results"], list):
+            raise PlainError(f"results: expected a list, got {type(data['results']).__name__}")
         results = [result_from_json(r) if isinstance(r, dict) else from_plain(Result, r) for r in data["results"]]
         report = from_plain(Report, {**data, "results": []})
     except PlainError as exc:

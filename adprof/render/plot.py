@@ -6,16 +6,20 @@ headless processes. ``simple_svg`` draws the same picture by hand when matplotli
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import math
 import re
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from adprof.model import Fit, Report, Result
 from adprof.report import chain_label
 from adprof.util.files import write_atomic
+from adprof.util.text import terminal_safe
 
 MISSING = "plots need matplotlib: pip install 'adprof[plot]'"
 
@@ -26,6 +30,21 @@ def _figure_cls() -> Any:
     except ImportError as e:  # pragma: no cover - exercised only without matplotlib
         raise RuntimeError(MISSING) from e
     return Figure
+
+
+def plot_text(text: str) -> str:
+    """A user's string (a chain name, a sweep value, a ``--cmd`` name) as matplotlib draws it literally: control
+    characters shown as ``\\xNN`` (as on the terminal), ``$`` not read as the start of mathtext."""
+    return terminal_safe(text).replace("$", r"\$")
+
+
+@contextlib.contextmanager
+def _quiet_glyphs() -> Iterator[None]:
+    """No "Glyph ... missing from font" warning on the user's terminal: a name in a script the font lacks is drawn
+    as boxes; the report's text has it whole."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        yield
 
 
 def plotted_fit(result: Result) -> Fit | None:
@@ -68,17 +87,17 @@ def _normalized(fit: Fit) -> tuple[float, list[float], list[float], list[float]]
 
 
 def _draw_panel(ax: Any, title: str, results: list[Result]) -> None:
-    ax.set_title(title, fontsize=9)
+    ax.set_title(plot_text(title), fontsize=9)
     ax.set_xlabel("depth")
     ax.set_ylabel("cost / cost at the first depth (deciding metric)", fontsize=7)
     drawn = False
     for k, r in enumerate(results):
         fit, color = plotted_fit(r), f"C{k % 10}"
         if fit is None or not fit.depths:
-            ax.plot([], [], "x", color=color, label=f"{_label(r)}: {r.series.error or 'no points'}"[:90])
+            ax.plot([], [], "x", color=color, label=plot_text(f"{_label(r)}: {r.series.error or 'no points'}"[:90]))
             continue
         _, vals, cens, curve = _normalized(fit)
-        ax.plot(fit.depths, vals, "o", color=color, ms=4, label=_label(r)[:90])
+        ax.plot(fit.depths, vals, "o", color=color, ms=4, label=plot_text(_label(r)[:90]))
         if cens:
             ax.plot(fit.censored_depths, cens, "^", color=color, ms=5)
         if curve and fit.kind != "inconclusive":
@@ -96,7 +115,8 @@ def plot_report(report: Report, path: str | Path) -> Path:
     fig = report_figure(report)
     path = Path(path)
     buf = io.BytesIO()
-    fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png")
+    with _quiet_glyphs():
+        fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png")
     write_atomic(path, buf.getvalue())  # a reader never sees half a plot
     return path
 
@@ -139,7 +159,8 @@ def chain_svg(title: str, results: list[Result]) -> str:
         fig.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.9)
         _draw_panel(fig.add_subplot(1, 1, 1), title, results)
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        with _quiet_glyphs():
+            fig.savefig(buf, format="svg", metadata={"Date": None})
     return _clean_svg(buf.getvalue())
 
 
@@ -147,8 +168,8 @@ def simple_svg(title: str, results: list[Result], width: int = 480, height: int 
     """A hand-made SVG of one chain's panel (normalized points and model curves, log y) without matplotlib."""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img"><title>{html.escape(title)}</title>'
-        f'<text x="8" y="16" font-size="12" font-family="sans-serif">{html.escape(title)}</text>'
+        f'viewBox="0 0 {width} {height}" role="img"><title>{html.escape(terminal_safe(title))}</title>'
+        f'<text x="8" y="16" font-size="12" font-family="sans-serif">{html.escape(terminal_safe(title))}</text>'
     )
     series = []
     for r in results:

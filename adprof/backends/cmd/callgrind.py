@@ -64,7 +64,11 @@ def run_callgrind(
     with tempfile.TemporaryDirectory(prefix="adprof-callgrind-") as out_dir:
         run_env = {**(env or {}), METRIC_ENV: "instructions"}
         done = run_process(
-            _callgrind_argv(argv, out_dir, options), timeout=timeout, output_limit=output_limit, env=run_env
+            _callgrind_argv(argv, out_dir, options),
+            timeout=timeout,
+            output_limit=output_limit,
+            env=run_env,
+            name=f"{argv[0]} (under valgrind)",
         )
         if done.returncode != 0:
             log = Path(out_dir, "valgrind.log")

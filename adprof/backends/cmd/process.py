@@ -113,14 +113,20 @@ def cancel_when(check: Callable[[], bool]) -> Iterator[None]:
 
 
 def run_process(
-    argv: list[str], *, timeout: float, output_limit: int = DEFAULT_OUTPUT_LIMIT, env: Mapping[str, str] | None = None
+    argv: list[str],
+    *,
+    timeout: float,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    env: Mapping[str, str] | None = None,
+    name: str | None = None,
 ) -> Completed:
     """Run ``argv`` in its own session with stdin closed and both outputs captured (each up to
     ``output_limit`` bytes), supervised by :mod:`adprof.util.procs`: its exit status is waited for (a
     program may close its pipes and still work), and once it is gone everything it left (its group,
     detached children) is killed; past the timeout, on a flood, or on an interrupt, all of it at once.
 
-    ``env``: extra environment variables on top of adprof's own. On Linux the program also gets
+    ``env``: extra environment variables on top of adprof's own; ``name``: the program the messages name (default
+    ``argv[0]``: a wrapper such as valgrind names the program it runs). On Linux the program also gets
     ``PR_SET_PDEATHSIG``, sent when the *thread* that started it ends: call this from a thread that
     outlives it.
     """
@@ -140,7 +146,7 @@ def run_process(
         raise CommandFailure("not-executable", f"command is not executable: {argv[0]}") from None
     except OSError as exc:  # e.g. ENOEXEC: a script without a #! line
         raise CommandFailure("not-executable", f"command cannot be executed: {argv[0]} ({exc.strerror})") from None
-    prog = argv[0]
+    prog = name or argv[0]
     if done.cancelled:
         raise CommandFailure("interrupted", f"{prog} was killed with its process group: adprof was interrupted")
     if done.timed_out:

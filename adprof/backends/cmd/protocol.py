@@ -58,6 +58,16 @@ def did_you_mean(key: str) -> str | None:
     return close[0] if close else None
 
 
+def as_float(value: Any) -> float | None:
+    """A JSON number as a float (an integer too large for one is ``inf``: JSON integers have no limit), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def check_within(obj: dict[str, Any], process_seconds: float) -> None:
     """Raise ``CommandFailure("malformed")`` when a reported phase lasted longer than the whole process
     that reported it (e.g. ``transform_seconds: 1e300`` from a 50 ms run): the number cannot be a time."""
@@ -65,7 +75,7 @@ def check_within(obj: dict[str, Any], process_seconds: float) -> None:
     for key in PROTOCOL_KEYS:
         value = obj.get(key)
         values = value if isinstance(value, list) else [value]
-        nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
+        nums = [f for v in values if (f := as_float(v)) is not None and math.isfinite(f)]
         total = sum(nums)
         if total > bound:
             raise CommandFailure(
@@ -93,11 +103,12 @@ def last_json_object(stdout: str) -> dict[str, Any] | None:
 
 
 def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    v = as_float(value)
+    if v is None:
         raise CommandFailure("malformed", f"{what} is {json.dumps(value)[:40]}, not a number")
-    v = float(value)
     if not math.isfinite(v):
-        raise CommandFailure("malformed", f"{what} is {v} (not finite)")
+        shown = v if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        raise CommandFailure("malformed", f"{what} is {shown} (not finite)")
     if v < 0:
         raise CommandFailure("negative", f"{what} is negative ({value})")
     return v
@@ -166,8 +177,8 @@ def apply_protocol(pt: Point, obj: dict[str, Any], mode: str) -> bool:
         if isinstance(obj.get(key), int) and not isinstance(obj.get(key), bool):
             pt.ops[key] = int(obj[key])
     for key in ("value", "gradient"):
-        if isinstance(obj.get(key), int | float) and not isinstance(obj.get(key), bool):
-            pt.extra[key] = float(obj[key])
+        if (v := as_float(obj.get(key))) is not None:
+            pt.extra[key] = v
     unknown = unknown_keys(obj)
     if unknown:
         pt.extra["unknown_keys"] = unknown
