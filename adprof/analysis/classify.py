@@ -345,8 +345,8 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
         v.knee, v.kind = knee, _reading(after, backward_kind)
         v.reason = ""
         v.evidence.insert(0, f"{line}, then {after.kind} {interval_text(after)} over {_depths_text(knee.depths)}")
-    elif after is not None and not steep:
-        return  # a line past the knee, about as steep as the line before it: no change of regime to read
+    elif not steep:
+        return  # past the knee about as steep as the line before it: no change of regime to read
     else:
         v.knee, v.kind = knee, model.INCONCLUSIVE
         slope = f"its slope {knee.slope_ratio:.1f}x the line's" if knee.slope_ratio is not None else "it grows"
