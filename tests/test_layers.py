@@ -26,6 +26,7 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.render", "render"),
     ("adprof.flame", "flame"),
     ("adprof.guard", "guard"),
+    ("adprof.hunt", "hunt"),
     ("adprof.pytest_plugin", "guard"),
     ("adprof.cli", "cli"),
     ("adprof.__main__", "cli"),
@@ -44,8 +45,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "render": frozenset({"model", "report"}),  # renderers read the report; they never analyse
     "flame": frozenset({"model", "chain"}),
     "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report"}),
+    "hunt": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
     "api": frozenset({"model", "chain"}),
-    "cli": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard"}),
+    "cli": frozenset(
+        {"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard", "hunt"}
+    ),
 }
 
 #: Renderers do not import each other, except these (the package __init__ re-exports its modules).

@@ -1,5 +1,5 @@
-"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame`` and ``report`` (one
-module each).
+"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame``, ``report`` and ``hunt``
+(one module each).
 
 Exit status (all subcommands):
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
-from adprof.cli import check, flame, guard, halve, ratio, report
+from adprof.cli import check, flame, guard, halve, hunt, ratio, report
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"adprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, ratio, halve, guard, flame, report):
+    for command in (check, ratio, halve, guard, flame, report, hunt):
         command.add_parser(sub)
     return parser
 
