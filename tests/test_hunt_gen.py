@@ -26,6 +26,7 @@ ORDER = Generator((Node("sin", (0,)), Node("exp", (0,)), Node("mul", (1, 2))), s
 MATRIX = Generator(
     (Node("matmul", (0, 0)), Node("tanh", (1,)), Node("transpose", (0,)), Node("add", (2, 3))), shape=(3, 3)
 )
+SCAN = Generator((Node("mul", (0, 1)), Node("tanh", (2,))), window=2, loop="scan")  # lax.scan on JAX
 #: LAPACK's sign convention of singular vectors differs between libraries: compared on the engine (numpy's) only.
 SVD = Generator((Node("svd_u", (0,)), Node("add", (1, 0))), shape=(3, 3))
 
@@ -68,7 +69,9 @@ def test_reductions_are_valid_and_never_larger(seed):
         ({"nodes": [{"op": "matmul", "args": [0, 0]}], "shape": [3]}, "needs a square matrix"),
         ({"nodes": [{"op": "total", "args": [0], "const": 0.1}]}, "reduced value"),
         ({"nodes": [{"op": "scale", "args": [0]}]}, "needs a constant"),
-        ({"nodes": [{"op": "sin", "args": [0]}], "outputs": [0]}, "only copy states"),
+        ({"nodes": [{"op": "sin", "args": [0]}], "outputs": [0]}, "copies a state"),
+        ({"nodes": [{"op": "sin", "args": [0]}, {"op": "cos", "args": [1]}], "window": 2, "outputs": [2, 2]}, "twice"),
+        ({"nodes": [{"op": "sin", "args": [0]}, {"op": "cos", "args": [0]}], "window": 2, "outputs": [2, 3]}, "ride"),
         ({"nodes": [{"op": "sin", "args": [0]}], "scale": "sideways"}, "scale must be"),
         ({"nodes": [{"op": "sin", "args": [0]}], "window": 9}, "window must be"),
         ({"nodes": [{"op": "sin", "args": [0]}], "colour": "red"}, "unknown generator field"),
@@ -90,13 +93,16 @@ def test_static_analysis_counts_uses_and_predicts_the_base():
     linear = Generator((Node("sin", (0,)), Node("scale", (1,), 0.5)))
     assert linear.predicted_base == 1.0 and not linear.reuses and linear.uses == 1
     assert ORDER.axis == "order"
+    assert SCAN.axis == "unroll" and SCAN.size == MUL.size + 3  # a node, a state and the scan more
 
 
 def test_canonical_form_drops_dead_nodes_and_unread_states():
     dead = Generator((Node("cos", (0,)), Node("mul", (0, 0))))  # cos(y) is never used
     assert dead.canonical() == MUL and dead.key == MUL.key
-    unread = Generator((Node("mul", (0, 0)),), window=2)  # y1 is never read
-    assert unread.canonical() == MUL
+    unread = Generator((Node("mul", (1, 0)),), window=3)  # y2 is never read
+    assert unread.canonical() == Generator((Node("mul", (1, 0)),), window=2)
+    with pytest.raises(GeneratorError, match="ride along"):  # no node reads y1: not an unroll at all
+        Generator((Node("mul", (0, 0)),), window=2)
 
 
 def test_written_chain_file_loads_with_the_real_loader(tmp_path):
@@ -138,7 +144,7 @@ def _numpy_value(gen: Generator, depth: int, x: np.ndarray | None = None) -> flo
 
 
 @pytest.mark.parametrize(
-    "gen", [MUL, CUBE, FIB, TWO_OUT, MATRIX, SVD], ids=["mul", "cube", "fib", "two_out", "matrix", "svd"]
+    "gen", [MUL, CUBE, FIB, TWO_OUT, MATRIX, SVD, SCAN], ids=["mul", "cube", "fib", "two_out", "matrix", "svd", "scan"]
 )
 def test_instantiated_chain_computes_the_layer(gen):
     import engine
@@ -209,7 +215,7 @@ def test_instantiation_on_every_backend(backend):
         pytest.skip(f"the {backend} backend needs the peers extra: pip install 'adprof[peers]'")  # sets its env first
     mode = "compile" if backend == "tinygrad" else "eager"
     ran = 0
-    for gen in (TWO_OUT, ORDER, MATRIX):
+    for gen in (TWO_OUT, ORDER, MATRIX, SCAN):
         if runs_on(Target(backend, None, mode), gen) is not None:
             continue
         chain = instantiate(gen, "g")

@@ -7,6 +7,7 @@ import argparse
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -140,7 +141,7 @@ class _Progress:
             self.say(f"hunt: rejected a candidate on {data['target']}: the check path says {data['verdict']}")
         elif event == "merged" and self.verbose:
             self.say(f"hunt: {data['target']}: the program of finding {data['finding']:04d}")
-        elif self.verbose and event in ("shrink", "check"):
+        elif self.verbose and event in ("shrink", "check", "refined"):
             self.say(f"hunt: {event} {data}")
         now = time.monotonic()
         if self.status is not None:
@@ -250,8 +251,6 @@ def _write(report: Any, args: argparse.Namespace, err: Console) -> bool:
         try:
             text = render(report)
             if path == "-":
-                import sys
-
                 sys.stdout.write(text)
                 sys.stdout.flush()
             else:

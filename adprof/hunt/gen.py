@@ -5,12 +5,15 @@ is the latest, ``y1`` the one before, ...) and the results of its :class:`Node` 
 namespace (:data:`OPS`: elementwise, matmul, reductions, transpose, linear algebra, a select) applied to
 earlier values. How often a value is used is the shape that matters: ``mul(y, y)`` uses the previous value
 twice (fan-out), two nodes that both read ``y`` and are joined again make a diamond, a node that reads
-``y1`` is a skip connection to the layer before. Each step appends the ``outputs`` to the history (two
-outputs over a window of two: a Fibonacci-like unroll).
+``y1`` is a skip connection to the layer before. Each step appends its ``outputs`` (nodes) to the history:
+one output over a window of two is a recurrence (``y <- y + y1``: Fibonacci's), two outputs a
+Fibonacci-like unroll (``c = y + y1; d = y * y1``).
 
 What ``depth`` scales (``scale``):
 
 * ``layer``: the number of steps (the axis reads ``layer`` with a window of one, ``unroll`` with more);
+  ``loop="scan"``: the steps run under ``jax.lax.scan`` where the chain runs on JAX (control flow where the
+  engine has it: one traced body), as a Python loop elsewhere;
 * ``order``: the derivative order: the layer applied ``steps`` times is summed into a scalar function, and
   ``depth - 1`` nested ``xp.grad`` take its derivatives (``jit``: each nested grad under ``jax.jit`` where the
   chain runs on JAX: jit inside grad; compile mode puts jit outside).
@@ -45,11 +48,13 @@ __all__ = [
     "Node",
     "OpSpec",
     "chain_source",
+    "function_source",
     "instantiate",
     "parse_generator",
 ]
 
 SCALES = ("layer", "order")
+LOOPS = ("python", "scan")
 #: Window sizes (states visible to a layer) and node counts a generator may have.
 MAX_WINDOW = 3
 MAX_NODES = 12
@@ -124,7 +129,7 @@ class Generator:
     """One layer of a chain and what ``depth`` scales (see the module docstring).
 
     ``outputs``: the values appended to the history each step (empty: the last node). ``shape``: the input's
-    shape. ``steps`` and ``jit`` apply to the ``order`` scale."""
+    shape. ``steps`` and ``jit`` apply to the ``order`` scale, ``loop`` to the ``layer`` scale."""
 
     nodes: tuple[Node, ...]
     outputs: tuple[int, ...] = ()
@@ -133,6 +138,7 @@ class Generator:
     steps: int = 1
     shape: tuple[int, ...] = (3,)
     jit: bool = False
+    loop: str = "python"
     _analysis: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -156,10 +162,14 @@ class Generator:
         for o in self.outputs:
             if not isinstance(o, int) or not 0 <= o < self.window + len(self.nodes):
                 raise GeneratorError(f"output {o!r} is not a value")
+            if o < self.window:
+                raise GeneratorError(f"output {o} copies a state: a step appends what its nodes compute")
             if reduced[o]:
                 raise GeneratorError(f"output {o} is a reduced value: a state keeps the input's shape")
-        if all(o < self.window for o in self.outputs):
-            raise GeneratorError("the outputs only copy states: the layer computes nothing")
+        if len(set(self.outputs)) != len(self.outputs):
+            raise GeneratorError("an output appears twice")
+        if self.window > 1 and not any(0 < a < self.window for n in self.nodes for a in n.args):
+            raise GeneratorError("no node reads an older state: the window is one state (the others only ride along)")
 
     def _validate_frame(self) -> None:
         if self.scale not in SCALES:
@@ -174,6 +184,10 @@ class Generator:
             raise GeneratorError(f"steps must be 1..{MAX_STEPS}, got {self.steps}")
         if self.scale != "order" and (self.steps != 1 or self.jit):
             raise GeneratorError("steps and jit apply to the order scale only")
+        if self.loop not in LOOPS:
+            raise GeneratorError(f"loop must be one of {', '.join(LOOPS)}, got {self.loop!r}")
+        if self.loop != "python" and self.scale != "layer":
+            raise GeneratorError("a scan loop applies to the layer scale only")
         if any(n < 1 for n in self.shape) or len(self.shape) > 2:
             raise GeneratorError(f"shape must be a vector or a matrix of positive sizes, got {self.shape}")
 
@@ -212,6 +226,8 @@ class Generator:
         if self.scale == "order":
             out["steps"] = self.steps
             out["jit"] = self.jit
+        if self.loop != "python":
+            out["loop"] = self.loop
         return out
 
     @classmethod
@@ -219,7 +235,7 @@ class Generator:
         """A generator from :meth:`to_dict`'s plain data; raises :class:`GeneratorError` (one line)."""
         if not isinstance(data, Mapping):
             raise GeneratorError(f"a generator is a JSON object, got {type(data).__name__}")
-        unknown = set(data) - {"nodes", "outputs", "window", "scale", "shape", "steps", "jit"}
+        unknown = set(data) - {"nodes", "outputs", "window", "scale", "shape", "steps", "jit", "loop"}
         if unknown:
             raise GeneratorError(f"unknown generator field(s): {', '.join(sorted(unknown))}")
         try:
@@ -234,6 +250,7 @@ class Generator:
                 steps=int(data.get("steps", 1)),
                 shape=tuple(int(s) for s in data.get("shape", (3,))),
                 jit=bool(data.get("jit", False)),
+                loop=str(data.get("loop", "python")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, GeneratorError):
@@ -283,7 +300,7 @@ class Generator:
             gen = replace(gen, nodes=tuple(nodes), outputs=tuple(new_ref[o] for o in gen.outputs))
         while gen.window > 1 and len(gen.outputs) < gen.window:
             oldest = gen.window - 1
-            if any(oldest in n.args for n in gen.nodes) or oldest in gen.outputs:
+            if any(oldest in n.args for n in gen.nodes):
                 break
             w = gen.window
 
@@ -311,6 +328,7 @@ class Generator:
         extra state, output, layer and nesting."""
         live = sum(self.live())
         extra = (self.window - 1) + (len(self.outputs) - 1) + (self.steps - 1) + int(self.jit)
+        extra += int(self.loop != "python")
         extra += int(self.scale == "order") + len(self.shape) - 1
         return live + extra
 
@@ -371,6 +389,13 @@ class Generator:
             out.append(self.update())
         return out
 
+    def new_states(self) -> list[str]:
+        """The names of the states after a step, latest first (``a, y``: the output, then the old latest)."""
+        names = self.value_names()
+        states = names[: self.window]
+        history = states[::-1] + [names[o] for o in self.outputs]
+        return history[-self.window :][::-1]
+
     def update(self) -> str:
         """The state update of a step: ``y = a``, ``y, y1 = a, y`` (one output over a window of two) ..."""
         names = self.value_names()
@@ -386,7 +411,7 @@ class Generator:
             inner = body if self.steps == 1 else f"({body}) x{self.steps}"
             jit = " (each under jit)" if self.jit else ""
             return f"order-depth derivative of sum(y) after {inner}{jit}"
-        return body
+        return body + (" (under lax.scan on JAX)" if self.loop == "scan" else "")
 
 
 def _const(value: Any) -> float | None:
@@ -454,6 +479,16 @@ def _readout(gen: Generator) -> str:
     return " + ".join(f"xp.sum({n})" for n in names)
 
 
+def _expressions(gen: Generator) -> list[str]:
+    """``name = expression`` of each live node (no state update: a scan's step returns the new states)."""
+    names = gen.value_names()
+    return [
+        f"{names[gen.window + i]} = {node_text(node, names)}"
+        for i, (node, keep) in enumerate(zip(gen.nodes, gen.live(), strict=True))
+        if keep
+    ]
+
+
 def _body_lines(gen: Generator, indent: str) -> list[str]:
     return [indent + line for line in gen.statements()]
 
@@ -462,6 +497,20 @@ def function_source(gen: Generator, opts: ChainOptions) -> str:
     """The decorated chain function of ``gen`` (no imports)."""
     doc = opts.description or gen.summary()
     lines = [_decorator(gen, opts), f"def {opts.name}(xp, x, depth):", f"    {_docstring(doc, '    ')}"]
+    if gen.scale == "layer" and gen.loop == "scan":
+        states = gen.value_names()[: gen.window]
+        lines.append("")
+        lines.append(f"    def step({', '.join(states)}):")
+        lines += ["        " + e for e in _expressions(gen)]
+        new = gen.new_states()
+        lines.append(f"        return ({new[0]},)" if gen.window == 1 else f"        return {', '.join(new)}")
+        lines.append("")
+        lines += ["    " + s for s in _initial_states(gen)]
+        carry = f"({states[0]},)" if gen.window == 1 else f"({', '.join(states)})"
+        target = f"({states[0]},)" if gen.window == 1 else ", ".join(states)
+        lines.append(f"    {target} = _repeat(xp, step, {carry}, depth)  # lax.scan on JAX")
+        lines.append(f"    return {_readout(gen)}")
+        return "\n".join(lines) + "\n"
     if gen.scale == "layer":
         lines += ["    " + s for s in _initial_states(gen)]
         lines.append("    for _ in range(depth):")
@@ -491,6 +540,21 @@ def function_source(gen: Generator, opts: ChainOptions) -> str:
     return "\n".join(lines) + "\n"
 
 
+_REPEAT = '''
+
+def _repeat(xp, step, states, depth):
+    """``depth`` steps of ``step`` over the states: one ``jax.lax.scan`` when the chain runs on JAX's namespace
+    (one traced body, whatever the depth), else a Python loop."""
+    if getattr(xp, "__name__", "").startswith("adprof_jax"):
+        import jax
+
+        states, _ = jax.lax.scan(lambda s, _: (tuple(step(*s)), None), tuple(states), None, length=depth)
+        return states
+    for _ in range(depth):
+        states = step(*states)
+    return states
+'''
+
 _JAX_JIT = '''
 
 def _jax_jit(xp):
@@ -516,6 +580,8 @@ def chain_source(gens: Sequence[tuple[Generator, ChainOptions]], module_doc: str
     parts.append("import adprof\n")
     if any(g.jit for g, _ in gens):
         parts.append(_JAX_JIT)
+    if any(g.loop == "scan" for g, _ in gens):
+        parts.append(_REPEAT)
     for gen, opts in gens:
         if not re.fullmatch(r"[A-Za-z_]\w*", opts.name):
             raise GeneratorError(f"not a chain name: {opts.name!r}")

@@ -176,9 +176,11 @@ def _outputs(gen: Generator, rng: random.Random) -> Generator:
 
 def _scale(gen: Generator, rng: random.Random) -> Generator:
     if gen.scale == "layer":
+        if rng.random() < 0.5:  # the steps under the engine's own loop (lax.scan on JAX), or back
+            return replace(gen, loop="python" if gen.loop == "scan" else "scan")
         if gen.window > 1:
             raise GeneratorError("a derivative order over one state")
-        return replace(gen, scale="order")
+        return replace(gen, scale="order", loop="python")
     move = rng.choice(("layer", "steps", "jit"))
     if move == "layer":
         return replace(gen, scale="layer", steps=1, jit=False)
@@ -247,10 +249,8 @@ def reductions(gen: Generator) -> Iterator[Generator]:
             seen.add(out.key)
             yield out
 
-    if gen.jit:
-        yield from emit(lambda: replace(gen, jit=False))
-    if gen.steps > 1:
-        yield from emit(lambda: replace(gen, steps=gen.steps - 1))
+    for plainer in _unnested(gen):
+        yield from emit(lambda plainer=plainer: plainer)
     for i in range(len(gen.nodes)):
         yield from emit(lambda i=i: drop_node(gen, i))
     if gen.window > 1:
@@ -268,6 +268,18 @@ def reductions(gen: Generator) -> Iterator[Generator]:
             yield from emit(lambda i=i, plain=plain: _set_op(gen, i, plain))
     if gen.shape != (3,) and not any(OPS[n.op].matrix for n in gen.nodes):
         yield from emit(lambda: replace(gen, shape=(3,)))
+
+
+def _unnested(gen: Generator) -> list[Generator]:
+    """``gen`` with one nesting less: no jit, no scan, one layer fewer inside the derivative."""
+    out = []
+    if gen.jit:
+        out.append(replace(gen, jit=False))
+    if gen.loop != "python":
+        out.append(replace(gen, loop="python"))
+    if gen.steps > 1:
+        out.append(replace(gen, steps=gen.steps - 1))
+    return out
 
 
 def _narrow(gen: Generator) -> Generator:

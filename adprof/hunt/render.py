@@ -109,7 +109,9 @@ def _paragraph(f: Finding) -> Group:
     lines.append(_t(f"  search: {f.component} {f.search_figure}; decided by {f.decided_by} on the check path"))
     lines.append(_t(f"  across engines: {f.attribution}: {f.attribution_text}"))
     if f.also:
-        lines.append(_t(f"  the same program was the best candidate on: {', '.join(f.also)}"))
+        by = {r.target: r for r in f.table}
+        also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
+        lines.append(_t(f"  also the finding of: {', '.join(also)}"))
     lines.append(engines_table(f.table))
     lines.append(_t(f"  reproduce: {f.reproduce}"))
     return Group(*lines)

@@ -2,11 +2,12 @@
 
 1. **Search** (:mod:`~.search`) for a share of the budget, at small depths, in warm workers.
 2. **Candidates**: the strongest elite of each (target, growth family, axis) on a component the check path
-   decides on (:func:`~.fitness.best_per_target`), taken niche by niche (:func:`niches`).
+   decides on (:func:`~.fitness.best_per_target`), taken niche by niche (:func:`niches`): each niche's first
+   candidate, then the others.
 3. Per candidate, within its share of what is left (a costly target's share is larger):
 
-   * a candidate whose program is already a finding's, and that finding's check of this target showed the
-     same pathology, is **merged** into it (its table covers it);
+   * a candidate of a niche whose finding's check of this target already showed the same pathology is
+     **merged** into that finding (its table covers it): nothing is measured;
    * **shrink** it (:mod:`~.shrink`, evaluated as the search evaluates);
    * **confirm** it: the chain file written for its target and checked by the check path (:mod:`~.checks`) in
      other workers than the search's, at more depths. Not the same pathology: **rejected**, never reported;
@@ -15,8 +16,12 @@
    * **write** it: ``OUT/NNNN_<engine>_<mode>.py``, a chain file with ``@adprof.chain`` and a docstring of what
      it shows; ``adprof check`` on it reproduces the verdict (it is the file the confirmation checked).
 
-Check runs are cached by (program, target): the same program is measured once per target in a hunt.
-An interrupt (the executors stop their workers) ends the hunt with what it has: the findings written so far.
+4. **Refine**: what is left of the budget checks again the table cells the budget cut short.
+
+Check runs are cached by (program, target): the same program is measured once per target in a hunt. The
+costly targets' checks (torch.compile) run on a lane of their own, warmed up while the search runs, beside the
+other targets' checks. An interrupt (the executors stop their workers) ends the hunt with what it has: the
+findings written so far.
 """
 
 from __future__ import annotations
@@ -41,25 +46,26 @@ from adprof.hunt.shrink import ShrinkResult, shrink
 from adprof.hunt.targets import COSTLY, SearchPlan, Target, attribution_depths, check_plan, runs_on, tier
 from adprof.measure.executor import Executor
 from adprof.measure.pool import LanePool
-from adprof.model import Result
+from adprof.model import INCONCLUSIVE, Result, StopReason
 from adprof.render.jsonout import result_to_json
 from adprof.util.files import write_atomic
 
 #: Share of the budget the search gets; the rest shrinks, confirms and attributes.
 SEARCH_SHARE = 0.4
-#: Seconds kept at the end for the report.
+#: Seconds kept at the end for the report (at most this share of the budget).
 RESERVE = 3.0
+RESERVE_SHARE = 0.05
 #: A candidate's share of the time left, by its target's tier (a torch.compile confirmation costs a minute).
 WEIGHT = {"screen": 1.0, "sample": 2.0, COSTLY: 5.0}
 #: A candidate's share for shrinking (and at most these seconds, by its target's tier), and the most seconds its
 #: confirmation may take (a torch.compile series: five compiles after a warm-up); attribution gets the rest.
 SHRINK_PART = 0.2
-#: The costly lane's warm-up: one point at depth 1 (its first compile in the process is the set-up).
-WARM_UP = SearchPlan((1,), 600.0, 600.0)
-#: The least seconds worth starting a candidate with (a check of one engine target takes a second or two).
-MIN_SHARE = 3.0
 SHRINK_MAX = {"screen": 20.0, "sample": 30.0, COSTLY: 60.0}
 CONFIRM_MAX = {"screen": 30.0, "sample": 60.0, COSTLY: 150.0}
+#: The least seconds worth starting a candidate with (a check of one engine target takes a second or two).
+MIN_SHARE = 3.0
+#: The costly lane's warm-up: one point at depth 1 (its first compile in the process is the set-up).
+WARM_UP = SearchPlan((1,), 600.0, 600.0)
 
 Progress = Callable[[str, dict[str, Any]], None]
 
@@ -134,6 +140,8 @@ class Hunt:
                 if own_checks and cands:
                     self.check_executor = LanePool(self.cfg.jobs)
                 self._process(cands)
+                if not self._stopped():
+                    self._refine()
         except KeyboardInterrupt:
             self.report.interrupted = "SIGINT"
         finally:
@@ -206,7 +214,7 @@ class Hunt:
             for i, cand in enumerate(queue):
                 if self._stopped():
                     break
-                if self._merge(cand, cand.gen):  # free: no measuring
+                if self._merge(cand, cand.gen) or self._recheck_and_merge(cand):
                     self.report.stats.processed += 1
                     continue
                 left = self._left()
@@ -219,7 +227,10 @@ class Hunt:
 
     def _left(self) -> float:
         """Seconds left for measuring (the report's reserve kept)."""
-        return self.cfg.deadline - RESERVE - time.monotonic()
+        return self.cfg.deadline - self._reserve() - time.monotonic()
+
+    def _reserve(self) -> float:
+        return min(RESERVE, RESERVE_SHARE * self.cfg.budget)
 
     def _candidate(self, cand: Candidate, share: float) -> None:
         start = time.monotonic()
@@ -242,6 +253,46 @@ class Hunt:
             self._check(prog, others, budget, explicit=True, structure=False)
         self._finding(cand, prog, shrunk, result)
 
+    def _recheck_and_merge(self, cand: Candidate) -> bool:
+        """A finding of the candidate's niche whose check of its target the budget cut short: that target checked
+        again first (cheaper than a finding of its own), then merged if it shows the same pathology."""
+        for f in self.report.findings:
+            prog = self.finding_programs[f.id]
+            niche = (prog.gen.axis, prog.gen.reuses) == (cand.gen.axis, cand.gen.reuses)
+            if niche and cand.target not in prog.not_applicable and _cut_short(prog.results.get(cand.target)):
+                left = self._left()
+                if left < MIN_SHARE:
+                    return False
+                prog.results.pop(cand.target, None)
+                budget = min(left, CONFIRM_MAX[tier(cand.target)])
+                self._check(prog, [cand.target], budget, explicit=True, structure=False)
+                self._retable(f, prog)
+                return self._merge(cand, cand.gen)
+        return False
+
+    def _retable(self, f: Finding, prog: _Program) -> None:
+        """A finding's table, attribution and file after more checks of its program."""
+        f.table = attr.table(self.cfg.targets, prog.results, prog.not_applicable)
+        f.attribution, f.attribution_text = attr.attribute(f.table)
+        f.source = found_source(f, prog.gen, prog.plan_target, self.cfg.seed)
+        write_atomic(f.file, f.source)
+
+    def _refine(self) -> None:
+        """What is left of the budget checks again the table cells that the budget cut short (not measured, or
+        inconclusive because a series stopped at its share), finding by finding; the tables, attributions and
+        files are updated."""
+        for f in list(self.report.findings):
+            prog = self.finding_programs[f.id]
+            again = [t for t in self.cfg.targets if t not in prog.not_applicable and _cut_short(prog.results.get(t))]
+            left = self._left()
+            if not again or left < MIN_SHARE or self._stopped():
+                continue
+            for t in again:
+                prog.results.pop(t, None)
+            self._check(prog, again, left / (len(self.report.findings) - self.report.findings.index(f)), True, False)
+            self._retable(f, prog)
+            self._emit("refined", {"finding": f.id, "targets": [t.label for t in again]})
+
     def _merge(self, cand: Candidate, gen: Generator) -> bool:
         """A finding already covers this candidate: its program is this one, or a program of the same cell (axis,
         reuse), and its check of this target showed the same pathology. Merged into it (its table covers it)."""
@@ -260,7 +311,7 @@ class Hunt:
         lanes = max(1, getattr(self.executor, "lanes", 1))
         batch = lanes if tier(cand.target) == COSTLY else 4 * lanes
 
-        hard = self.cfg.deadline - RESERVE  # an evaluation started before the shrink's deadline runs to its end
+        hard = self.cfg.deadline - self._reserve()  # an evaluation started before the shrink's deadline runs to its end
 
         def evaluate(gens: Sequence[Generator]) -> list[Evaluation | None]:
             tasks = [evaluation_task(self.cfg.workdir, g, [cand.target], hard) for g in gens]
@@ -425,6 +476,17 @@ class Hunt:
         used = [f.id for f in self.report.findings]
         existing = [int(m.group(1)) for p in self.cfg.out.glob("*.py") if (m := re.match(r"(\d{4})_", p.name))]
         return max([0, *used, *existing]) + 1
+
+
+def _cut_short(result: Result | None) -> bool:
+    """The budget cut this check short: not measured, or inconclusive after a series stopped at its share."""
+    if result is None:
+        return True
+    series = result.series
+    if not series.points and not series.error:
+        return True
+    budget = (StopReason.BUDGET, StopReason.BUDGET_SHARE, StopReason.NOT_MEASURED, StopReason.CENSORED)
+    return result.verdict.kind == INCONCLUSIVE and series.stop is not None and series.stop.reason in budget
 
 
 def niches(cands: Sequence[Candidate], targets: Sequence[Target]) -> list[list[Candidate]]:
