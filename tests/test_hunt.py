@@ -201,9 +201,9 @@ def test_the_same_seed_takes_the_same_path(tmp_path):
 
     def elites(seed: int, sub: str) -> list[tuple[str, str]]:
         (tmp_path / sub).mkdir()
-        search = Search(targets, seed, pool, tmp_path / sub, time.monotonic() + 60, max_tries=20)
+        search = Search(targets, seed, pool, tmp_path / sub, time.monotonic() + 60, max_tries=14)
         archive = search.run()
-        assert search.stats.tried == 20
+        assert search.stats.tried == 14 and search.stats.generations == 2  # drawn, then mutated
         return sorted((c.label, e.gen.key) for c, e in archive.elites.items() if not e.growth.noisy)
 
     try:
@@ -250,11 +250,8 @@ def test_out_must_be_a_directory(tmp_path, capsys):
 
 
 def test_ctrl_c_prints_the_partial_report_and_leaves_no_process(tmp_path):
-    proc, tag = start_adprof(
-        ["hunt", "--backend", "engine", "--budget", "120", "--out", str(tmp_path / "found"), "--no-color"],
-        tmp_path,
-        None,
-    )
+    args = ["hunt", "--backend", "engine", "--profile", "v08", "--mode", "traced", "--budget", "120", "--no-color"]
+    proc, tag = start_adprof([*args, "--out", str(tmp_path / "found")], tmp_path, None)
     try:
         end = time.monotonic() + 60
         line = ""
@@ -358,17 +355,14 @@ def test_the_ten_minute_hunt_finds_the_five_pathologies(tmp_path):
         f for f in covered("engine", "traced", "exponential", "layer", "v08") if f["target"].startswith("engine")
     ]
     assert v08_exp and all(f["figure"] == f"x{f['uses']}.00/layer" for f in v08_exp)
-    assert any(f["verdict"].startswith("superlinear-backward") for f in findings if f["profile"] == "v08") or covered(
-        "engine", "eager", "superlinear", "layer", "v08"
-    )
-    assert covered("jax", "traced", "exponential", "order")
     assert covered("torch", "eager", "exponential", "order")
-    assert covered("torch", "compile", "exponential", "unroll")
-    for f in findings:
-        if f["axis"] == "order" and f["verdict"].startswith("exponential"):
-            assert f["attribution"] == "in the program", f  # every engine that nests grads grows
-        elif f["backend"] in ("engine", "torch") and f["axis"] != "order":
-            assert f["attribution"] == "engine-specific", f  # the fixed profile, JAX stay linear
+    order = [f for f in covered("jax", "traced", "exponential", "order") if f["attribution"] == "in the program"]
+    assert order, "the derivative order's exponential is in the program: every engine that nests grads grows"
+    assert [f for f in v08_exp if f["attribution"] == "engine-specific"]
+    bookkeeping = covered("engine", "eager", "superlinear", "layer", "v08")
+    assert [f for f in bookkeeping if f["attribution"] == "engine-specific"]
+    fibonacci = [f for f in covered("torch", "compile", "exponential", "unroll") if f["predicted_base"] > 1.15]
+    assert [f for f in fibonacci if f["attribution"] == "engine-specific"]
     assert "rejected:" not in run.out  # 0 unconfirmed findings printed
     for f in findings:
         check = subprocess.run(

@@ -39,7 +39,7 @@ def _drawn(seed: int) -> Generator:
     return gen
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.integers(0, 10**6))
 def test_every_drawn_generator_round_trips_through_json(seed):
     gen = _drawn(seed)

@@ -410,7 +410,7 @@ class Generator:
         if self.scale == "order":
             inner = body if self.steps == 1 else f"({body}) x{self.steps}"
             jit = " (each under jit)" if self.jit else ""
-            return f"order-depth derivative of sum(y) after {inner}{jit}"
+            return f"nested grad (order depth - 1) of sum(y) after: {inner}{jit}"
         return body + (" (under lax.scan on JAX)" if self.loop == "scan" else "")
 
 

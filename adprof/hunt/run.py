@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +52,7 @@ from adprof.render.jsonout import result_to_json
 from adprof.util.files import write_atomic
 
 #: Share of the budget the search gets; the rest shrinks, confirms and attributes.
-SEARCH_SHARE = 0.4
+SEARCH_SHARE = 0.35
 #: Seconds kept at the end for the report (at most this share of the budget).
 RESERVE = 3.0
 RESERVE_SHARE = 0.05
@@ -515,19 +516,22 @@ def found_source(finding: Finding, gen: Generator, plan_target: Target, seed: in
     elif gen.axis == "unroll" and gen.reuses:
         uses = f"; a step's paths from its states grow x{gen.predicted_base:.2f}"
     doc = f"{finding.target}: {finding.verdict} {finding.figure}{uses}."
-    module_doc = "\n".join(
+
+    searched = f"the search maximised {finding.component} ({finding.search_figure})"
+
+    def para(text: str, indent: str = "") -> str:
+        return textwrap.fill(text, 110, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+    module_doc = "\n\n".join(
         [
-            f"Found by adprof hunt (seed {seed}): {finding.target} {finding.verdict} {finding.figure}.",
-            "",
-            f"The layer: {gen.summary()}",
-            f"Decided by {finding.decided_by}; the search maximised {finding.component} ({finding.search_figure}).",
-            f"Across engines: {finding.attribution} ({finding.attribution_text}).",
-            "",
+            para(f"Found by adprof hunt (seed {seed}): {finding.target} {finding.verdict} {finding.figure}."),
+            para(f"The layer: {gen.summary()}"),
+            para(f"Decided by {finding.decided_by}; {searched}."),
+            para(f"Across engines: {finding.attribution} ({finding.attribution_text})."),
             "Reproduce:",
-            "",
             f"    {finding.reproduce}",
-            "",
-            f"Generator: {gen.to_json()}",
+            "Its generator (adprof.hunt.gen.Generator.from_json):",
+            para(gen.to_json(), "    "),
         ]
     )
     opts = ChainOptions(

@@ -4,11 +4,11 @@ From the candidate, each round tries the reductions of the current generator (:f
 node dropped, an edge moved to the latest state, a state, an output, a layer, a nesting removed, a rarer op
 made plain) in their fixed order, and moves to the first one that still *holds*: evaluated like the search
 evaluates (same target, same depths), the same component grows in the same family, from the same cell (axis,
-reuse: a Fibonacci-like unroll stays an unroll), strongly (an exponential stays one with a base of at least
-1.3: its base follows its uses, and the minimal chain has the fewest; a power law keeps its exponent within
-0.2). When no reduction holds, the generator is 1-minimal: dropping any one more thing loses the finding. The
-reductions of a round are evaluated together (every lane busy), then read in order, so the result does not
-depend on which finished first.
+reuse: a Fibonacci-like unroll stays an unroll), strongly (an exponential stays one and keeps half its
+log-base: a tree walk's base follows the uses, and the minimal chain has the fewest, down to the square root
+of the base it started from; a power law keeps its exponent within 0.2). When no reduction holds, the
+generator is 1-minimal: dropping any one more thing loses the finding. The reductions of a round are evaluated
+together (every lane busy), then read in order, so the result does not depend on which finished first.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from adprof.hunt.fitness import EXPONENTIAL, POWER, STRONG_EXPONENT, Candidate, 
 from adprof.hunt.gen import Generator
 from adprof.hunt.mutate import reductions
 
-#: A power law's exponent may drop this much and the finding still holds; a rising tail keeps this share of
-#: its steepness.
+#: An exponential keeps at least this share of its log-base (a base of 4 may shrink to 2, the fewest uses; a
+#: derivative order's x3 may not shrink to x1.4, another mechanism), a power law its exponent within this slack,
+#: a rising tail this share of its steepness.
+EXP_KEEP = 0.5
 EXPONENT_SLACK = 0.2
 RISING_KEEP = 0.9
 
@@ -62,7 +64,7 @@ def _as_strong(g: Growth, orig: Growth) -> bool:
     if not g.strong:
         return False
     if orig.family == EXPONENTIAL:
-        return g.family == EXPONENTIAL
+        return g.family == EXPONENTIAL and g.strength >= EXP_KEEP * orig.strength
     if orig.family == POWER:
         return g.family == POWER and g.rate >= max(STRONG_EXPONENT, orig.rate - EXPONENT_SLACK)
     return g.strength >= RISING_KEEP * orig.strength  # rising: any family, about as steep
@@ -111,4 +113,4 @@ def _round(
     return None, True
 
 
-__all__ = ["EXPONENT_SLACK", "RISING_KEEP", "ShrinkResult", "holds", "shrink"]
+__all__ = ["EXPONENT_SLACK", "EXP_KEEP", "RISING_KEEP", "ShrinkResult", "holds", "shrink"]
