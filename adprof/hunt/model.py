@@ -27,6 +27,7 @@ class Row:
     figure: str = ""  # "x2.00/layer", "d^1.97"
     decided_by: str = ""  # "counters", "python_calls: transform", "time"
     note: str = ""  # why n/a, the error, the stop
+    reproduce: str = ""  # the adprof check command that measured this cell
 
 
 @dataclass

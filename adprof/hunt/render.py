@@ -108,12 +108,15 @@ def _paragraph(f: Finding) -> Group:
         lines.append(_t(f"  already minimal (size {f.shrunk.to_size}; {f.shrunk.tried} reductions tried)"))
     lines.append(_t(f"  search: {f.component} {f.search_figure}; decided by {f.decided_by} on the check path"))
     lines.append(_t(f"  across engines: {f.attribution}: {f.attribution_text}"))
+    by = {r.target: r for r in f.table}
     if f.also:
-        by = {r.target: r for r in f.table}
         also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
         lines.append(_t(f"  also the finding of: {', '.join(also)}"))
     lines.append(engines_table(f.table))
     lines.append(_t(f"  reproduce: {f.reproduce}"))
+    for t in f.also:
+        if t in by and by[t].reproduce and t != f.target:
+            lines.append(_t(f"  reproduce on {t}: {by[t].reproduce}"))
     return Group(*lines)
 
 

@@ -41,7 +41,7 @@ from adprof.hunt.checks import CheckRun, check_targets, confirms
 from adprof.hunt.evaluate import Evaluation, evaluation_of, evaluation_task
 from adprof.hunt.fitness import Candidate, best_per_target
 from adprof.hunt.gen import ChainOptions, Generator, Node, chain_source
-from adprof.hunt.model import Finding, HuntReport, Rejected, Shrunk
+from adprof.hunt.model import Finding, HuntReport, Rejected, Row, Shrunk
 from adprof.hunt.search import Search
 from adprof.hunt.shrink import ShrinkResult, shrink
 from adprof.hunt.targets import COSTLY, SearchPlan, Target, attribution_depths, check_plan, runs_on, tier
@@ -273,7 +273,7 @@ class Hunt:
 
     def _retable(self, f: Finding, prog: _Program) -> None:
         """A finding's table, attribution and file after more checks of its program."""
-        f.table = attr.table(self.cfg.targets, prog.results, prog.not_applicable)
+        f.table = self._rows(prog, f.file, Target(f.backend, f.profile, f.mode))
         f.attribution, f.attribution_text = attr.attribute(f.table)
         f.source = found_source(f, prog.gen, prog.plan_target, self.cfg.seed)
         write_atomic(f.file, f.source)
@@ -420,10 +420,10 @@ class Hunt:
         n = self._next_number()
         t = cand.target
         gen = prog.gen
-        rows = attr.table(self.cfg.targets, prog.results, prog.not_applicable)
-        label, text = attr.attribute(rows)
         name = f"finding_{n:04d}"
         path = self.cfg.out / f"{n:04d}_{t.slug}.py"
+        rows = self._rows(prog, str(path), t)
+        label, text = attr.attribute(rows)
         reproduce = "adprof check " + shlex.join([str(path), *t.check_options()])
         verdict = result.verdict
         figure = attr.fmt_growth(result)
@@ -473,10 +473,28 @@ class Hunt:
             "finding", {"id": n, "target": t.label, "verdict": verdict.kind, "figure": figure, "file": str(path)}
         )
 
+    def _rows(self, prog: _Program, file: str, primary: Target) -> list[Row]:
+        """The finding's table, each measured cell with the ``adprof check`` command that measured it (the
+        confirmation: the file's own options; an attribution: its explicit depths, no structure probe)."""
+        rows = attr.table(self.cfg.targets, prog.results, prog.not_applicable)
+        for t, row in zip(self.cfg.targets, rows, strict=True):
+            if t not in prog.results:
+                continue
+            words = [file, *t.check_options()]
+            depths = attribution_depths(t, prog.gen) if t != primary else None
+            if t != primary:
+                words += (["--depths", ",".join(map(str, depths))] if depths else []) + ["--no-structure"]
+            row.reproduce = "adprof check " + shlex.join(words)
+        return rows
+
     def _next_number(self) -> int:
         used = [f.id for f in self.report.findings]
         existing = [int(m.group(1)) for p in self.cfg.out.glob("*.py") if (m := re.match(r"(\d{4})_", p.name))]
         return max([0, *used, *existing]) + 1
+
+
+#: The axes from the plainest program to the most involved one (the order niches are taken up in).
+AXES = ("layer", "order", "unroll")
 
 
 def _cut_short(result: Result | None) -> bool:
@@ -491,8 +509,9 @@ def _cut_short(result: Result | None) -> bool:
 
 
 def niches(cands: Sequence[Candidate], targets: Sequence[Target]) -> list[list[Candidate]]:
-    """Candidates grouped by the niche of their generator (axis, reuse): the niches found on the most targets
-    first (then by their strongest candidate); within a niche, by the targets' order, exponentials first."""
+    """Candidates grouped by the niche of their generator (axis, reuse): the plainest axis first (layers, then
+    derivative orders, then unrolls), then the niches found on the most targets, then by their strongest
+    candidate; within a niche, by the targets' order, exponentials first."""
     rank = {t: i for i, t in enumerate(targets)}
     groups: dict[tuple[str, bool], list[Candidate]] = {}
     for c in cands:
@@ -500,9 +519,10 @@ def niches(cands: Sequence[Candidate], targets: Sequence[Target]) -> list[list[C
     for group in groups.values():
         group.sort(key=lambda c: (rank.get(c.target, len(rank)), c.expect != "exponential", -c.fitness))
 
-    def order(item: tuple[tuple[str, bool], list[Candidate]]) -> tuple[int, float, str]:
+    def order(item: tuple[tuple[str, bool], list[Candidate]]) -> tuple[int, int, float, str]:
         niche, group = item
-        return (-len({c.target for c in group}), -max(c.fitness for c in group), f"{niche}")
+        plain = AXES.index(niche[0]) if niche[0] in AXES else len(AXES)
+        return (plain, -len({c.target for c in group}), -max(c.fitness for c in group), f"{niche}")
 
     return [g for _, g in sorted(groups.items(), key=order)]
 
