@@ -143,8 +143,8 @@ class Hunt:
                 self._process(cands)
                 if not self._stopped():
                     self._refine()
-        except KeyboardInterrupt:
-            self.report.interrupted = "SIGINT"
+        except KeyboardInterrupt as exc:  # between two runs of the executors (they stop their own workers)
+            self.report.interrupted = getattr(exc, "signal_name", "SIGINT")
         finally:
             if self.costly_pool is not None:
                 if self._stopped():
