@@ -338,6 +338,7 @@ def test_the_ten_minute_hunt_finds_the_five_pathologies(tmp_path):
         timeout=720,
     )
     wall = time.monotonic() - t0
+    print(run.out, f"\nwall {wall:.1f} s; load average {os.getloadavg()}")  # the figures, with -s
     assert run.code == 1 and not run.left and wall <= 620, run.summary()
     data = json.loads(report.read_text())
     findings = data["findings"]

@@ -209,7 +209,6 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
         jobs=args.jobs,
         started=started,
         max_tries=args.tries,
-        argv=list(argv),
     )
     progress = _Progress(err, started, args.budget, args.verbose)
     mcfg = MeasureConfig(budget=args.budget, jobs=args.jobs, started=started)

@@ -12,7 +12,6 @@ it are kept: a blowup is information, not a waste).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -193,13 +192,6 @@ def evaluation_task(
     return Task(evaluate_task, (file, jobs), deadline=deadline, files=(file,))
 
 
-def work_directory(root: str | os.PathLike[str]) -> Path:
-    """The hunt's directory of candidate chain files (created)."""
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 __all__ = [
     "CANDIDATE_CHAIN",
     "Evaluation",
@@ -207,5 +199,4 @@ __all__ = [
     "evaluate_task",
     "evaluation_of",
     "evaluation_task",
-    "work_directory",
 ]

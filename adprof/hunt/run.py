@@ -84,7 +84,6 @@ class HuntConfig:
     started: float = field(default_factory=time.monotonic)
     max_tries: int | None = None
     search_share: float = SEARCH_SHARE
-    argv: list[str] = field(default_factory=list)
 
     @property
     def deadline(self) -> float:
