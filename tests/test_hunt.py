@@ -58,18 +58,22 @@ def test_archive_keeps_the_best_and_smallest_per_cell_and_names_candidates():
     archive = Archive()
     cube = Generator((Node("mul", (0, 0)), Node("mul", (1, 0))))
     archive.offer(cube, _evaluation(V08_TRACED, {d: 3.0**d for d in ds}))
-    archive.offer(MUL, _evaluation(V08_TRACED, {d: 2.0**d for d in ds}))  # same cell, slower: the cube stays
     cell = next(c for c in archive.elites if c.component == "counters:transform+drop")
     assert archive.elites[cell].gen == cube
-    same_but_bigger = Generator((Node("mul", (0, 0)), Node("mul", (1, 0)), Node("sin", (2,)), Node("add", (3, 2))))
-    archive.offer(same_but_bigger, _evaluation(V08_TRACED, {d: 3.0**d for d in ds}))
-    assert archive.elites[cell].gen == cube  # equal growth: the smaller one is kept
+    weak = Generator((Node("add", (0, 0)),))
+    archive.offer(weak, _evaluation(V08_TRACED, {d: 1.5**d for d in ds}))  # smaller but below base 2: cube stays
+    assert archive.elites[cell].gen == cube
+    archive.offer(MUL, _evaluation(V08_TRACED, {d: 2.0**d for d in ds}))  # past base 2 too, and smaller: it wins
+    assert archive.elites[cell].gen == MUL
+    bigger = Generator((Node("mul", (0, 0)), Node("mul", (1, 1)), Node("sin", (2,))))
+    archive.offer(bigger, _evaluation(V08_TRACED, {d: 4.0**d for d in ds}))  # faster, but larger: MUL stays
+    assert archive.elites[cell].gen == MUL
     linear = Generator((Node("sin", (0,)),))
     archive.offer(linear, _evaluation(V08_TRACED, {d: d * d for d in (1, 2, 4, 8, 16, 32)}))  # another cell
     cands = archive.candidates()
-    assert {c.gen.key for c in cands} == {cube.key, linear.key}
+    assert {c.gen.key for c in cands} == {MUL.key, linear.key}
     assert {c.expect for c in cands} == {"exponential", "superlinear"}
-    assert archive.parents()[0] == cube
+    assert archive.parents() == [MUL, linear]  # the elites (the displaced cube is none), in the order found
 
 
 # --------------------------------------------------------------------------- shrinking

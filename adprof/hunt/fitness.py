@@ -12,8 +12,9 @@ The archive keeps, as PerfFuzz keeps an input per program location, the generato
 component; as MAP-Elites keeps one per cell of a behaviour space, it does so per *cell*: (target, component,
 growth family, the generator's axis, whether it reuses a value). A polynomial and an exponential on the same
 counter are different pathologies, and a small linear-reuse chain must not be displaced by any exponential.
-Within a cell the fitness is the growth less a penalty for the generator's size (Singularity's): of two
-generators that grow alike, the smaller is kept.
+Within a cell the fitness is the growth, saturated at a base of 2 per step or an exponent of 2, less a penalty
+for the generator's size (Singularity's): of two generators that grow alike, or both past the saturation, the
+smaller is kept.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ TIME_SPAN = 8
 STRONG_TIME_EXPONENT = 1.6
 #: The size penalty per unit of :attr:`Generator.size` (on the growth's scale: ln(base) or exponent - 1).
 SIZE_PENALTY = 0.04
+#: Growth past which a cell's fitness stops rising (on the same scale): a base of 2 per step, an exponent of 2.
+#: Beyond them a faster growth is not a worse pathology, and of two generators that both pass them the smaller
+#: is the better report (its base is its uses: ``y <- y * y`` rather than ten uses of ``y``).
+SATURATION = {"exponential": math.log(2.0), "power": 1.0}
 #: Points a rising tail needs (three give one ratio of marginals: anything)
 MIN_RISING_POINTS = 4
 
@@ -176,8 +181,9 @@ def _tail_exponent(ds: Sequence[int], vs: Sequence[float]) -> float | None:
 
 
 def fitness(g: Growth, gen: Generator) -> float:
-    """Growth less the size penalty (rounded: equal measurements compare equal on every run)."""
-    return round(g.strength - SIZE_PENALTY * gen.size, 4)
+    """Growth, saturated (:data:`SATURATION`), less the size penalty; rounded, so that equal measurements compare
+    equal on every run."""
+    return round(min(g.strength, SATURATION.get(g.family, math.inf)) - SIZE_PENALTY * gen.size, 4)
 
 
 # --------------------------------------------------------------------------- the archive

@@ -103,7 +103,11 @@ def _paragraph(f: Finding) -> Group:
     lines.append(_t(f"  the layer: {f.summary}" + (uses if f.axis != "order" and f.predicted_base > 1.15 else "")))
     if f.shrunk is not None and f.shrunk.steps:
         how = "1-minimal" if f.shrunk.minimal else "the budget stopped it"
-        lines.append(_t(f"  shrunk from size {f.shrunk.from_size} to {f.shrunk.to_size} ({how}): {f.shrunk.original}"))
+        shape = f.shrunk.original_generator.get("shape")
+        was = f" on a {tuple(shape)} input" if shape and shape != f.generator.get("shape") else ""
+        lines.append(
+            _t(f"  shrunk from size {f.shrunk.from_size} to {f.shrunk.to_size} ({how}): {f.shrunk.original}{was}")
+        )
     elif f.shrunk is not None:
         lines.append(_t(f"  already minimal (size {f.shrunk.to_size}; {f.shrunk.tried} reductions tried)"))
     lines.append(_t(f"  search: {f.component} {f.search_figure}; decided by {f.decided_by} on the check path"))
