@@ -290,11 +290,11 @@ def test_check_compare_tables_a_chain_across_engines(tmp_path, capsys):
 
 
 def test_a_short_hunt_on_the_engine_finds_confirms_and_writes_v08s_pathologies(tmp_path):
-    """The engine alone (its traced mode), 18 s, seed 1: v08's exponential transform (its base the layer's uses)
+    """The engine alone (its traced mode), 14 s, seed 1: v08's exponential transform (its base the layer's uses)
     and its superlinear bookkeeping, each confirmed, engine-specific (the fixed profile stays linear), written
     out; ``adprof check`` on the exponential's file gives the verdict the hunt reported."""
     out, report = tmp_path / "found", tmp_path / "hunt.json"
-    args = ["hunt", "--backend", "engine", "--mode", "traced", "--budget", "18", "--seed", "1", "--out", str(out)]
+    args = ["hunt", "--backend", "engine", "--mode", "traced", "--budget", "14", "--seed", "1", "--out", str(out)]
     run = run_adprof([*args, "--json", str(report), "--html", str(tmp_path / "hunt.html"), "--no-color"], tmp_path, 90)
     assert run.code == 1, run.summary()
     assert not run.left and TRACEBACK not in run.text, run.summary()
