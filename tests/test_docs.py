@@ -25,7 +25,7 @@ MAX_README_LINES = 250
 
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
-COMMAND = re.compile(r"\badprof (check|ratio|halve|guard|flame|report|compare)\b")
+COMMAND = re.compile(r"\badprof (check|ratio|halve|guard|flame|report|compare|hunt)\b")
 OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
 OUTSIDE = re.compile(r"\.\./shared|/work/")
 # our own tracker's numbers: "issue 17", or a bare "#19" (upstream ones are written owner/repo#N)

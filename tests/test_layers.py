@@ -28,6 +28,7 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.flame", "flame"),
     ("adprof.guard", "guard"),
     ("adprof.guard_render", "guard"),  # the guard's JUnit XML and Markdown
+    ("adprof.hunt", "hunt"),
     ("adprof.pytest_plugin", "guard"),
     ("adprof.cli", "cli"),
     ("adprof.__main__", "cli"),
@@ -48,7 +49,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "render": frozenset({"model", "report"}),  # renderers read the report; they never analyse
     "flame": frozenset({"model", "chain"}),
     "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
-    "cli": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard"}),
+    "hunt": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
+    "cli": frozenset(
+        {"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard", "hunt"}
+    ),
     "api": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "guard", "cli"}),
 }
 

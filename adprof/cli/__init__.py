@@ -1,4 +1,5 @@
-"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame``, ``report`` and ``compare``
+"""The ``adprof`` command line: ``check``, ``ratio``, ``halve``, ``guard``, ``flame``, ``report``, ``compare``,
+and ``hunt``
 (one module each).
 
 Exit status (all subcommands):
@@ -30,7 +31,7 @@ from typing import Any, NoReturn
 
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
-from adprof.cli import check, compare, flame, guard, halve, ratio, report
+from adprof.cli import check, compare, flame, guard, halve, hunt, ratio, report
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -67,7 +68,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     )
     parser.add_argument("--version", action="version", version=f"adprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, ratio, halve, guard, flame, report, compare):
+    for command in (check, ratio, halve, guard, flame, report, compare, hunt):
         command.add_parser(sub)
     return parser
 

@@ -48,6 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--plot", metavar="PATH", help="save cost-vs-depth plots (png/svg/pdf; needs matplotlib)")
     check.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     check.add_argument("--no-structure", action="store_true", help="skip the structure (predicted base) probe")
+    check.add_argument(
+        "--compare",
+        action="store_true",
+        help="after the report, a table per chain of its class on every engine and mode measured, and whose growth "
+        "it is: engine-specific (another engine stays linear) or in the program (every engine grows); with "
+        "--backend all",
+    )
     add_common_options(check)
     add_scale_options(check)
     add_cmd_options(check)
@@ -99,5 +106,10 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
     render_report(report, out, verbose=args.verbose)
+    if args.compare:
+        from adprof.hunt.attribute import compare
+        from adprof.hunt.render import render_compare
+
+        render_compare(compare(report), out)
     report_errors(report, err)
     return finish(report, args, err, interrupted, exit_code(report) if written else EXIT_BAD_INPUT)

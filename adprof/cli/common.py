@@ -219,7 +219,8 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
     p.add_argument(
         "--backend",
         default="engine",
-        help=f"comma-separated backends (known: {', '.join(KNOWN_BACKENDS)}; default engine)",
+        help=f"comma-separated backends, or all: every installed one (known: {', '.join(KNOWN_BACKENDS)}; "
+        "default engine)",
     )
     p.add_argument(
         "--cap",
@@ -354,7 +355,12 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
 
 
 def backends_arg(value: str) -> list[str]:
+    """``--backend``: a comma-separated list of backends, or ``all`` (every installed one but ``cmd``)."""
     names = list(dict.fromkeys(csv_list(value)))
+    if names == ["all"]:
+        from adprof.hunt.targets import installed_backends
+
+        return installed_backends()
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
     for n in names:

@@ -1,0 +1,264 @@
+"""``adprof hunt``: search chain shapes on every installed engine for cost pathologies nobody wrote a chain for;
+confirm, shrink, attribute and write each one out (docs/hunt.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from adprof.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FINDING,
+    EXIT_OK,
+    SIGNALS,
+    UsageError,
+    consoles,
+    exit_status_of,
+    positive_arg,
+    positive_int_arg,
+)
+from adprof.cli.scale import check_scale_options, open_executor
+from adprof.constants import __version__
+from adprof.hunt.render import hunt_text, render_hunt, render_hunt_html
+from adprof.hunt.run import Hunt, HuntConfig
+from adprof.hunt.targets import expand_backends, hunt_targets
+from adprof.measure import MeasureConfig
+from adprof.measure.pool import LanePool
+from adprof.util.files import OutputPathError, check_output_path, write_atomic
+
+DEFAULT_HUNT_BUDGET = 600.0
+DEFAULT_OUT = "found"
+
+
+def seed_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {value!r}")
+    return n
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "hunt",
+        help="search chain shapes on every installed engine for cost pathologies; confirm, shrink, attribute",
+        description="Search generators of chain shapes (ops, reuse, skip connections, derivative order) at small "
+        "depths on every selected engine and mode; confirm every candidate with the check path (fresh workers, the "
+        "real schedule, more depths); shrink it; run it on every engine to say whose growth it is; write each "
+        "finding as a chain file OUT/NNNN_<engine>_<mode>.py. Exit 0: nothing found; 1: findings; 2: bad option.",
+    )
+    p.add_argument("--backend", default="all", help="comma-separated backends, or all (default: every installed one)")
+    p.add_argument("--profile", default=None, help="comma-separated engine profiles (default: v08,fixed)")
+    p.add_argument("--mode", default=None, help="comma-separated modes (default: every mode of each backend)")
+    p.add_argument(
+        "--budget",
+        type=positive_arg,
+        default=DEFAULT_HUNT_BUDGET,
+        help=f"seconds of wall time for the whole hunt (default {DEFAULT_HUNT_BUDGET:g})",
+    )
+    p.add_argument(
+        "--seed", type=seed_arg, default=0, help="the search's random seed (default 0): same seed, same path"
+    )
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"directory of the found chain files (default {DEFAULT_OUT})")
+    p.add_argument(
+        "--tries",
+        type=positive_int_arg,
+        default=None,
+        help="stop the search after this many generators (default: its share of the budget)",
+    )
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel workers (default 2)")
+    p.add_argument("--json", metavar="PATH|-", help="write the hunt's report as JSON (- for stdout)")
+    p.add_argument("--html", metavar="PATH", help="write the hunt's report as a self-contained HTML page")
+    p.add_argument("--verbose", "-v", action="store_true", help="every event and rejected candidate on stderr")
+    p.add_argument("--no-color", action="store_true", help="no colors")
+    g = p.add_argument_group("scaling out (docs/scale-out.md)")
+    g.add_argument(
+        "--scheduler",
+        metavar="ADDRESS|local[:N]",
+        default=None,
+        help="evaluate and check on a Dask cluster (tcp://host:8786, or local[:N]); needs pip install 'adprof[dask]'",
+    )
+    p.set_defaults(run=cmd_hunt)
+
+
+class _Progress:
+    """What the hunt is doing, on stderr: a transient status line on a terminal, plain lines otherwise (every
+    search generation at most every few seconds, every candidate's outcome)."""
+
+    def __init__(self, err: Console, started: float, budget: float, verbose: bool) -> None:
+        self.err, self.started, self.budget, self.verbose = err, started, budget, verbose
+        self.counts = {"tried": 0, "candidates": 0, "confirmed": 0, "shrunk": 0, "rejected": 0}
+        self.last = 0.0
+        self.status = err.status("hunt: starting") if err.is_terminal else None
+        if self.status is not None:
+            self.status.start()
+
+    def line(self) -> str:
+        c = self.counts
+        secs = time.monotonic() - self.started
+        return (
+            f"hunt: {c['tried']} tried, {c['candidates']} candidates, {c['confirmed']} confirmed, "
+            f"{c['shrunk']} shrunk, {c['rejected']} rejected ({secs:.0f} s of {self.budget:g} s)"
+        )
+
+    def say(self, text: str) -> None:
+        if self.status is not None:
+            self.status.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            self.err.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def __call__(self, event: str, data: dict[str, Any]) -> None:
+        c = self.counts
+        if event == "search":
+            c["tried"], c["candidates"] = data["tried"], data["candidates"]
+        elif event == "candidates":
+            c["candidates"] = data["count"]
+            self.say(f"hunt: search done: {c['tried']} tried, {data['count']} candidates to confirm")
+        elif event == "finding":
+            c["confirmed"] += 1
+            self.say(
+                f"hunt: confirmed {data['id']:04d} {data['target']}: {data['verdict']} {data['figure']}"
+                f" -> {data['file']}"
+            )
+        elif event == "shrunk":
+            c["shrunk"] += 1
+            if self.verbose:
+                self.say(f"hunt: shrunk {data['target']} from size {data['from']} to {data['to']}")
+        elif event == "rejected":
+            c["rejected"] += 1
+            self.say(f"hunt: rejected a candidate on {data['target']}: the check path says {data['verdict']}")
+        elif event == "merged" and self.verbose:
+            self.say(f"hunt: {data['target']}: the program of finding {data['finding']:04d}")
+        elif self.verbose and event in ("shrink", "check", "refined"):
+            self.say(f"hunt: {event} {data}")
+        now = time.monotonic()
+        if self.status is not None:
+            self.status.update(self.line())
+        elif event == "search" and (now - self.last >= 10.0 or self.verbose):
+            self.last = now
+            self.say(self.line())
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+def _check_out(out: str) -> Path:
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {out}: not a directory")
+    parent = path.resolve().parent
+    if not path.exists() and not parent.is_dir():
+        raise UsageError(f"--out {out}: its parent directory {parent} does not exist")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"--out {out}: not writable")
+    return path
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    outputs = [("--json", args.json, None), ("--html", args.html, (".html", ".htm"))]
+    others = [(o, p) for o, p, _ in outputs]
+    for option, path, suffixes in outputs:
+        try:
+            check_output_path(option, path, suffixes, others=others, stdout_ok=option == "--json")
+        except OutputPathError as exc:
+            raise UsageError(exc.message) from None
+
+
+def environment(argv: Sequence[str]) -> dict[str, Any]:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (None, None, None)
+    return {
+        "adprof": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "argv": ["adprof", *argv],
+        "load_average_start": load[0],
+    }
+
+
+def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``adprof hunt``: search, confirm, shrink, attribute, write; returns the exit status."""
+    out_console, err = consoles(args)
+    check_scale_options(args)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    out = _check_out(args.out)
+    _check_files(args)
+    targets = hunt_targets(expand_backends(args.backend), args.profile, args.mode)
+    started = args.started
+    workdir = Path(tempfile.mkdtemp(prefix="adprof-hunt-"))
+    cfg = HuntConfig(
+        targets=targets,
+        seed=args.seed,
+        budget=args.budget,
+        out=out,
+        workdir=workdir,
+        jobs=args.jobs,
+        started=started,
+        max_tries=args.tries,
+    )
+    progress = _Progress(err, started, args.budget, args.verbose)
+    mcfg = MeasureConfig(budget=args.budget, jobs=args.jobs, started=started)
+    try:
+        with open_executor(args, mcfg) as dask:
+            executor = dask if dask is not None else LanePool(args.jobs)
+            try:
+                hunt = Hunt(cfg, executor, check_executor=dask, progress=progress, poll=SIGNALS.poll)
+                report = hunt.run()
+            finally:
+                if dask is None:
+                    executor.close()
+    finally:
+        SIGNALS.defer()
+        progress.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    report.environment = environment(argv)
+    if getattr(report, "interrupted", None) is None and SIGNALS.received is not None:
+        report.interrupted = SIGNALS.received
+    written = _write(report, args, err)
+    render_hunt(report, out_console, verbose=args.verbose)
+    if report.interrupted is not None:
+        err.print(
+            f"adprof: interrupted by {report.interrupted} after {report.elapsed_seconds:.1f} s (partial report)",
+            markup=False,
+        )
+        return exit_status_of(report.interrupted)
+    if not written:
+        return EXIT_BAD_INPUT
+    return EXIT_FINDING if report.findings else EXIT_OK
+
+
+def _write(report: Any, args: argparse.Namespace, err: Console) -> bool:
+    ok = True
+    args.outputs_written = True
+    for option, path, render in (("--json", args.json, hunt_text), ("--html", args.html, render_hunt_html)):
+        if not path:
+            continue
+        try:
+            text = render(report)
+            if path == "-":
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            else:
+                write_atomic(path, text)
+        except (OSError, ValueError) as exc:
+            ok = False
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            err.print(f"adprof: error: {option} {path}: cannot write it ({why})", markup=False)
+    return ok
+
+
+__all__ = ["add_parser", "cmd_hunt"]

@@ -1,0 +1,127 @@
+"""The check path, outside the search loop: a written chain file measured exactly as ``adprof check`` measures it.
+
+:func:`check_targets` loads the file in a worker, plans one series per target with
+:func:`~adprof.measure.plan.plan_series` (the chain's own options: its depths, schedule and cap), measures them
+with :func:`~adprof.measure.pool.measure_all` (supervised workers, the real schedule, the budget) and decides
+them with :func:`~adprof.report.build_report`: what ``adprof check FILE --backend B --mode M`` prints. An
+attribution run passes explicit depths per target (``adprof check --depths``), bounded for the budget.
+
+:func:`confirms` is the hunt's test of a candidate: the check's verdict on its target is the pathology the
+search saw (an exponential for an exponential, a superlinear power law for a power law). A timing blip or a
+one-off slow point in the search does not survive it: the check measures again, in other workers, at more
+depths, and decides on deterministic metrics wherever the backend has them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from adprof.analysis.classify import assess_series, predicted_growth
+from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP
+from adprof.hunt.targets import Target
+from adprof.measure import MeasureConfig, measure_all
+from adprof.measure.client import LoadError
+from adprof.measure.config import LOAD_TIMEOUT
+from adprof.measure.executor import Executor
+from adprof.measure.plan import UsageError, load_targets, plan_series
+from adprof.measure.series import SeriesSpec
+from adprof.model import PATHOLOGIES, Report, Result
+from adprof.report import build_report
+
+
+@dataclass
+class CheckRun:
+    """A chain file checked on some targets: the report, each target's result (None: the chain is not for it, or
+    it could not be planned), and why a target has none."""
+
+    report: Report
+    results: dict[Target, Result] = field(default_factory=dict)
+    skipped: dict[Target, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    interrupted: str | None = None
+
+
+def check_targets(
+    file: str,
+    chain: str,
+    targets: Sequence[Target],
+    *,
+    budget: float,
+    jobs: int,
+    executor: Executor | None = None,
+    depths: Mapping[Target, tuple[int, ...] | None] | None = None,
+    poll: Callable[[], None] | None = None,
+    structure: bool = True,
+) -> CheckRun:
+    """``adprof check FILE::CHAIN`` on each target within ``budget`` seconds (on ``executor``, else fresh local
+    lanes); ``depths``: explicit depths per target (``--depths``), None keeps the chain's own."""
+    start = time.monotonic()
+    cfg = MeasureConfig(
+        cap=DEFAULT_CAP,
+        budget=budget,
+        calls=DEFAULT_CALLS,
+        jobs=jobs,
+        started=start,
+        structure=structure,
+        predictor=predicted_growth,
+        assess=assess_series,
+    )
+    try:
+        metas = load_targets([f"{file}::{chain}"], min(LOAD_TIMEOUT, budget), cfg.deadline)
+    except LoadError as exc:
+        return CheckRun(Report(notes=[exc.message]), skipped={t: exc.message for t in targets})
+    specs: list[SeriesSpec] = []
+    order: list[Target] = []
+    skipped: dict[Target, str] = {}
+    for t in targets:
+        notes: list[str] = []
+        try:
+            planned = plan_series(metas, [t.backend], t.profile, t.mode, notes)
+        except UsageError as exc:
+            skipped[t] = str(exc)
+            continue
+        if not planned:
+            skipped[t] = notes[0] if notes else "not planned"
+            continue
+        spec = planned[0]
+        explicit = (depths or {}).get(t)
+        if explicit:
+            spec = dataclasses.replace(spec, depths=tuple(explicit), time_range=None)
+        specs.append(spec)
+        order.append(t)
+    if not specs:
+        return CheckRun(Report(), skipped=skipped, seconds=time.monotonic() - start)
+    measured = measure_all(specs, cfg, poll=poll, executor=executor)
+    report = build_report(
+        measured.series,
+        measured.structures,
+        notes=measured.notes,
+        budget_seconds=budget,
+        elapsed_seconds=measured.elapsed,
+    )
+    results = dict(zip(order, report.results, strict=True))
+    return CheckRun(report, results, skipped, time.monotonic() - start, measured.interrupted)
+
+
+def verdict_family(kind: str) -> str:
+    """``exponential``, ``superlinear`` (pathologies), else the kind itself."""
+    if kind in PATHOLOGIES:
+        return kind.split("-", 1)[0]
+    return kind
+
+
+def confirms(result: Result | None, expect: str) -> bool:
+    """The check's result is the pathology the search saw (``expect``: ``exponential``, ``superlinear`` or
+    ``any``), decided on a measured series (no error, no hang)."""
+    if result is None or result.series.error:
+        return False
+    kind = result.verdict.kind
+    if kind not in PATHOLOGIES:
+        return False
+    return expect == "any" or verdict_family(kind) == expect
+
+
+__all__ = ["CheckRun", "check_targets", "confirms", "verdict_family"]

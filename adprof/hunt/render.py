@@ -1,0 +1,273 @@
+"""Rendering a :class:`~adprof.hunt.model.HuntReport` (terminal, JSON, HTML) and the cross-engine table of
+``adprof check --compare``. Renderers read the report; they never measure nor analyse."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from adprof.hunt.attribute import Comparison
+from adprof.hunt.model import HUNT_SCHEMA, Finding, HuntReport, Row
+from adprof.plain import PlainError, from_plain, to_plain
+from adprof.render.html import CSS
+from adprof.util.text import terminal_safe
+
+VERDICT_STYLE = {
+    "exponential-transform": "bold red",
+    "exponential-backward": "bold red",
+    "superlinear-transform": "bold yellow",
+    "superlinear-backward": "bold yellow",
+    "linear": "green",
+    "inconclusive": "dim",
+    "error": "magenta",
+    "n/a": "dim",
+    "not measured": "dim",
+}
+
+
+def _t(text: str, style: str = "") -> Text:
+    return Text(terminal_safe(text), style=style)
+
+
+def _short(kind: str) -> str:
+    return {
+        "exponential-transform": "exp-transform",
+        "exponential-backward": "exp-backward",
+        "superlinear-transform": "superlin-transform",
+        "superlinear-backward": "superlin-backward",
+        "mildly-superlinear-transform": "mild-transform",
+        "mildly-superlinear-backward": "mild-backward",
+    }.get(kind, kind)
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def findings_table(report: HuntReport) -> Table:
+    t = Table(
+        title=f"adprof hunt: {len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}"
+        f" (seed {report.seed})"
+    )
+    for col in ("#", "found on", "verdict", "growth", "decided by", "the layer", "across engines", "file"):
+        t.add_column(col, overflow="fold")
+    for f in report.findings:
+        t.add_row(
+            _t(f"{f.id:04d}"),
+            _t(f.target),
+            _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
+            _t(f.figure),
+            _t(f.decided_by),
+            _t(f.summary),
+            _t(f.attribution),
+            _t(f.file),
+        )
+    return t
+
+
+def engines_table(rows: Sequence[Row], title: str = "") -> Table:
+    """The class per engine and mode of one program."""
+    t = Table(title=title or None, show_header=True, box=None, padding=(0, 1), pad_edge=False)
+    for col in ("engine", "mode", "verdict", "growth", "decided by", "note"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        engine = f"{r.backend}/{r.profile}" if r.profile else r.backend
+        t.add_row(
+            _t(engine),
+            _t(r.mode),
+            _t(r.verdict, VERDICT_STYLE.get(r.verdict, "")),
+            _t(r.figure),
+            _t(r.decided_by),
+            _t(r.note[:90]),
+        )
+    return t
+
+
+def _paragraph(f: Finding) -> Group:
+    head = Text.assemble(
+        _t(f"{f.id:04d} ", "bold"),
+        _t(f"{f.target}: "),
+        _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
+        _t(f" {f.figure}"),
+    )
+    lines: list[Any] = [head]
+    if f.axis == "layer":
+        uses = f" (uses the previous value {f.uses} times; predicted base {f.predicted_base:.2f})"
+    else:
+        uses = f" (predicted base {f.predicted_base:.2f}: the spectral radius of the step's path counts)"
+    lines.append(_t(f"  the layer: {f.summary}" + (uses if f.axis != "order" and f.predicted_base > 1.15 else "")))
+    if f.shrunk is not None and f.shrunk.steps:
+        how = "1-minimal" if f.shrunk.minimal else "the budget stopped it"
+        shape = f.shrunk.original_generator.get("shape")
+        was = f" on a {tuple(shape)} input" if shape and shape != f.generator.get("shape") else ""
+        lines.append(
+            _t(f"  shrunk from size {f.shrunk.from_size} to {f.shrunk.to_size} ({how}): {f.shrunk.original}{was}")
+        )
+    elif f.shrunk is not None:
+        lines.append(_t(f"  already minimal (size {f.shrunk.to_size}; {f.shrunk.tried} reductions tried)"))
+    lines.append(_t(f"  search: {f.component} {f.search_figure}; decided by {f.decided_by} on the check path"))
+    lines.append(_t(f"  across engines: {f.attribution}: {f.attribution_text}"))
+    by = {r.target: r for r in f.table}
+    if f.also:
+        also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
+        lines.append(_t(f"  also the finding of: {', '.join(also)}"))
+    lines.append(engines_table(f.table))
+    lines.append(_t(f"  reproduce: {f.reproduce}"))
+    for t in f.also:
+        if t in by and by[t].reproduce and t != f.target:
+            lines.append(_t(f"  reproduce on {t}: {by[t].reproduce}"))
+    return Group(*lines)
+
+
+def stats_line(report: HuntReport) -> str:
+    s = report.stats
+    return (
+        f"search: {s.tried} generators tried ({s.evaluations} evaluations, {s.generations} generations, "
+        f"{s.search_seconds:.0f} s); {s.candidates} candidates: {s.confirmed} confirmed ({s.shrunk} shrunk), "
+        f"{s.rejected} rejected by the check path, {s.merged} merged into a finding, {s.unprocessed} not reached"
+    )
+
+
+def render_hunt(report: HuntReport, console: Console, verbose: bool = False) -> None:
+    """The hunt's report on the terminal: the findings table, a paragraph per finding, the run's counts."""
+    if report.findings:
+        console.print(findings_table(report))
+        for f in report.findings:
+            console.print()
+            console.print(_paragraph(f))
+    else:
+        console.print(_t(f"adprof hunt: no confirmed finding (seed {report.seed})", "bold"))
+    console.print()
+    console.print(_t(stats_line(report)), soft_wrap=True)
+    if verbose and report.rejected:
+        for r in report.rejected:
+            console.print(
+                _t(
+                    f"  rejected: {r.target}: {r.summary} (search {r.search_figure}; check: {r.verdict}"
+                    f"{' ' + r.figure if r.figure else ''})"
+                ),
+                soft_wrap=True,
+            )
+    for note in report.notes:
+        console.print(_t(f"note: {note}"), soft_wrap=True)
+    tail = f" (interrupted by {report.interrupted}: partial report)" if report.interrupted else ""
+    console.print(_t(f"elapsed {report.elapsed_seconds:.1f} s of {report.budget_seconds:g} s budget{tail}"))
+
+
+def render_compare(comparisons: Sequence[Comparison], console: Console) -> None:
+    """``adprof check --compare``: per chain, the class per engine and mode, and whose growth it is."""
+    for c in comparisons:
+        console.print()
+        console.print(_t(f"{c.chain}: {c.attribution}", "bold"), soft_wrap=True)
+        console.print(engines_table(c.rows))
+        console.print(_t(f"  {c.text}"), soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def hunt_to_json(report: HuntReport) -> dict[str, Any]:
+    return to_plain(report)
+
+
+def hunt_text(report: HuntReport) -> str:
+    return json.dumps(hunt_to_json(report), indent=2, sort_keys=False) + "\n"
+
+
+class HuntSchemaError(ValueError):
+    """A hunt JSON file of another schema, or not one at all (one line)."""
+
+
+def load_hunt(text: str) -> HuntReport:
+    """The report of :func:`hunt_text` (``load_hunt(hunt_text(r)) == r``)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HuntSchemaError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != HUNT_SCHEMA:
+        raise HuntSchemaError(f"not an adprof hunt report of schema {HUNT_SCHEMA}")
+    try:
+        return from_plain(HuntReport, data)
+    except PlainError as exc:
+        raise HuntSchemaError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _verdict_html(kind: str) -> str:
+    return f'<span class="verdict verdict-{escape(kind.replace("/", ""))}">{escape(kind)}</span>'
+
+
+def _rows_html(rows: Sequence[Row]) -> str:
+    head = "<tr><th>engine</th><th>mode</th><th>verdict</th><th>growth</th><th>decided by</th><th>note</th></tr>"
+    body = "".join(
+        f"<tr><td>{escape(r.backend + ('/' + r.profile if r.profile else ''))}</td><td>{escape(r.mode)}</td>"
+        f"<td>{_verdict_html(r.verdict)}</td><td>{escape(r.figure)}</td><td>{escape(r.decided_by)}</td>"
+        f"<td>{escape(r.note)}</td></tr>"
+        for r in rows
+    )
+    return f"<table>{head}{body}</table>"
+
+
+def render_hunt_html(report: HuntReport) -> str:
+    """One self-contained page: the findings, each with its table across engines and its chain file."""
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>adprof hunt</title>",
+        f"<style>{CSS} pre {{ background: #f7f7f7; padding: 0.8em; overflow-x: auto; }}</style></head><body>",
+        f"<h1>adprof hunt: {len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}</h1>",
+        f"<p>seed {report.seed}; elapsed {report.elapsed_seconds:.1f} s of {report.budget_seconds:g} s; targets: "
+        f"{escape(', '.join(report.targets))}</p>",
+        f"<p>{escape(stats_line(report))}</p>",
+    ]
+    if report.interrupted:
+        parts.append(f"<p><b>interrupted by {escape(report.interrupted)}: partial report</b></p>")
+    if report.findings:
+        parts.append(
+            "<table><tr><th>#</th><th>found on</th><th>verdict</th><th>growth</th><th>decided by</th>"
+            "<th>the layer</th><th>across engines</th><th>file</th></tr>"
+        )
+        for f in report.findings:
+            parts.append(
+                f"<tr><td><a href='#f{f.id}'>{f.id:04d}</a></td><td>{escape(f.target)}</td>"
+                f"<td>{_verdict_html(f.verdict)}</td><td>{escape(f.figure)}</td><td>{escape(f.decided_by)}</td>"
+                f"<td><code>{escape(f.summary)}</code></td><td>{escape(f.attribution)}</td>"
+                f"<td>{escape(f.file)}</td></tr>"
+            )
+        parts.append("</table>")
+    for f in report.findings:
+        parts.append(
+            f"<div class='result' id='f{f.id}'><h2>{f.id:04d} {escape(f.target)}: "
+            f"{_verdict_html(f.verdict)} {escape(f.figure)}</h2>"
+        )
+        parts.append(
+            f"<p>the layer: <code>{escape(f.summary)}</code>; search: {escape(f.component)} "
+            f"{escape(f.search_figure)}</p>"
+        )
+        parts.append(f"<p>across engines: <b>{escape(f.attribution)}</b>: {escape(f.attribution_text)}</p>")
+        parts.append(_rows_html(f.table))
+        parts.append(f"<p>reproduce: <code>{escape(f.reproduce)}</code></p>")
+        parts.append(f"<pre>{escape(f.source)}</pre></div>")
+    for note in report.notes:
+        parts.append(f"<p class='cause'>note: {escape(note)}</p>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+__all__ = [
+    "HuntSchemaError",
+    "engines_table",
+    "findings_table",
+    "hunt_text",
+    "hunt_to_json",
+    "load_hunt",
+    "render_compare",
+    "render_hunt",
+    "render_hunt_html",
+    "stats_line",
+]

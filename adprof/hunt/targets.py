@@ -1,0 +1,299 @@
+"""What a hunt measures: its targets (backend, profile, mode), how each is searched cheaply, how a finding on it
+is confirmed and attributed, and which generators each can run at all.
+
+A :class:`Target` is one series' worth of (backend, profile, mode). Searching (:func:`search_plan`) runs a
+generator at a few small depths, going no deeper once a point costs more than the target's point cap:
+deterministic metrics see growth at small depths, and time there is mostly overhead. Confirming and
+attributing run the check path (:func:`check_depths`): the real schedule on the engine, explicit bounded depths
+on the peers, whose points cost tenths of seconds (torch.compile: seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from adprof.backends import (
+    BACKEND_MODES,
+    BACKEND_PROFILES,
+    UnknownBackendError,
+    backend_declaration,
+    check_backend,
+    known_backends,
+)
+from adprof.hunt.gen import Generator
+from adprof.measure.plan import UsageError, csv_list, select
+
+#: Backends a hunt never targets: ``cmd`` runs a program, not a chain.
+NOT_HUNTED = ("cmd",)
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """One (backend, profile, mode): where a generator's cost is measured."""
+
+    backend: str
+    profile: str | None
+    mode: str
+
+    @property
+    def engine(self) -> str:
+        """The engine's name in file names and tables: the profile for adprof's engine (``v08``), else the
+        backend (``jax``)."""
+        return self.profile if self.backend == "engine" and self.profile else self.backend
+
+    @property
+    def label(self) -> str:
+        """``engine/v08 traced``, ``torch compile``."""
+        prof = f"/{self.profile}" if self.profile else ""
+        return f"{self.backend}{prof} {self.mode}"
+
+    @property
+    def slug(self) -> str:
+        """``v08_traced``, ``torch_compile``: the tail of a found chain's file name."""
+        return f"{self.engine}_{self.mode}"
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"backend": self.backend, "profile": self.profile, "mode": self.mode}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str | None]) -> Target:
+        return cls(str(data["backend"]), data.get("profile"), str(data["mode"]))
+
+    def check_options(self) -> list[str]:
+        """The ``adprof check`` options that select this target."""
+        out = ["--backend", self.backend, "--mode", self.mode]
+        if self.profile:
+            out += ["--profile", self.profile]
+        return out
+
+    @property
+    def decider(self) -> str:
+        """What decides this target's verdicts on the check path: ``counters`` (the engine), a deterministic
+        metric the backend declares, or ``time``."""
+        if self.backend == "engine":
+            return "counters"
+        decl = backend_declaration(self.backend)
+        deciding = decl.deciding_metrics.get(self.mode, ())
+        return deciding[0] if deciding else "time"
+
+    @property
+    def lower_bounds(self) -> tuple[str, ...]:
+        """Metrics that decide this target when they grow superlinearly (lower bounds on its work)."""
+        if self.backend == "engine":
+            return ()
+        return tuple(backend_declaration(self.backend).lower_bound_metrics.get(self.mode, ()))
+
+
+def installed_backends() -> list[str]:
+    """Every known backend whose packages are installed (``--backend all``), except ``cmd``."""
+    out = []
+    for name in known_backends():
+        if name in NOT_HUNTED:
+            continue
+        try:
+            check_backend(name)
+        except UnknownBackendError:
+            continue
+        out.append(name)
+    return out
+
+
+def expand_backends(value: str) -> list[str]:
+    """``--backend``: a comma-separated list, or ``all`` (every installed backend); each checked (one line)."""
+    names = list(dict.fromkeys(csv_list(value)))
+    if not names:
+        raise UsageError(f"--backend: no backend given (got {value!r}); known: all, {', '.join(known_backends())}")
+    if names == ["all"]:
+        return installed_backends()
+    if "all" in names:
+        raise UsageError("--backend: 'all' stands alone (every installed backend)")
+    for n in names:
+        if n in NOT_HUNTED:
+            raise UsageError(f"--backend {n}: a hunt measures chains; {n} runs a program (adprof check --cmd)")
+        check_backend(n)
+    return names
+
+
+def hunt_targets(backends: Sequence[str], profiles: str | None, modes: str | None) -> list[Target]:
+    """The targets of ``backends`` (each backend's profiles and modes, narrowed by ``--profile``/``--mode``);
+    raises :class:`UsageError` for a profile or mode that none of them has."""
+    every_mode = tuple(dict.fromkeys(m for b in backends for m in BACKEND_MODES[b]))
+    want_modes = select(modes, every_mode, "mode")
+    with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES[b])]
+    if profiles is not None and not with_profiles:
+        raise UsageError(f"--profile: backend {', '.join(backends)} has no profiles")
+    out: list[Target] = []
+    for b in backends:
+        known = [p for p in BACKEND_PROFILES[b] if p]
+        chosen: list[str | None] = list(known) or [None]
+        if profiles is not None and known:
+            chosen = list(select(profiles, known, "profile", b) or [])
+        for prof in chosen:
+            for m in BACKEND_MODES[b]:
+                if want_modes is None or m in want_modes:
+                    out.append(Target(b, prof, m))
+    if not out:
+        raise UsageError("nothing to hunt: no backend has the selected modes")
+    return out
+
+
+# --------------------------------------------------------------------------- what runs where
+
+
+#: Ops a backend does not offer (its namespace raises UnsupportedOpError, or the engine has no VJP for them):
+#: a generator using one is never sent there (docs/backends.md).
+UNSUPPORTED_OPS: dict[str, frozenset[str]] = {
+    "tinygrad": frozenset({"where", "svd_u", "qr_q", "qr_r", "rowsum"}),
+    "autograd": frozenset({"qr_q", "qr_r"}),
+}
+#: Targets that cannot nest the chain's own gradient (``xp.grad``): the engine and tinygrad have none,
+#: torch's traced and compile modes refuse a nested ``torch.autograd.grad`` (functorch / AOTAutograd).
+NO_ORDER: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("engine", "traced"),
+        ("engine", "eager"),
+        ("tinygrad", "compile"),
+        ("tinygrad", "eager"),
+        ("torch", "traced"),
+        ("torch", "compile"),
+    }
+)
+
+
+def runs_on(target: Target, gen: Generator) -> str | None:
+    """Why ``gen`` cannot run on ``target`` (one phrase), or None."""
+    if gen.scale == "order" and (target.backend, target.mode) in NO_ORDER:
+        return "no nested gradient (xp.grad) here"
+    missing = sorted({n.op for n in gen.nodes} & UNSUPPORTED_OPS.get(target.backend, frozenset()))
+    if missing:
+        return f"no {', '.join(missing)} on {target.backend}"
+    return None
+
+
+# --------------------------------------------------------------------------- searching
+
+
+#: The deterministic work a search point may reach (predicted from the last two) before the series goes no
+#: deeper: the engine's counters, a call count, a graph size. On the same generator the same depths are measured
+#: on every run, whatever the machine's load: the search's path depends on the seed only.
+WORK_CAPS: dict[str, float] = {
+    "counters": 2e6,
+    "python_calls": 1.5e6,
+    "autograd_nodes": 2e5,
+    "inductor_loop_body_ops": 4e4,
+}
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How a target is searched: the depths (ascending); the point's wall time past which the series goes no
+    deeper (a safety net: the deterministic :data:`WORK_CAPS` stop it first where the target counts its work);
+    the timeout that kills a point (the first of a worker pays the engine's warm-up); eager calls."""
+
+    depths: tuple[int, ...]
+    point_cap: float
+    timeout: float
+    calls: int = 3
+    #: Rough seconds of one evaluation, for sharing the search between cheap and costly targets.
+    cost: float = 0.1
+
+
+_LAYER_DEPTHS = (1, 2, 3, 4, 5, 6, 8, 11, 16, 22, 32)
+_PEER_DEPTHS = (1, 2, 3, 4, 6, 8)
+_ORDER_DEPTHS = (1, 2, 3, 4, 5, 6)
+
+
+def search_plan(target: Target, gen: Generator) -> SearchPlan:
+    """The search's depths and limits for ``gen`` on ``target``."""
+    order = gen.scale == "order"
+    b, m = target.backend, target.mode
+    if b == "engine":
+        return SearchPlan(_ORDER_DEPTHS if order else _LAYER_DEPTHS, 2.0, 20.0, cost=0.05)
+    if (b, m) == ("torch", "compile"):
+        return SearchPlan((1, 2, 3, 4), 40.0, 240.0, cost=20.0)
+    if (b, m) == ("jax", "compile") or b == "tinygrad":
+        return SearchPlan((1, 2, 4) if order else (1, 2, 4, 8, 16), 1.0, 60.0, cost=2.0)
+    if (b, m) == ("torch", "traced"):
+        return SearchPlan((1, 2, 3, 4, 6, 8, 12), 3.0, 60.0, cost=2.5)
+    cost = 0.3 if m == "traced" else 0.8
+    return SearchPlan(_ORDER_DEPTHS if order else _PEER_DEPTHS, 3.0, 60.0, calls=2, cost=cost)
+
+
+#: How a target is searched (:mod:`adprof.hunt.search`): every new generator (``screen``: a few hundredths of
+#: a second each), the promising ones and a sample of the rest (``sample``: tenths to seconds), or one promising
+#: generator per generation (``costly``: tens of seconds, two gcc runs per point).
+SCREEN, SAMPLE, COSTLY = "screen", "sample", "costly"
+
+
+def tier(target: Target) -> str:
+    """The target's search tier (see :data:`SCREEN`)."""
+    if target.backend == "engine" or (target.backend, target.mode) == ("jax", "traced"):
+        return SCREEN
+    if (target.backend, target.mode) == ("torch", "compile"):
+        return COSTLY
+    return SAMPLE
+
+
+# --------------------------------------------------------------------------- the check path
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """The ``@adprof.chain`` depth options of a found chain written for its target (what ``adprof check`` on the
+    file reproduces), and the explicit depths an attribution run of that chain uses on another target."""
+
+    depths: tuple[int, ...] | None = None  # explicit depths (adaptive=False)
+    max_depth: int | None = None  # the adaptive schedule's bound (the engine)
+    cap: float | None = None
+
+
+def check_plan(target: Target, gen: Generator) -> CheckPlan:
+    """How a chain found on ``target`` is written: more depths than the search's, the schedule's own on the
+    engine; explicit ones where a point costs seconds."""
+    b, m = target.backend, target.mode
+    if gen.scale == "order":
+        top = 5 if (b, m) in (("jax", "compile"),) else 7
+        return CheckPlan(depths=tuple(range(1, top + 1)), cap=30.0)
+    if (b, m) == ("torch", "compile"):
+        return CheckPlan(depths=(1, 2, 3, 4, 5), cap=120.0)
+    if b == "engine":  # an exponential reads long before 16 layers (the chain's cap applies on every engine)
+        return CheckPlan(max_depth=16) if gen.reuses else CheckPlan(max_depth=64)
+    if (b, m) == ("jax", "compile") or b == "tinygrad":
+        return CheckPlan(depths=(1, 2, 4, 8, 16, 32))
+    return CheckPlan(depths=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32))
+
+
+def attribution_depths(target: Target, gen: Generator) -> tuple[int, ...] | None:
+    """Explicit depths of an attribution run of ``gen`` on ``target`` (None: the chain's own schedule).
+
+    Bounded so that every engine of every finding fits the hunt's budget: a program that grows fast is
+    stopped by the cap's prediction anyway; one that stays linear needs only a span of depths."""
+    b, m = target.backend, target.mode
+    if gen.scale == "order":
+        return (1, 2, 3, 4, 5) if (b, m) in (("jax", "compile"), ("torch", "traced")) else tuple(range(1, 7))
+    if b == "engine":
+        return None
+    if (b, m) == ("torch", "compile"):
+        return (1, 2, 3, 4)
+    if (b, m) == ("jax", "compile") or b == "tinygrad":
+        return (1, 2, 4, 8, 16)
+    if (b, m) == ("torch", "traced"):
+        return (1, 2, 3, 4, 6, 8, 12, 16)
+    return (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+
+
+__all__ = [
+    "WORK_CAPS",
+    "CheckPlan",
+    "SearchPlan",
+    "Target",
+    "attribution_depths",
+    "check_plan",
+    "expand_backends",
+    "hunt_targets",
+    "installed_backends",
+    "tier",
+    "runs_on",
+    "search_plan",
+]
