@@ -383,10 +383,11 @@ def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
     (:func:`_far`) is a runaway (a finding), one a little over is inconclusive, and a kill that the model predicts
     (the point was expected to take that long) is explained."""
     stop = series.killed
-    if fit.kind in ("exponential", "superlinear"):
+    if fit.kind in ("exponential", "superlinear") or v.knee is not None and v.kind in model.PATHOLOGIES:
         if stop is not None:
             v.killed = True
-            v.evidence.append(f"{model.killed_text(stop)}: consistent with the {fit.kind} growth")
+            grows = f"{fit.kind} growth" if fit.kind in ("exponential", "superlinear") else "growth past the knee"
+            v.evidence.append(f"{model.killed_text(stop)}: consistent with the {grows}")
         return
     bounds, eager = [j for j in v.jumps if j.bound], series.mode == "eager"
     far = [j for j in bounds if _far(j)]

@@ -6,7 +6,8 @@ exponent with a wide interval. The knee is the deepest depth ``K`` up to which t
 depth costs more than that line extrapolates, increasingly (exact values: any excess; noisy: the deepest at least
 :data:`KNEE_EXCESS` over it). The law after the knee is the reading of that excess against the steps past ``K``
 (``d - K``), by the same fit as any series: exponential, superlinear, mild; linear (a steeper line: its slope over
-the line's is :attr:`Knee.slope_ratio`); or undecided, with fewer than :data:`MIN_AFTER` depths past the knee.
+the line's is :attr:`Knee.slope_ratio`); or undecided, with fewer than :data:`MIN_AFTER` depths past the knee
+(exact values only: noisy values need that many to tell a knee from a slowed depth or two).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def _split(d: list[int], v: list[float], i: int, fit: Fit, exact: bool) -> tuple
     if before is None:
         return None
     past_d, past_v = d[i + 1 :], v[i + 1 :]
+    if not exact and len(past_d) < MIN_AFTER:  # noise: one or two slowed depths past a line are no knee
+        return None
     excess = _excess(before, past_d, past_v)
     if excess is None:
         return None
