@@ -100,6 +100,13 @@ class Point:
     #: Wall seconds of the runs of a point that jumped far over its prediction, re-measured to confirm it (a
     #: one-off slow run is not a jump): the point kept is the fastest of them.
     confirm_walls: list[float] = field(default_factory=list)
+    #: Memory of the point in bytes, where the backend measures it: ``saved_bytes`` (what the gradient keeps alive
+    #: between forward and backward: deterministic, identical in two runs) and ``peak_bytes`` (the worker's
+    #: high-water mark over the point: measured, noisy, a cross-check of the deterministic figure).
+    memory: dict[str, float] = field(default_factory=dict)
+    #: Eager: bytes still held after each forward+backward call and ``gc.collect()``, one per call (call 0 first):
+    #: bytes that grow with the number of calls at a fixed depth are a leak.
+    retained: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:  # from JSON: plain strings
         self.status = PointStatus(self.status)
@@ -305,6 +312,9 @@ class Series:
     #: Versions of the packages the backend measured with, read where the series ran (``{"adprof": "0.1.0",
     #: "numpy": "2.4.6", "torch": "2.13.0+cpu"}``); empty when not measured.
     versions: dict[str, str] = field(default_factory=dict)
+    #: Memory figures (``saved_bytes``, ``peak_bytes``, ``retained``) this series does not measure, and why (the
+    #: backend cannot count them, memory was not asked for): figure -> sentence.
+    memory_notes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):
