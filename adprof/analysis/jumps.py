@@ -283,8 +283,9 @@ def unconfirmed_jumps(series: Series, confirmed: bool = False) -> list[int]:
     measured = sorted({p.depth for p in series.points if not p.censored})
     depths = {d for d in measured if onsets and d >= min(onsets)}
     whole = tuple(_timed_phases(series))
-    if fit is not None and fit.source != "time" and whole and _wall_only(series, whole, fit)[1]:
+    wall_only = fit is not None and fit.source != "time" and bool(whole) and _wall_only(series, whole, fit)[1]
+    if wall_only:
         depths |= set(measured[-CONFIRM_DEEPEST:])
-    if confirmed:
-        return sorted(d for d in depths if d in onsets)
+    if confirmed:  # still jumping after a re-run: a burst of load may have hit the re-run too
+        return sorted(d for d in depths if d in onsets or (wall_only and d in measured[-CONFIRM_DEEPEST:]))
     return sorted(d for d in depths if not any(p.confirm_walls for p in series.points if p.depth == d))

@@ -71,7 +71,7 @@ MIN_CALLS = 3
 #: shows as a jump at each of them in turn).
 CONFIRM_ROUNDS = 3
 CONFIRM_PAUSE = 0.25  # seconds before each re-run (load comes in bursts of tens to hundreds of ms)
-CONFIRM_RUNS = 2  # re-runs of a depth per round when it is cheap (under CONFIRM_CHEAP seconds) and still jumps
+CONFIRM_RUNS = 3  # re-runs of a depth per round when it is cheap (under CONFIRM_CHEAP seconds) and still jumps
 CONFIRM_CHEAP = 1.0
 #: How the times of a counted series (a chain under --metric instructions) are taken.
 COUNTED_FIELDS = {"statistic": "one counted run per phase after a warm-up (callgrind)", "clock": NOMINAL_CLOCK}
@@ -389,9 +389,9 @@ class _SeriesRun:
     def confirm_jumps(self) -> None:
         """Re-measure the depths where a phase jumped far over what the depths below predict, once the series is
         measured and after a pause (a burst of load is over by then: a jump repeats, a burst does not): the fastest
-        run of a depth is kept, with every run's wall time in ``confirm_walls``; a cheap point gets a second re-run
-        when the first still jumps. A few rounds: a burst over several points shows as a jump at each in turn.
-        Only while the budget allows; a re-run that fails leaves the point as it was."""
+        run of a depth is kept, with every run's wall time in ``confirm_walls``; a cheap point gets up to
+        :data:`CONFIRM_RUNS` re-runs while it still jumps. A few rounds: a burst over several points shows as a jump
+        at each in turn. Only while the budget allows; a re-run that fails leaves the point as it was."""
         if self.cfg.jumps is None:
             return
         for _ in range(CONFIRM_ROUNDS):
@@ -406,7 +406,7 @@ class _SeriesRun:
                         return
                     at = [p for p in self.series.points if p.depth == depth and not p.censored]
                     cheap = all((p.wall_seconds or 0.0) < CONFIRM_CHEAP for p in at)
-                    if not cheap or run or depth not in self.cfg.jumps(self.series, confirmed=True):
+                    if not cheap or depth not in self.cfg.jumps(self.series, confirmed=True):
                         break
 
     def _remeasure(self, depth: int) -> bool:
