@@ -94,6 +94,16 @@ def numpy_value(ch, depth=3):
     return float(ch.fn(xp, ch.make_input(), depth, **ch.params))
 
 
+@pytest.fixture(autouse=True)
+def _private_tempdir(tmp_path, monkeypatch):
+    """Shipped chains land in this test's own temporary directory: another test running at the same time (the
+    suite runs on two workers) ships and removes its own, which must not read as this test's leftovers."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    monkeypatch.setenv("TMPDIR", str(private))
+
+
 def shipped_dirs() -> set[str]:
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "adprof-shipped-*")))
 
