@@ -1,0 +1,295 @@
+"""The memory decision on one Series (pure): what the gradient holds against depth, and what each call leaves behind.
+
+Three figures, read by the machinery that reads time and work (no second classifier):
+
+* ``saved_bytes`` (deterministic: bytes the gradient keeps alive between forward and backward) is an exact
+  metric: it is handed to :func:`adprof.analysis.classify.decide` as the one deciding work metric of a series that
+  holds nothing else, so the marginal reading, its interval, the knee, the halving and tail cross-checks and the
+  evidence lines are the counters' own. The reading names the memory verdict: ``linear`` (one residual per layer),
+  ``flat`` (no growth, or at most about sqrt(d): checkpointed, or scanned with remat), ``mildly-superlinear-memory``
+  (1.15 <= p < 1.3), ``superlinear-memory`` (p >= 1.3), ``exponential-memory``, or ``inconclusive`` with its reason.
+* ``peak_bytes`` (the worker's high-water mark: measured, noisy) is fitted as time is (models with an overhead),
+  a cross-check: the verdict says when its class disagrees with the deterministic figure's. Where it is the only
+  figure measured, it decides (as time decides where no counter is measured).
+* ``retained`` (eager: bytes still held after each call and ``gc.collect()``) is read per depth against the call
+  count, exact, with calls as the axis: a reading that grows is a leak (``leak-per-call``, with the bytes per
+  call), whatever the depth reading says; flat at every depth is no leak.
+
+Imports only the model, the constants and the rest of analysis.
+"""
+
+from __future__ import annotations
+
+import math
+
+from adprof import model
+from adprof.analysis import explain
+from adprof.analysis.classify import decide
+from adprof.analysis.growth import fit_growth, interval_text
+from adprof.model import (
+    EXPONENTIAL_MEMORY,
+    INCONCLUSIVE,
+    LEAK_PER_CALL,
+    MEMORY_FLAT,
+    MEMORY_LINEAR,
+    MILD_MEMORY,
+    PEAK_BYTES,
+    RETAINED,
+    SAVED_BYTES,
+    SUPERLINEAR_MEMORY,
+    Fit,
+    LeakReading,
+    MemoryVerdict,
+    Point,
+    Series,
+    fmt_bytes,
+)
+
+#: The phase under which the memory series carries its figure (what the evidence lines name).
+MEMORY_PHASE = "memory"
+#: A power reading whose exponent interval tops out below this is ``flat``: it grows at most about as sqrt(d)
+#: (segment checkpointing), nothing like one residual per layer.
+FLAT_MAX_EXPONENT = 0.6
+#: A leak is read on the steady calls (1..K-1; call 0 warms caches up); fewer than this many of them: undecided.
+LEAK_MIN_CALLS = 3
+#: Retained bytes that rise by less than this per call on average are no leak (an allocator's or an interpreter's
+#: bookkeeping); a rise of at least this much on every one of the last steady calls is.
+LEAK_FLOOR_BYTES = 64.0
+
+#: The time reading's kind -> the memory verdict it names.
+_MEMORY_KIND = {
+    "linear": MEMORY_LINEAR,
+    "mild": MILD_MEMORY,
+    "superlinear": SUPERLINEAR_MEMORY,
+    "exponential": EXPONENTIAL_MEMORY,
+    "inconclusive": INCONCLUSIVE,
+}
+#: The class of a reading, for the peak's cross-check (flat and linear are one class: neither grows faster).
+_CLASS = {MEMORY_FLAT: 0, MEMORY_LINEAR: 0, MILD_MEMORY: 1, SUPERLINEAR_MEMORY: 2, EXPONENTIAL_MEMORY: 3}
+
+
+def _figure(point: Point, name: str) -> float | None:
+    value = point.memory.get(name) if isinstance(point.memory, dict) else None
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if ok else None
+
+
+def _measured(series: Series, name: str) -> list[Point]:
+    """The points (exact, not censored) that carry figure ``name``."""
+    return [p for p in series.points if not p.censored and _figure(p, name) is not None]
+
+
+def memory_series(series: Series, name: str = SAVED_BYTES) -> Series:
+    """A series holding only one deterministic memory figure, as the work metric that decides: what
+    :func:`~adprof.analysis.classify.decide` reads as it reads any exact metric (no times, no counters, no stop)."""
+    points = [
+        Point(depth=p.depth, metrics={MEMORY_PHASE: {name: _figure(p, name)}}, status=p.status)
+        for p in _measured(series, name)
+    ]
+    return model.Series(
+        chain=series.chain,
+        backend=series.backend,
+        profile=series.profile,
+        mode="traced",  # the eager call-0 and amortization readings are the time verdict's, not memory's
+        points=points,
+        deciding_metrics=[name],
+        classified_phases=[MEMORY_PHASE],
+        axis=series.axis,
+        params=dict(series.params),
+        file=series.file,
+    )
+
+
+def depth_kind(fit: Fit, kind: str) -> str:
+    """The memory verdict of a depth reading (``kind``: the decision's reading of ``fit``, possibly past a knee)."""
+    if kind == MEMORY_LINEAR:
+        top = fit.interval[1] if fit.interval else fit.exponent
+        if fit.exponent == 0.0 or (top is not None and top < FLAT_MAX_EXPONENT):
+            return MEMORY_FLAT
+    return kind
+
+
+def _time_kind_to_memory(kind: str) -> str:
+    """A :func:`decide` verdict kind (``superlinear-transform``, ``linear``, ...) as a memory verdict."""
+    if kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
+        return EXPONENTIAL_MEMORY
+    if kind in (model.SUPERLINEAR_TRANSFORM, model.SUPERLINEAR_BACKWARD):
+        return SUPERLINEAR_MEMORY
+    if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD):
+        return MILD_MEMORY
+    if kind == model.LINEAR:
+        return MEMORY_LINEAR
+    return INCONCLUSIVE  # inconclusive, or a runaway bound (no bound is measured in memory)
+
+
+def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
+    """The deterministic reading: ``saved_bytes`` decided as an exact metric by :func:`decide`."""
+    v = decide(memory_series(series, SAVED_BYTES), trust="counters")
+    mv.decided_by, mv.fit, mv.knee = SAVED_BYTES, v.fit, v.knee
+    kind = _time_kind_to_memory(v.kind)
+    read = v.knee.after if v.knee is not None and v.knee.after is not None else v.fit
+    mv.growth = depth_kind(read, kind) if read is not None else kind
+    if mv.growth == INCONCLUSIVE:
+        mv.reason = v.reason or (v.fit.reason if v.fit is not None else "") or "the saved bytes read no law"
+    named = (line.replace(f"{MEMORY_PHASE} {SAVED_BYTES} grows", "saved-for-backward bytes grow") for line in v.evidence)
+    mv.evidence.extend(line.replace(f"{MEMORY_PHASE} {SAVED_BYTES}", "saved-for-backward bytes") for line in named)
+
+
+def _peak_fit(series: Series) -> Fit | None:
+    points = _measured(series, PEAK_BYTES)
+    if not points:
+        return None
+    fit = fit_growth(
+        [p.depth for p in points],
+        [_figure(p, PEAK_BYTES) for p in points],
+        metric=f"{PEAK_BYTES}: the worker's high-water mark",
+        source="memory",
+        bootstrap=False,  # a cross-check: the profile interval is enough
+    )
+    fit.axis = series.axis
+    return fit
+
+
+def _peak_reading(mv: MemoryVerdict, peak: Fit) -> None:
+    """Only the peak is measured: it decides (noisy, as time decides where nothing deterministic is measured)."""
+    mv.decided_by, mv.fit = PEAK_BYTES, peak
+    mv.growth = depth_kind(peak, _MEMORY_KIND.get(peak.kind, INCONCLUSIVE))
+    figure = interval_text(peak)
+    mv.evidence.append(f"peak bytes grow as {figure or peak.kind} over depths {_span(peak.depths)} (noisy: measured)")
+    if mv.growth == INCONCLUSIVE:
+        mv.reason = peak.reason or "the peak bytes read no law"
+
+
+def _cross_check(mv: MemoryVerdict, peak: Fit) -> None:
+    """The peak's class against the deterministic figure's: the verdict says when they disagree."""
+    mv.peak_fit = peak
+    peak_kind = depth_kind(peak, _MEMORY_KIND.get(peak.kind, INCONCLUSIVE))
+    figure = interval_text(peak).split(" [")[0] or peak.kind
+    if peak_kind == INCONCLUSIVE or mv.growth not in _CLASS:
+        mv.evidence.append(f"peak bytes (measured, noisy) read {peak_kind} {figure}: no cross-check".replace("  ", " "))
+        return
+    mv.peak_agrees = _CLASS[peak_kind] == _CLASS[mv.growth]
+    if mv.peak_agrees:
+        mv.evidence.append(f"peak bytes (measured, noisy) read {peak_kind} {figure}: they agree")
+    else:
+        mv.evidence.append(
+            f"peak bytes (measured, noisy) read {peak_kind} {figure} while the saved-for-backward bytes read "
+            f"{mv.growth}: they disagree (the peak holds more than the gradient's residuals: the forward's own "
+            "temporaries, the backward's workspace, the allocator's caches)"
+        )
+
+
+def leak_reading(depth: int, retained: list[float]) -> LeakReading:
+    """The retained bytes of one depth against the call count: the exact reading of the steady calls (1..K-1)."""
+    calls = list(range(1, len(retained)))
+    values = [float(x) for x in retained[1:]]
+    reading = LeakReading(depth=depth, calls=calls, retained=values)
+    if len(values) < LEAK_MIN_CALLS:
+        reading.fit = Fit(metric="retained bytes", kind="inconclusive", source="memory", axis="call")
+        reading.fit.reason = f"too few calls ({len(values)} steady, need {LEAK_MIN_CALLS}): raise --calls"
+        return reading
+    fit = fit_growth(calls, values, metric="retained bytes", exact=True, source="memory")
+    fit.axis = "call"
+    reading.fit = fit
+    rise = (values[-1] - values[0]) / (calls[-1] - calls[0])
+    last_steps = [b - a for a, b in zip(values[-3:], values[-2:], strict=False)]
+    grows = fit.kind in ("linear", "mild", "superlinear", "exponential") and (fit.exponent or 0.0) != 0.0
+    grows = grows or fit.kind == "exponential"
+    if grows and rise >= LEAK_FLOOR_BYTES and all(s > 0 for s in last_steps):
+        reading.leaking, reading.bytes_per_call = True, rise
+    elif fit.kind == "inconclusive" and rise >= LEAK_FLOOR_BYTES:
+        reading.leaking = None  # rises, but too few growing calls to say it keeps rising
+    else:
+        reading.leaking, reading.bytes_per_call = False, max(rise, 0.0)
+    return reading
+
+
+def _leak_readings(mv: MemoryVerdict, series: Series) -> None:
+    points = sorted(
+        (p for p in series.points if not p.censored and len(p.retained) >= 2), key=lambda p: p.depth
+    )
+    mv.leaks = [leak_reading(p.depth, list(p.retained)) for p in points]
+    if not mv.leaks:
+        return
+    if any(r.leaking for r in mv.leaks):
+        mv.leaking = True
+        leak = mv.leak
+        assert leak is not None
+        per = ", ".join([f"{fmt_bytes(r.bytes_per_call)} at depth {r.depth}" for r in mv.leaks if r.leaking][-4:])
+        mv.evidence.insert(
+            0,
+            f"retained bytes grow with the calls at a fixed depth: +{fmt_bytes(leak.bytes_per_call)} per call at "
+            f"depth {leak.depth} (calls {leak.calls[0]}..{leak.calls[-1]}: {fmt_bytes(leak.retained[0])} -> "
+            f"{fmt_bytes(leak.retained[-1])}); per call: {per}",
+        )
+    elif all(r.leaking is False for r in mv.leaks):
+        mv.leaking = False
+        deepest = mv.leaks[-1]
+        mv.evidence.append(
+            f"retained bytes do not grow with the calls (depth {deepest.depth}: {fmt_bytes(deepest.retained[-1])} "
+            f"held after call {deepest.calls[-1] if deepest.calls else 0}): no leak"
+        )
+    else:
+        undecided = next(r for r in mv.leaks if r.leaking is None)
+        why = undecided.fit.reason if undecided.fit is not None and undecided.fit.reason else "undecided"
+        mv.evidence.append(f"retained bytes at depth {undecided.depth}: {why}")
+
+
+def _not_measured_reason(series: Series) -> str:
+    notes = series.memory_notes
+    if notes:
+        return "; ".join(f"{name}: {why}" for name, why in notes.items())
+    return "no memory figure was measured (check --memory measures it where the backend can)"
+
+
+def decide_memory(series: Series) -> MemoryVerdict:
+    """The memory verdict of one series (module docstring); every figure the series lacks is in
+    :attr:`MemoryVerdict.not_measured`, with the series' note."""
+    mv = MemoryVerdict(not_measured=dict(series.memory_notes))
+    saved, peak_points = _measured(series, SAVED_BYTES), _measured(series, PEAK_BYTES)
+    retained = [p for p in series.points if p.retained]
+    mv.measured = bool(saved or peak_points or retained)
+    if not mv.measured:
+        mv.reason = _not_measured_reason(series)
+        return mv
+    peak = _peak_fit(series)
+    if saved:
+        _saved_reading(mv, series)
+        if peak is not None:
+            _cross_check(mv, peak)
+    elif peak is not None:
+        _peak_reading(mv, peak)
+    _leak_readings(mv, series)
+    if mv.leaking:
+        mv.kind = LEAK_PER_CALL
+    elif mv.growth:
+        mv.kind = mv.growth
+    elif mv.leaking is False:  # retained bytes only: no leak, but nothing against depth to read
+        mv.kind = INCONCLUSIVE
+        mv.reason = "only retained bytes were measured (no leak); " + _not_measured_reason(series)
+    if mv.kind == INCONCLUSIVE and not mv.reason:
+        undecided = next((r for r in mv.leaks if r.leaking is None), None)
+        if undecided is not None and undecided.fit is not None:
+            mv.reason = f"retained bytes at depth {undecided.depth}: {undecided.fit.reason or 'undecided'}"
+        else:
+            mv.reason = "memory was measured at too few depths to read a law against depth"
+    for name, why in series.memory_notes.items():
+        mv.evidence.append(f"{name} not measured: {why}")
+    mv.cause = explain.memory_cause(mv, backend=series.backend, mode=series.mode)
+    mv.remedies = explain.memory_remedies(mv, backend=series.backend, mode=series.mode)
+    return mv
+
+
+def _span(depths: list[int]) -> str:
+    return f"{depths[0]}..{depths[-1]}" if len(depths) > 1 else f"{depths[0]}" if depths else "?"
+
+
+__all__ = [
+    "FLAT_MAX_EXPONENT",
+    "LEAK_FLOOR_BYTES",
+    "LEAK_MIN_CALLS",
+    "decide_memory",
+    "depth_kind",
+    "leak_reading",
+    "memory_series",
+]
