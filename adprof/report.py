@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from adprof import model
 from adprof.analysis.classify import decide, sweep_table
 from adprof.analysis.halving import halving_rows
 from adprof.analysis.memory import decide_memory
 from adprof.analysis.structure import Structure, analyze_recording
-from adprof import model
 from adprof.constants import EXPONENTIAL_RATIO, LOADED_PER_CORE
 from adprof.model import (
     HalvingRow,

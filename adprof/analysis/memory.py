@@ -34,7 +34,6 @@ from adprof.model import (
     MEMORY_LINEAR,
     MILD_MEMORY,
     PEAK_BYTES,
-    RETAINED,
     SAVED_BYTES,
     SUPERLINEAR_MEMORY,
     Fit,
@@ -131,8 +130,9 @@ def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     mv.growth = depth_kind(read, kind) if read is not None else kind
     if mv.growth == INCONCLUSIVE:
         mv.reason = v.reason or (v.fit.reason if v.fit is not None else "") or "the saved bytes read no law"
-    named = (line.replace(f"{MEMORY_PHASE} {SAVED_BYTES} grows", "saved-for-backward bytes grow") for line in v.evidence)
-    mv.evidence.extend(line.replace(f"{MEMORY_PHASE} {SAVED_BYTES}", "saved-for-backward bytes") for line in named)
+    own = f"{MEMORY_PHASE} {SAVED_BYTES}"  # how decide() names the figure: as the memory verdict words it
+    named = (line.replace(f"{own} grows", "saved-for-backward bytes grow") for line in v.evidence)
+    mv.evidence.extend(line.replace(own, "saved-for-backward bytes") for line in named)
 
 
 def _peak_fit(series: Series) -> Fit | None:
@@ -205,9 +205,7 @@ def leak_reading(depth: int, retained: list[float]) -> LeakReading:
 
 
 def _leak_readings(mv: MemoryVerdict, series: Series) -> None:
-    points = sorted(
-        (p for p in series.points if not p.censored and len(p.retained) >= 2), key=lambda p: p.depth
-    )
+    points = sorted((p for p in series.points if not p.censored and len(p.retained) >= 2), key=lambda p: p.depth)
     mv.leaks = [leak_reading(p.depth, list(p.retained)) for p in points]
     if not mv.leaks:
         return

@@ -38,8 +38,8 @@ from adprof.report import (
     memory_reason,
     memory_text,
     one_line_reason,
-    shows_memory,
     several_machines,
+    shows_memory,
     worst_time_text,
 )
 from adprof.util.text import terminal_safe

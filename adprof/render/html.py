@@ -11,8 +11,6 @@ from adprof.comparison import STATES, Comparison, Side, profile_text
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
 from adprof.report import (
-    memory_text,
-    shows_memory,
     LOADED_MARK,
     LOADED_NOTE,
     SWEEP_COLUMNS,
@@ -22,8 +20,10 @@ from adprof.report import (
     fmt_growth,
     machine_host,
     machine_text,
+    memory_text,
     one_line_reason,
     several_machines,
+    shows_memory,
     worst_time_text,
 )
 from adprof.util.text import terminal_safe
