@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from adprof.backends.base import DEFAULT_CALLS, INSTALL_HINT, Backend, PhaseCallback, no_phase
+from adprof.backends.memory import NOT_EAGER
 from adprof.chain import Chain
 from adprof.model import Point
 
@@ -44,6 +45,7 @@ class ModuleBackend(Backend):
         counter_budget: int | None = None,
         repeats: int | None = None,
         metric: str = "time",
+        memory: bool = False,
     ) -> Point:
         impl = self.module()
         self.check_arguments(mode, profile)
@@ -55,6 +57,8 @@ class ModuleBackend(Backend):
             if mode not in self.instruction_modes:
                 raise self.PointFailure("metric", f"the {self.name} backend cannot count {metric} in {mode} mode")
             kwargs["metric"] = metric
+        if memory and mode in self.memory_figures:
+            kwargs["memory"] = True
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
 
@@ -72,6 +76,9 @@ class EngineBackend(ModuleBackend):
     statistic = "single run per phase (run and warm eager calls: lower quartile); the engine's counters decide"
     distributions = ("numpy",)  # adprof's own engine, on numpy (every series records adprof's version too)
     depths = None
+    memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
+    memory_notes = {"traced": {"retained": NOT_EAGER}}
+    memory_by_default = True
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
         super().check_arguments(mode, profile or "fixed")

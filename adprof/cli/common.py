@@ -243,6 +243,13 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         help=f"eager mode: forward+backward calls per depth (default {DEFAULT_CALLS})",
     )
     p.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure memory too (saved-for-backward bytes, the peak, bytes retained per eager call), outside the "
+        "timed regions; default: on for the backends where it is cheap (docs/memory.md)",
+    )
+    p.add_argument(
         "--jobs",
         type=int,
         default=min(2, os.cpu_count() or 1),
@@ -351,6 +358,7 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     kw.setdefault("assess", assess_series)
     kw.setdefault("jumps", unconfirmed_jumps)
     kw.setdefault("cap_given", bool(getattr(args, "cap_given", False)))
+    kw.setdefault("memory", getattr(args, "memory", None))
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 
@@ -381,6 +389,7 @@ def environment(cfg: MeasureConfig, argv: Sequence[str]) -> dict[str, Any]:
         "eager_calls": cfg.calls,
         "counter_budget": cfg.counter_budget,
         "depths": list(cfg.depths) if cfg.depths else None,
+        "memory": cfg.memory,
     }
 
 
