@@ -377,6 +377,8 @@ def guard(
     *,
     max_base: float | None = None,
     max_exponent: float | None = None,
+    max_memory_exponent: float | None = None,
+    max_leak: float | str | None = None,
     baseline: str | os.PathLike[str] | model.Report | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     backend: str | Sequence[str] | None = None,
@@ -393,7 +395,8 @@ def guard(
 
     Limits: ``max_base`` and ``max_exponent`` (default: ``[tool.adprof.guard]`` in ``pyproject.toml``, else 1.1
     and 1.3), or ``baseline`` (a saved report, or a :class:`Report`): its own figures per series, with
-    ``tolerance``. The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths).
+    ``tolerance``; ``max_memory_exponent`` and ``max_leak`` (bytes per eager call: ``4096`` or ``"1 MB"``) limit
+    memory (docs/memory.md). The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths).
     """
     from adprof.cli import parse_command
     from adprof.cli.guard import guard_outcome
@@ -411,6 +414,8 @@ def guard(
             *_options_argv(
                 max_base=max_base,
                 max_exponent=max_exponent,
+                max_memory_exponent=max_memory_exponent,
+                max_leak=max_leak,
                 baseline=base_path,
                 tolerance=tolerance,
                 backend=_csv(backend),

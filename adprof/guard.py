@@ -696,6 +696,8 @@ def guard_targets(
     cfg = cfg or guard_config()
     if cfg.started is None:
         cfg.started = time.monotonic()
+    if limits.checks_memory and cfg.memory is None:  # a memory limit measures memory
+        cfg.memory = True
     depths = guard_depths(depths)
     names = [target_of(t) for t in targets]
     metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)

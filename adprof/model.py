@@ -623,9 +623,9 @@ RETAINED = "retained"
 
 @dataclass
 class LeakReading:
-    """The retained bytes of one depth against the call count (steady calls 1..K-1, call 0 is the warm-up): the
-    exact reading of :mod:`adprof.analysis.growth` with calls as its axis (:attr:`fit`); a leak is a reading that
-    grows, :attr:`bytes_per_call` the mean rise per call over those calls."""
+    """The retained bytes of one depth against the call count (entry i: after calls 0..i): the exact reading of
+    :mod:`adprof.analysis.growth` with calls as its axis (:attr:`fit`); a leak is a reading that grows,
+    :attr:`bytes_per_call` the mean rise per call over those calls."""
 
     depth: int
     calls: list[int] = field(default_factory=list)  # the call indices read

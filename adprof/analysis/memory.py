@@ -11,9 +11,9 @@ Three figures, read by the machinery that reads time and work (no second classif
 * ``peak_bytes`` (the worker's high-water mark: measured, noisy) is fitted as time is (models with an overhead),
   a cross-check: the verdict says when its class disagrees with the deterministic figure's. Where it is the only
   figure measured, it decides (as time decides where no counter is measured).
-* ``retained`` (eager: bytes still held after each call and ``gc.collect()``) is read per depth against the call
-  count, exact, with calls as the axis: a reading that grows is a leak (``leak-per-call``, with the bytes per
-  call), whatever the depth reading says; flat at every depth is no leak.
+* ``retained`` (eager: bytes still held after each call and ``gc.collect()``, entry i after calls 0..i) is read
+  per depth against the call count, exact, with calls as the axis: a reading that grows is a leak
+  (``leak-per-call``, with the bytes per call), whatever the depth reading says; flat at every depth is no leak.
 
 Imports only the model, the constants and the rest of analysis.
 """
@@ -49,11 +49,15 @@ MEMORY_PHASE = "memory"
 #: A power reading whose exponent interval tops out below this is ``flat``: it grows at most about as sqrt(d)
 #: (segment checkpointing), nothing like one residual per layer.
 FLAT_MAX_EXPONENT = 0.6
-#: A leak is read on the steady calls (1..K-1; call 0 warms caches up); fewer than this many of them: undecided.
+#: Saved bytes below this at every depth are below what the peak (resident pages, allocator arenas) resolves: the
+#: peak is not compared with them.
+PEAK_RESOLUTION = float(2**20)
+#: A leak is read on at least this many calls (the measurement's untimed calls after the timed ones, whose caches
+#: are warm: call 0 of them counts); fewer: undecided.
 LEAK_MIN_CALLS = 3
-#: Retained bytes that rise by less than this per call on average are no leak (an allocator's or an interpreter's
-#: bookkeeping); a rise of at least this much on every one of the last steady calls is.
-LEAK_FLOOR_BYTES = 64.0
+#: Retained bytes are exact (the bytes still alive of the objects the calls made): a rise of at least this much per
+#: call on average, and on each of the last two calls, is a leak.
+LEAK_FLOOR_BYTES = 1.0
 
 #: The time reading's kind -> the memory verdict it names.
 _MEMORY_KIND = {
@@ -161,32 +165,50 @@ def _peak_reading(mv: MemoryVerdict, peak: Fit) -> None:
 
 
 def _cross_check(mv: MemoryVerdict, peak: Fit) -> None:
-    """The peak's class against the deterministic figure's: the verdict says when they disagree."""
+    """The peak's class against the deterministic figure's: the verdict says when they disagree. Saved bytes below
+    the peak's resolution (:data:`PEAK_RESOLUTION`: it counts resident pages, the allocator keeps arenas) cannot be
+    seen in it: no cross-check then."""
     mv.peak_fit = peak
     peak_kind = depth_kind(peak, _MEMORY_KIND.get(peak.kind, INCONCLUSIVE))
-    figure = interval_text(peak).split(" [")[0] or peak.kind
+    figure = interval_text(peak).split(" [")[0]
+    reading = f"{peak_kind} {figure}" if figure and figure != peak_kind else peak_kind
+    largest = max(mv.fit.values, default=0.0) if mv.fit is not None else 0.0
+    if largest < PEAK_RESOLUTION:
+        mv.evidence.append(
+            f"peak bytes (measured, noisy) read {reading}; no cross-check: the saved bytes (at most "
+            f"{fmt_bytes(largest)}) are below the peak's resolution ({fmt_bytes(PEAK_RESOLUTION)}: resident pages, "
+            "allocator arenas)"
+        )
+        return
     if peak_kind == INCONCLUSIVE or mv.growth not in _CLASS:
-        mv.evidence.append(f"peak bytes (measured, noisy) read {peak_kind} {figure}: no cross-check".replace("  ", " "))
+        mv.evidence.append(f"peak bytes (measured, noisy) read {reading}: no cross-check")
         return
     mv.peak_agrees = _CLASS[peak_kind] == _CLASS[mv.growth]
     if mv.peak_agrees:
-        mv.evidence.append(f"peak bytes (measured, noisy) read {peak_kind} {figure}: they agree")
-    else:
-        mv.evidence.append(
-            f"peak bytes (measured, noisy) read {peak_kind} {figure} while the saved-for-backward bytes read "
-            f"{mv.growth}: they disagree (the peak holds more than the gradient's residuals: the forward's own "
-            "temporaries, the backward's workspace, the allocator's caches)"
-        )
+        mv.evidence.append(f"peak bytes (measured, noisy) read {reading}: they agree")
+        return
+    faster = _CLASS[peak_kind] > _CLASS[mv.growth]
+    why = (
+        "the peak holds more than the gradient's residuals: the forward's own temporaries, the backward's "
+        "workspace, the allocator's caches"
+        if faster
+        else "the saved bytes grow faster than the worker's resident peak: buffers shared between residuals are "
+        "counted once per use, or the memory is outside the worker's resident set"
+    )
+    mv.evidence.append(
+        f"peak bytes (measured, noisy) read {reading} while the saved-for-backward bytes read {mv.growth}: they "
+        f"disagree ({why})"
+    )
 
 
 def leak_reading(depth: int, retained: list[float]) -> LeakReading:
-    """The retained bytes of one depth against the call count: the exact reading of the steady calls (1..K-1)."""
-    calls = list(range(1, len(retained)))
-    values = [float(x) for x in retained[1:]]
+    """The retained bytes of one depth against the call count (entry i: after calls 0..i): the exact reading."""
+    calls = list(range(len(retained)))
+    values = [float(x) for x in retained]
     reading = LeakReading(depth=depth, calls=calls, retained=values)
     if len(values) < LEAK_MIN_CALLS:
         reading.fit = Fit(metric="retained bytes", kind="inconclusive", source="memory", axis="call")
-        reading.fit.reason = f"too few calls ({len(values)} steady, need {LEAK_MIN_CALLS}): raise --calls"
+        reading.fit.reason = f"too few calls ({len(values)} measured, need {LEAK_MIN_CALLS})"
         return reading
     fit = fit_growth(calls, values, metric="retained bytes", exact=True, source="memory")
     fit.axis = "call"
@@ -286,6 +308,7 @@ __all__ = [
     "FLAT_MAX_EXPONENT",
     "LEAK_FLOOR_BYTES",
     "LEAK_MIN_CALLS",
+    "PEAK_RESOLUTION",
     "decide_memory",
     "depth_kind",
     "leak_reading",

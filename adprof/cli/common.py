@@ -18,6 +18,7 @@ from rich.console import Console
 from adprof import model
 from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS, check_backend
+from adprof.guard import parse_bytes
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, csv_list
@@ -171,6 +172,14 @@ def depths_arg(value: str) -> tuple[int, ...]:
     if not ds or ds[0] < 1:
         raise argparse.ArgumentTypeError(f"depths must be positive integers, e.g. 1,2,4,8 (got {value!r})")
     return ds
+
+
+def bytes_arg(text: str) -> float:
+    """``--max-leak``: bytes as ``4096``, ``1 MB`` or ``512 KiB`` (argparse turns the ValueError into exit 2)."""
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_arg(value: str) -> float:
