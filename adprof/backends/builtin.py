@@ -119,6 +119,9 @@ class JaxBackend(ModuleBackend):
     requires = ("jax", "jaxlib")
     distributions = ("jax", "jaxlib", "numpy")
     install_hint = INSTALL_HINT
+    memory_figures = {"traced": ("saved_bytes",), "compile": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
+    memory_notes = {"traced": {"retained": NOT_EAGER}, "compile": {"retained": NOT_EAGER}}
+    memory_by_default = True
     #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
     instruction_modes = ("compile",)
 
@@ -200,6 +203,24 @@ class TorchBackend(ModuleBackend):
     requires = ("torch", "array_api_compat")
     distributions = ("torch", "array_api_compat", "numpy")
     install_hint = INSTALL_HINT
+    memory_figures = {"eager": ("saved_bytes", "retained")}
+    memory_notes = {
+        "traced": {
+            "saved_bytes": (
+                "make_fx(torch.func.grad(f)) traces one graph of forward and backward: no tensor is saved between "
+                "them (eager mode counts what autograd saves)"
+            ),
+            "retained": NOT_EAGER,
+        },
+        "compile": {
+            "saved_bytes": (
+                "the activations AOTAutograd's partitioner saves live inside the compiled function, where no hook "
+                "sees them (eager mode counts what autograd saves)"
+            ),
+            "retained": NOT_EAGER,
+        },
+    }
+    memory_by_default = True
     #: the C++ autograd engine's backward counted under callgrind
     instruction_modes = ("eager",)
 
@@ -217,6 +238,8 @@ class AutogradBackend(ModuleBackend):
     requires = ("autograd",)
     distributions = ("autograd", "numpy")
     install_hint = INSTALL_HINT
+    memory_figures = {"eager": ("saved_bytes", "retained")}
+    memory_by_default = True
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
     instruction_modes = ("eager",)
 
@@ -248,6 +271,20 @@ class TinygradBackend(ModuleBackend):
     requires = ("tinygrad",)
     distributions = ("tinygrad", "numpy")
     install_hint = INSTALL_HINT
+    memory_notes = {
+        mode: {
+            "saved_bytes": (
+                "tinygrad is lazy: the forward realizes no buffer, the backward is scheduled with it from the UOp "
+                "graph, so nothing is saved between them that adprof could count (the peak is measured)"
+            ),
+            "retained": (
+                "tinygrad's buffers live in its own allocator and caches (realized lazily, reused across calls): "
+                "no per-call count of them is exposed"
+            ),
+        }
+        for mode in ("compile", "eager")
+    }
+    memory_by_default = True
 
 
 class CmdBackend(ModuleBackend):
@@ -270,6 +307,11 @@ class CmdBackend(ModuleBackend):
         mode: {"instructions": "decides when asked for (--metric instructions), else a command's counters or time"}
         for mode in ("traced", "eager")
     }
+    #: What the program reports (protocol keys ``saved_bytes``, ``peak_bytes``, ``retained``: docs/native.md);
+    #: reading them costs nothing.
+    memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
+    memory_notes = {"traced": {"retained": NOT_EAGER}}
+    memory_by_default = True
 
 
 BUILTIN_BACKENDS: dict[str, type[Backend]] = {

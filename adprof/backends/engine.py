@@ -29,12 +29,13 @@ import numpy as np
 
 import engine
 from adprof.backends.base import PhaseCallback, PointFailure, RepeatPolicy, describe_type, no_phase
-from adprof.backends.memory import SAVED, Retained, memory_calls, numpy_buffer, numpy_bytes
+from adprof.backends.memory import SAVED, Retained, numpy_buffer, numpy_bytes
 from adprof.backends.peer_common import (
     check_finite,
     check_output,
     describe_exception,
     failure,
+    measure_memory,
     register_failure_kind,
 )
 from adprof.backends.peer_common import measure_eager as measure_eager_loop
@@ -235,21 +236,17 @@ def _eager_memory(pt: Point, chain: Chain, depth: int, on_phase: PhaseCallback, 
         loss.backward()
         return x.grad
 
-    try:
-        memory_calls(
-            pt,
-            leaf=lambda: rt.variable(a),
-            forward=forward,
-            backward=backward,
-            saved=lambda loss, state: engine.tape_bytes(loss),
-            retained=Retained(size=numpy_bytes, key=numpy_buffer),
-            made=lambda x, loss, state, g: [x.value, g, *engine.tape_arrays(loss)],
-            on_phase=on_phase,
-        )
-    except (Exception, RecursionError, MemoryError) as exc:  # the timed point stands; its memory is not known
-        pt.memory.pop(SAVED, None)
-        pt.retained.clear()
-        pt.extra["memory_error"] = describe_exception(exc, chain)
+    measure_memory(
+        pt,
+        chain,
+        leaf=lambda: rt.variable(a),
+        forward=forward,
+        backward=backward,
+        saved=lambda loss, state: engine.tape_bytes(loss),
+        retained=Retained(size=numpy_bytes, key=numpy_buffer),
+        made=lambda x, loss, state, g: [x.value, g, *engine.tape_arrays(loss)],
+        on_phase=on_phase,
+    )
 
 
 def measure_point(
