@@ -210,6 +210,8 @@ class GuardCheck:
     baseline: str = ""
     #: The memory limits' check (None: no memory limit set); :attr:`ok` already counts it.
     memory: MemoryCheck | None = None
+    #: The time limits held (:attr:`ok` before the memory limits were applied).
+    time_ok: bool = True
 
     @property
     def label(self) -> str:
@@ -585,7 +587,7 @@ def memory_check(result: Result, limits: GuardLimits) -> MemoryCheck | None:
 
 def with_memory(check: GuardCheck, limits: GuardLimits) -> GuardCheck:
     """``check`` with the memory limits applied: a failing memory limit fails the check."""
-    check.memory = memory_check(check.result, limits)
+    check.memory, check.time_ok = memory_check(check.result, limits), check.ok
     if check.memory is not None and not check.memory.ok:
         check.ok = False
     return check
