@@ -49,6 +49,9 @@ MEMORY_PHASE = "memory"
 #: A power reading whose exponent interval tops out below this is ``flat``: it grows at most about as sqrt(d)
 #: (segment checkpointing), nothing like one residual per layer.
 FLAT_MAX_EXPONENT = 0.6
+#: An exact reading whose interval (the spread of its tail's local readings) is at most this wide (relative, for a
+#: base) follows one law: a knee the decision finds in it is the curvature of that law, not a change of regime.
+CONVERGED = 0.05
 #: Saved bytes below this at every depth are below what the peak (resident pages, allocator arenas) resolves: the
 #: peak is not compared with them.
 PEAK_RESOLUTION = float(2**20)
@@ -130,6 +133,10 @@ def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     v = decide(memory_series(series, SAVED_BYTES), trust="counters")
     mv.decided_by, mv.fit, mv.knee = SAVED_BYTES, v.fit, v.knee
     kind = _time_kind_to_memory(v.kind)
+    if v.knee is not None and v.fit is not None and _converged(v.fit):
+        # the whole series reads one law whose tail has converged (exact bytes): that law, not the excess past a knee
+        mv.knee, kind = None, _MEMORY_KIND[v.fit.kind]
+        v.evidence = [e for e in v.evidence if not e.startswith("a change of regime")]
     read = v.knee.after if v.knee is not None and v.knee.after is not None else v.fit
     mv.growth = depth_kind(read, kind) if read is not None else kind
     if mv.growth == INCONCLUSIVE:
@@ -137,6 +144,15 @@ def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     own = f"{MEMORY_PHASE} {SAVED_BYTES}"  # how decide() names the figure: as the memory verdict words it
     named = (line.replace(f"{own} grows", "saved-for-backward bytes grow") for line in v.evidence)
     mv.evidence.extend(line.replace(own, "saved-for-backward bytes") for line in named)
+
+
+def _converged(fit: Fit) -> bool:
+    """An exact reading of a growth whose tail's local readings agree to :data:`CONVERGED` (the spread that is its
+    interval): the series follows that one law to its deepest depths."""
+    if fit.kind not in ("linear", "mild", "superlinear", "exponential") or not fit.interval:
+        return False
+    lo, hi = fit.interval
+    return hi - lo <= (CONVERGED * lo if fit.kind == "exponential" else CONVERGED)
 
 
 def _peak_fit(series: Series) -> Fit | None:
