@@ -222,6 +222,8 @@ class GuardCheck:
         cause and the remedies (what a failure shows)."""
         v = self.result.verdict
         lines = [f"{self.label}: {v.kind}" + (f" ({self.metric})" if self.metric else "")]
+        if self.memory is not None and v.memory is not None:
+            lines[0] += f"; memory {v.memory.summary}" + (f" ({v.memory.decided_by})" if v.memory.decided_by else "")
         if self.baseline:
             lines.append("  baseline   " + self.baseline)
         lines.append("  - limit    " + self.limit)
