@@ -284,7 +284,7 @@ class GuardReport:
         """A readable diff of limit vs measured, with the evidence of failures."""
         lines = []
         for c in self.checks:
-            mark = "ok  " if c.ok else "FAIL"
+            mark = "ok  " if c.time_ok else "FAIL"  # the time limits' mark; the memory limits' below it
             lines.append(f"{mark} {c.label}: {c.measured} (limit: {c.limit}) - {c.reason}")
             if c.memory is not None:
                 mark = "ok  " if c.memory.ok else "FAIL"

@@ -243,8 +243,11 @@ def leak_reading(depth: int, retained: list[float]) -> LeakReading:
 
 
 def _leak_readings(mv: MemoryVerdict, series: Series) -> None:
-    points = sorted((p for p in series.points if not p.censored and len(p.retained) >= 2), key=lambda p: p.depth)
-    mv.leaks = [leak_reading(p.depth, list(p.retained)) for p in points]
+    last: dict[int, Point] = {}  # one reading per depth: the last point measured there (a pass re-measures it)
+    for p in series.points:
+        if not p.censored and len(p.retained) >= 2:
+            last[p.depth] = p
+    mv.leaks = [leak_reading(d, list(last[d].retained)) for d in sorted(last)]
     if not mv.leaks:
         return
     if any(r.leaking for r in mv.leaks):

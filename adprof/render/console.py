@@ -121,7 +121,8 @@ def summary_table(report: Report) -> Table:
     memory = shows_memory(report.results)
     cols = ("chain", "backend/profile", "mode", "verdict", "growth", *(("memory",) if memory else ()), "decided by")
     for col in (*cols, "depth", "worst time"):
-        t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
+        wide = len(model.SUPERLINEAR_MEMORY) if col == "memory" else None  # a memory verdict's name is never cut
+        t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"), min_width=wide)
     if machines:
         t.add_column("machine")
     t.add_column("stopped", overflow="fold")
