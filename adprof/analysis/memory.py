@@ -290,6 +290,7 @@ def decide_memory(series: Series) -> MemoryVerdict:
     mv.measured = bool(saved or peak_points or retained)
     if not mv.measured:
         mv.reason = _not_measured_reason(series)
+        mv.evidence.extend(f"{name} not measured: {why}" for name, why in series.memory_notes.items())
         return mv
     peak = _peak_fit(series)
     if saved:
