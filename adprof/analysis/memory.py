@@ -155,7 +155,9 @@ def _converged(fit: Fit) -> bool:
     return hi - lo <= (CONVERGED * lo if fit.kind == "exponential" else CONVERGED)
 
 
-def _peak_fit(series: Series) -> Fit | None:
+def _peak_fit(series: Series, deciding: bool) -> Fit | None:
+    """The peak's noisy fit: with the bootstrap interval where it decides (as time's), the profile interval where it
+    is a cross-check only."""
     points = _measured(series, PEAK_BYTES)
     if not points:
         return None
@@ -164,7 +166,7 @@ def _peak_fit(series: Series) -> Fit | None:
         [_figure(p, PEAK_BYTES) for p in points],
         metric=f"{PEAK_BYTES}: the worker's high-water mark",
         source="memory",
-        bootstrap=False,  # a cross-check: the profile interval is enough
+        bootstrap=deciding,
     )
     fit.axis = series.axis
     return fit
@@ -292,7 +294,7 @@ def decide_memory(series: Series) -> MemoryVerdict:
         mv.reason = _not_measured_reason(series)
         mv.evidence.extend(f"{name} not measured: {why}" for name, why in series.memory_notes.items())
         return mv
-    peak = _peak_fit(series)
+    peak = _peak_fit(series, deciding=not saved)
     if saved:
         _saved_reading(mv, series)
         if peak is not None:
