@@ -77,8 +77,8 @@ def consistent(mv: MemoryVerdict) -> None:
 
 @SETTINGS
 @given(
-    overhead=st.floats(0, 1e7),
-    per_layer=st.floats(8, 1e6),
+    overhead=st.floats(0, 1e7, allow_subnormal=False),
+    per_layer=st.floats(8, 1e6, allow_subnormal=False),
     depths=st.sampled_from([GUARD_DEPTHS, DOUBLING, UNIT]),
 )
 def test_one_residual_per_layer_reads_linear(overhead, per_layer, depths):
@@ -92,7 +92,7 @@ def test_one_residual_per_layer_reads_linear(overhead, per_layer, depths):
 
 
 @SETTINGS
-@given(held=st.floats(0, 1e9), depths=st.sampled_from([GUARD_DEPTHS, DOUBLING, UNIT]))
+@given(held=st.floats(0, 1e9, allow_subnormal=False), depths=st.sampled_from([GUARD_DEPTHS, DOUBLING, UNIT]))
 def test_constant_bytes_read_flat(held, depths):
     mv = decide_memory(series_of(lambda d: held, depths))
     consistent(mv)
@@ -100,7 +100,11 @@ def test_constant_bytes_read_flat(held, depths):
 
 
 @SETTINGS
-@given(overhead=st.floats(0, 1e6), scale=st.floats(100, 1e5), depths=st.sampled_from([GUARD_DEPTHS, DOUBLING]))
+@given(
+    overhead=st.floats(0, 1e6, allow_subnormal=False),
+    scale=st.floats(100, 1e5, allow_subnormal=False),
+    depths=st.sampled_from([GUARD_DEPTHS, DOUBLING]),
+)
 def test_sqrt_checkpointing_reads_flat(overhead, scale, depths):
     """Segment checkpointing keeps about sqrt(d) residuals: nothing like one per layer."""
     mv = decide_memory(series_of(lambda d: overhead + scale * math.sqrt(d), depths))
@@ -111,9 +115,9 @@ def test_sqrt_checkpointing_reads_flat(overhead, scale, depths):
 
 @SETTINGS
 @given(
-    p=st.floats(1.4, 3.0),
-    overhead=st.floats(0, 1e5),
-    scale=st.floats(8, 1e4),
+    p=st.floats(1.4, 3.0, allow_subnormal=False),
+    overhead=st.floats(0, 1e5, allow_subnormal=False),
+    scale=st.floats(8, 1e4, allow_subnormal=False),
     depths=st.sampled_from([GUARD_DEPTHS, DOUBLING]),
 )
 def test_power_laws_read_superlinear_memory(p, overhead, scale, depths):
@@ -126,7 +130,11 @@ def test_power_laws_read_superlinear_memory(p, overhead, scale, depths):
 
 
 @SETTINGS
-@given(b=st.floats(1.3, 2.5), overhead=st.floats(0, 1e4), scale=st.floats(8, 1e4))
+@given(
+    b=st.floats(1.3, 2.5, allow_subnormal=False),
+    overhead=st.floats(0, 1e4, allow_subnormal=False),
+    scale=st.floats(8, 1e4, allow_subnormal=False),
+)
 def test_exponential_laws_read_exponential_memory(b, overhead, scale):
     mv = decide_memory(series_of(lambda d: overhead + scale * b**d, UNIT))
     consistent(mv)
