@@ -39,6 +39,7 @@ def memory_of(path: Path) -> dict[str, dict]:
     return {r.series.label: r.verdict.memory for r in report.results}
 
 
+@pytest.mark.slow
 def test_check_reads_linear_memory_on_a_standard_chain(tmp_path):
     run = adprof("check", f"{CHAINS}::sin", "--profile", "fixed", "--memory", "--json", "out.json", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
