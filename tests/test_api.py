@@ -190,6 +190,7 @@ TIME_KEYS = {
     "phase_shares",
     "growing_phase",
     "jumps",  # time jumps read against the deciding model (evidence; the counters decide)
+    "peak_bytes",  # the worker's measured peak (noisy, as the times are; saved bytes are exact)
 }
 
 

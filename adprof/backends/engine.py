@@ -151,13 +151,16 @@ def measure_traced(
                 del g  # deregistration happens on drop
                 if counters.COUNTERS.derivative_traces_dropped == before:
                     gc.collect()  # a reference cycle held it: collect (still inside the drop phase)
-            if memory:
-                phase = "memory"
-                on_phase("memory", None)
-                pt.memory[SAVED] = float(engine.residual_bytes(y, x))
-            del y, x, prog, run
         except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
             raise failure(exc, chain, depth, phase, pt) from None
+        if memory:  # after the timed phases, with a counter budget of its own; a failure leaves the point as it is
+            on_phase("memory", None)
+            try:
+                with counters.budget(counter_budget):
+                    pt.memory[SAVED] = float(engine.residual_bytes(y, x))
+            except (Exception, RecursionError, MemoryError) as exc:
+                pt.extra["memory_error"] = describe_exception(exc, chain)
+        del y, x, prog, run
     return pt
 
 
