@@ -432,11 +432,12 @@ CASES: dict[str, Case] = {
     ),
     "dense_history": Case(
         reference="Pleiss et al., Memory-Efficient Implementation of DenseNets (arXiv:1707.06990); "
-        "pytorch/vision#1364 (torchvision's densenet memory_efficient=True)",
+        "pytorch/vision#691 (closed; memory_efficient=True by pytorch/vision#1003)",
         reported="naive dense connectivity allocates a new concatenation per layer: memory quadratic in depth",
         expected={},
         status="remedied",
-        here="quadratic: saved bytes d(d+1)/2 arrays (engine traced and eager, torch eager, JAX traced)",
+        here="quadratic: the engine and torch save d(d+3)/2 arrays of 512 bytes (a product per pair of layers, "
+        "d(d+1)/2, and each layer's tanh); JAX traced and the engine's eager tape quadratic too",
         memory={
             "engine/traced": "superlinear-memory",
             "engine/eager": "superlinear-memory",

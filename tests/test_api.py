@@ -190,8 +190,8 @@ TIME_KEYS = {
     "phase_shares",
     "growing_phase",
     "jumps",  # time jumps read against the deciding model (evidence; the counters decide)
-    "peak_bytes",  # the worker's measured peak (noisy, as times are) and the memory verdict's reading of it
-    "peak_fit",
+    "peak_bytes",  # the worker's measured peak (noisy, as the times are; saved bytes are exact)
+    "peak_fit",  # the memory verdict's reading of the peak
     "peak_agrees",
 }
 

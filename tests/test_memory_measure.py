@@ -351,3 +351,19 @@ def test_dense_history_is_quadratic_on_torch_and_jax():
         values = [torch_saved(ch, d) if backend == "torch" else jax_saved(ch, mode, d) for d in DEPTHS]
         second = differences(differences(values))
         assert len(set(second)) == 1 and second[0] > 0, (backend, values)
+
+
+def test_every_memory_case_names_a_series_its_chain_has_and_a_memory_verdict():
+    from probes import wild
+
+    verdicts = {"linear", "flat", "superlinear-memory", "exponential-memory", "leak-per-call"}
+    for name, case in wild.CASES.items():
+        ch = getattr(wild, name)
+        for series, verdict in case.memory.items():
+            backend, _, rest = series.partition("/")
+            mode, _, param = rest.partition("[")
+            assert mode in ch.modes_on(backend), (name, series)
+            if param:
+                key, _, value = param.rstrip("]").partition("=")
+                assert value in [str(v) for v in ch.sweep[key]], (name, series)
+            assert verdict in verdicts, (name, series, verdict)

@@ -29,7 +29,7 @@ import numpy as np
 
 import engine
 from adprof.backends.base import PhaseCallback, PointFailure, RepeatPolicy, describe_type, no_phase
-from adprof.backends.memory import SAVED, Retained, numpy_buffer, numpy_bytes
+from adprof.backends.memory import SAVED, Retained, memory_time, numpy_buffer, numpy_bytes
 from adprof.backends.peer_common import (
     check_finite,
     check_output,
@@ -151,13 +151,16 @@ def measure_traced(
                 del g  # deregistration happens on drop
                 if counters.COUNTERS.derivative_traces_dropped == before:
                     gc.collect()  # a reference cycle held it: collect (still inside the drop phase)
-            if memory:
-                phase = "memory"
-                on_phase("memory", None)
-                pt.memory[SAVED] = float(engine.residual_bytes(y, x))
-            del y, x, prog, run
         except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
             raise failure(exc, chain, depth, phase, pt) from None
+        if memory:  # after the timed phases, with a counter budget of its own; a failure leaves the point as it is
+            on_phase("memory", None)
+            try:
+                with memory_time(pt), counters.budget(counter_budget):
+                    pt.memory[SAVED] = float(engine.residual_bytes(y, x))
+            except (Exception, RecursionError, MemoryError) as exc:
+                pt.extra["memory_error"] = describe_exception(exc, chain)
+        del y, x, prog, run
     return pt
 
 
@@ -174,7 +177,8 @@ def measure_eager(
     """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth (the shared eager
     loop, each call metered with its counters; exactly ``calls`` calls: the counters decide, not the times).
 
-    With ``memory``, then, untimed calls on a fresh EagerRuntime (:func:`adprof.backends.memory.memory_calls`):
+    With ``memory``, then, untimed calls on the same EagerRuntime, its cache statistics already recorded
+    (:func:`adprof.backends.memory.memory_calls`):
     ``saved_bytes`` is the tape's bytes between forward and backward (:func:`engine.tape_bytes`: every value the
     session recorded), ``retained`` the bytes of the calls' arrays (tape, leaf, gradient) still alive after each."""
     a = chain.make_input()
@@ -218,7 +222,7 @@ def measure_eager(
         pt.extra["cache"] = dataclasses.asdict(rt.cache_stats())
     if memory:  # untimed, after the timed calls, with a budget of its own
         with engine.profile(profile), counters.budget(counter_budget):
-            _eager_memory(pt, chain, depth, on_phase, a, forward_on=engine.EagerRuntime())
+            _eager_memory(pt, chain, depth, on_phase, a, forward_on=rt)
     return pt
 
 

@@ -44,7 +44,7 @@ from adprof.backends.base import (
     timed,
 )
 from adprof.backends.instructions import counted_phase
-from adprof.backends.memory import SAVED, Retained
+from adprof.backends.memory import SAVED, Retained, memory_time
 from adprof.backends.peer_common import (
     COUNTED_NOTE,
     chain_binder,
@@ -204,7 +204,8 @@ def measure_traced(
     if memory:
         on_phase("memory", None)
         try:
-            pt.memory[SAVED] = float(residual_bytes(_fn(chain, depth), x))
+            with memory_time(pt):
+                pt.memory[SAVED] = float(residual_bytes(_fn(chain, depth), x))
         except (Exception, RecursionError, MemoryError) as exc:
             pt.extra["memory_error"] = describe_exception(exc, chain)
     return pt
@@ -356,9 +357,12 @@ def measure_compile(
         measure_phase(pt, "run", lambda: _ready(compiled(x)), on_phase, repeats=repeats)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
-    if memory and (parts := xla_memory(compiled)) is not None:
-        pt.memory[SAVED] = float(parts["temp"] + parts["argument"] + parts["output"])
-        pt.extra["xla_memory"] = parts
+    if memory:
+        with memory_time(pt):
+            parts = xla_memory(compiled)
+        if parts is not None:
+            pt.memory[SAVED] = float(parts["temp"] + parts["argument"] + parts["output"])
+            pt.extra["xla_memory"] = parts
     return pt
 
 

@@ -11,6 +11,8 @@ Three figures (:attr:`adprof.model.Point.memory` and :attr:`adprof.model.Point.r
   each, its references dropped and ``gc.collect()`` run, the bytes still alive of the objects those calls made
   (weak references, summed by the backend's own sizes: exact), cumulative (entry *i*: calls 0..i).
 
+What it cost: ``Point.extra["memory_seconds"]``, the wall seconds of the point's memory measurement.
+
 Nothing here runs inside a timed block: a backend measures memory after its timed phases, on objects of its own
 (fresh leaves, fresh calls), so the time figures are those of a run without memory.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -131,6 +134,20 @@ class Retained:
         return sum(buffers.values())
 
 
+#: ``Point.extra`` key: wall seconds the point spent measuring memory (what memory costs, per point).
+MEMORY_SECONDS = "memory_seconds"
+
+
+@contextlib.contextmanager
+def memory_time(pt: Point) -> Any:
+    """Add the ``with`` body's wall seconds to ``pt.extra["memory_seconds"]``."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        pt.extra[MEMORY_SECONDS] = pt.extra.get(MEMORY_SECONDS, 0.0) + time.perf_counter() - t0
+
+
 def numpy_root(a: Any) -> Any:
     """The array that owns ``a``'s buffer (``a`` itself, or the base of a view)."""
     while getattr(a, "base", None) is not None and hasattr(a.base, "nbytes"):
@@ -169,6 +186,24 @@ def memory_calls(
     ``retained``; the references are dropped and ``retained.held()`` is the call's entry. The saved bytes of
     the calls must agree (the figure is exact): the first call's are kept, and a disagreement is recorded in
     ``extra["saved_bytes_calls"]``."""
+    with memory_time(pt):
+        _calls(pt, leaf, forward, backward, saved, retained, made, forward_context, calls, on_phase)
+
+
+def _calls(
+    pt: Point,
+    leaf: Callable[[], Any],
+    forward: Callable[[Any], tuple[Any, Any]],
+    backward: Callable[[Any, Any], Any],
+    saved: Callable[[Any, Any], int | None],
+    retained: Retained | None,
+    made: Callable[[Any, Any, Any, Any], Iterable[Any]],
+    forward_context: Callable[[], contextlib.AbstractContextManager[Any]],
+    calls: int,
+    on_phase: Callable[[str, int | None], None] | None,
+) -> None:
+    gc.collect()
+    gc.freeze()  # what exists now is not the calls': the full collections after each call then scan theirs only
     figures: list[int] = []
     for i in range(calls):
         if on_phase is not None:
@@ -194,6 +229,7 @@ def memory_calls(
 __all__ = [
     "FIGURES",
     "MEMORY_CALLS",
+    "MEMORY_SECONDS",
     "NOT_ASKED",
     "NOT_EAGER",
     "NO_PEAK",
@@ -203,6 +239,7 @@ __all__ = [
     "PeakWatch",
     "Retained",
     "memory_calls",
+    "memory_time",
     "numpy_buffer",
     "numpy_bytes",
     "numpy_root",

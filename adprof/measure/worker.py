@@ -44,7 +44,7 @@ import time
 from typing import Any, TextIO
 
 from adprof.backends.instructions import COUNT_ENV
-from adprof.backends.memory import PEAK, PeakWatch
+from adprof.backends.memory import PEAK, PeakWatch, memory_time
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
@@ -194,8 +194,11 @@ class _Worker:
                     }
                 )
                 return
-            if memory and (peak_bytes := peak.bytes()) is not None:
-                pt.memory[PEAK] = float(peak_bytes)
+            if memory:
+                with memory_time(pt):  # the peak's own cost: reading /proc/self/status
+                    peak_bytes = peak.bytes()
+                if peak_bytes is not None:
+                    pt.memory[PEAK] = float(peak_bytes)
             self.send({"ok": True, "point": dataclasses.asdict(pt)})
         else:
             self.send({"ok": False, "kind": "internal", "error": f"unknown request {op!r}"})
