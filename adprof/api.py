@@ -288,6 +288,13 @@ def _options_argv(**options: Any) -> list[str]:
     return argv
 
 
+def _memory_option(memory: bool | None) -> dict[str, bool]:
+    """``memory=`` as the command's flag: True ``--memory``, False ``--no-memory``, None neither."""
+    if memory is None:
+        return {}
+    return {"memory": True} if memory else {"no_memory": True}
+
+
 def _err_console() -> Console:
     """stderr: rich's transient progress when it is a terminal (a REPL), nothing in a notebook (whose kernel sets
     ``FORCE_COLOR``, which rich would take for a terminal)."""
@@ -330,6 +337,7 @@ def check(
     jobs: int | None = None,
     trust: str | None = None,
     structure: bool = True,
+    memory: bool | None = None,
     ship: str = "auto",
     **chain_options: Any,
 ) -> Report:
@@ -339,8 +347,9 @@ def check(
     decorator's options, ``reuse=2``, ``max_depth=12``, ...), a ``"FILE[::CHAIN]"`` string, or a list of them.
     ``backend``, ``profile``, ``mode``: a name or several (default: engine; both profiles; the chain's modes);
     ``depths``: explicit depths (default: the adaptive schedule); ``budget`` and ``cap``: seconds for the run
-    and per phase (default: the command's, 60 and 1.5); ``ship``: how a chain that lives in no file reaches the
-    workers (``auto``, ``cloudpickle``, ``source``). Bad input raises :class:`UsageError` (one line); Ctrl-C
+    and per phase (default: the command's, 60 and 1.5); ``memory``: measure memory too (``--memory``; False:
+    ``--no-memory``; None: each backend's default, docs/memory.md); ``ship``: how a chain that lives in no file
+    reaches the workers (``auto``, ``cloudpickle``, ``source``). Bad input raises :class:`UsageError` (one line); Ctrl-C
     raises :class:`Interrupted` with the partial report, after every worker is gone.
     """
     from adprof.cli import parse_command
@@ -361,6 +370,7 @@ def check(
                 jobs=jobs,
                 trust=trust,
                 no_structure=not structure,
+                **_memory_option(memory),
             ),
         ]
         args = parse_command(argv)
@@ -377,6 +387,8 @@ def guard(
     *,
     max_base: float | None = None,
     max_exponent: float | None = None,
+    max_memory_exponent: float | None = None,
+    max_leak: float | str | None = None,
     baseline: str | os.PathLike[str] | model.Report | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     backend: str | Sequence[str] | None = None,
@@ -385,6 +397,7 @@ def guard(
     depths: Sequence[int] | None = None,
     budget: float | None = None,
     cap: float | None = None,
+    memory: bool | None = None,
     ship: str = "auto",
     **chain_options: Any,
 ) -> GuardReport:
@@ -393,7 +406,9 @@ def guard(
 
     Limits: ``max_base`` and ``max_exponent`` (default: ``[tool.adprof.guard]`` in ``pyproject.toml``, else 1.1
     and 1.3), or ``baseline`` (a saved report, or a :class:`Report`): its own figures per series, with
-    ``tolerance``. The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths).
+    ``tolerance``; ``max_memory_exponent`` and ``max_leak`` (bytes per eager call: ``4096`` or ``"1 MB"``) limit
+    memory (docs/memory.md). The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths),
+    ``memory`` included.
     """
     from adprof.cli import parse_command
     from adprof.cli.guard import guard_outcome
@@ -411,6 +426,8 @@ def guard(
             *_options_argv(
                 max_base=max_base,
                 max_exponent=max_exponent,
+                max_memory_exponent=max_memory_exponent,
+                max_leak=max_leak,
                 baseline=base_path,
                 tolerance=tolerance,
                 backend=_csv(backend),
@@ -419,6 +436,7 @@ def guard(
                 depths=depths,
                 budget=budget,
                 cap=cap,
+                **_memory_option(memory),
             ),
         ]
         args = parse_command(argv)

@@ -41,6 +41,15 @@ SEVERITY: dict[str, int] = {
     model.RUNAWAY: 4,
     model.ERROR: 5,
 }
+#: How bad a memory verdict is, from best to worst (``inconclusive`` and not measured: no rank, not compared).
+MEMORY_SEVERITY: dict[str, int] = {
+    model.MEMORY_FLAT: 0,
+    model.MEMORY_LINEAR: 1,
+    model.MILD_MEMORY: 2,
+    model.SUPERLINEAR_MEMORY: 3,
+    model.EXPONENTIAL_MEMORY: 4,
+    model.LEAK_PER_CALL: 5,
+}
 #: Slack on a rate (a base per depth step, or an exponent) beyond the old interval, added to its ends.
 DEFAULT_TOLERANCE = 0.1
 
@@ -100,6 +109,15 @@ class Side:
     growth: str = "-"  # the deciding model's figure (x2.00/layer, d^1.72 [1.55, 1.90], flat)
     decided_by: str = "-"  # counters | the metric's name | time
     finding: bool = False
+    #: The memory verdict's kind ("" when the report has none or did not measure it), its rate in depth (the base
+    #: of an exponential, else the exponent: "base" | "exponent" | ""), the rate's interval, its cell
+    #: (``linear d^1.00``) and the bytes per call of a leak.
+    memory: str = ""
+    memory_rate_kind: str = ""
+    memory_rate: float | None = None
+    memory_interval: list[float] | None = None
+    memory_text: str = ""
+    bytes_per_call: float | None = None
 
     @classmethod
     def of(cls, result: Result) -> Side:
@@ -111,7 +129,20 @@ class Side:
             elif v.exponent is not None and v.kind not in (model.ERROR, model.RUNAWAY):
                 rate_kind, rate = "exponent", v.exponent
         interval = list(v.fit.interval) if rate_kind and v.fit is not None and v.fit.interval else None
-        return cls(
+        mv = v.memory if v.memory is not None and v.memory.measured else None
+        memory: dict[str, object] = {}
+        if mv is not None:
+            read = mv.knee.after if mv.knee is not None and mv.knee.after is not None else mv.fit
+            mem_kind, mem_rate = ("base", mv.base) if mv.base is not None else ("exponent", mv.exponent)
+            memory = {
+                "memory": mv.kind,
+                "memory_rate_kind": mem_kind if mem_rate is not None else "",
+                "memory_rate": mem_rate,
+                "memory_interval": list(read.interval) if read is not None and read.interval else None,
+                "memory_text": mv.summary,
+                "bytes_per_call": mv.bytes_per_call,
+            }
+        return cls(  # type: ignore[arg-type]
             file=s.file or "",
             chain=chain_label(s),
             backend=s.backend,
@@ -124,6 +155,7 @@ class Side:
             growth=fmt_growth(result),
             decided_by=decided_by(result),
             finding=v.is_finding,
+            **memory,
         )
 
     @property
@@ -196,7 +228,54 @@ def _fmt(x: float) -> str:
 
 
 def classify(before: Side, after: Side, tolerance: float = DEFAULT_TOLERANCE) -> tuple[State, str]:
-    """The state of a pair and its sentence (see the module docstring)."""
+    """The state of a pair and its sentence (see the module docstring): the time verdict's, and the memory verdict's
+    where both reports measured memory (a regression of either is a regression; else an improvement of either)."""
+    state, reason = classify_time(before, after, tolerance)
+    memory = classify_memory(before, after, tolerance)
+    if memory is None:
+        return state, reason
+    mstate, mreason = memory
+    if mstate is State.REGRESSED and state is not State.REGRESSED:
+        return State.REGRESSED, f"memory: {mreason}; time: {reason}"
+    if mstate is State.IMPROVED and state is State.UNCHANGED:
+        return State.IMPROVED, f"memory: {mreason}; time: {reason}"
+    return state, f"{reason}; memory: {mreason}"
+
+
+def classify_memory(before: Side, after: Side, tolerance: float = DEFAULT_TOLERANCE) -> tuple[State, str] | None:
+    """The memory verdicts of a pair compared as the time verdicts are (:data:`MEMORY_SEVERITY`, then the rate in
+    depth against the old interval + ``tolerance``, or a leak's bytes per call); None when either report did not
+    measure memory."""
+    if not before.memory or not after.memory:
+        return None
+    rb, ra = MEMORY_SEVERITY.get(before.memory), MEMORY_SEVERITY.get(after.memory)
+    if rb is None or ra is None:
+        return State.UNCHANGED, "not compared: inconclusive memory"
+    if ra != rb:
+        worse = ra > rb
+        state = State.REGRESSED if worse else State.IMPROVED
+        return state, f"{'worse' if worse else 'better'} memory verdict ({before.memory_text} -> {after.memory_text})"
+    if after.memory == model.LEAK_PER_CALL and before.bytes_per_call and after.bytes_per_call is not None:
+        ratio = after.bytes_per_call / before.bytes_per_call
+        if ratio > 1 + tolerance:
+            return State.REGRESSED, f"leaks {ratio:.2f}x the bytes per call ({after.memory_text})"
+        if ratio < 1 - tolerance:
+            return State.IMPROVED, f"leaks {ratio:.2f}x the bytes per call ({after.memory_text})"
+        return State.UNCHANGED, f"same memory verdict ({after.memory_text})"
+    if before.memory_rate is None or after.memory_rate is None or before.memory_rate_kind != after.memory_rate_kind:
+        return State.UNCHANGED, f"same memory verdict ({after.memory_text})"
+    lo, hi = before.memory_interval or [before.memory_rate, before.memory_rate]
+    lo, hi = min(lo, before.memory_rate), max(hi, before.memory_rate)
+    what = after.memory_rate_kind
+    if after.memory_rate > hi + tolerance:
+        return State.REGRESSED, f"{what} {_fmt(after.memory_rate)} > {_fmt(hi + tolerance)} ({after.memory_text})"
+    if after.memory_rate < lo - tolerance:
+        return State.IMPROVED, f"{what} {_fmt(after.memory_rate)} < {_fmt(lo - tolerance)} ({after.memory_text})"
+    return State.UNCHANGED, f"same memory verdict ({after.memory_text})"
+
+
+def classify_time(before: Side, after: Side, tolerance: float = DEFAULT_TOLERANCE) -> tuple[State, str]:
+    """The state of a pair's time verdicts and its sentence."""
     rb, ra = SEVERITY.get(before.verdict), SEVERITY.get(after.verdict)
     if rb is None or ra is None:
         which = " and ".join(w for w, r in (("before", rb), ("after", ra)) if r is None)
@@ -328,7 +407,8 @@ def describe_side(side: Side | None) -> str:
     """``exponential-transform x2.00/layer`` (or ``-``): a side in one cell."""
     if side is None:
         return "-"
-    return side.verdict + (f" {side.growth}" if side.growth != "-" else "")
+    memory = f"; memory {side.memory_text}" if side.memory_text else ""
+    return side.verdict + (f" {side.growth}" if side.growth != "-" else "") + memory
 
 
 def profile_text(change: Change) -> str:
@@ -341,6 +421,7 @@ def profile_text(change: Change) -> str:
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "MEMORY_SEVERITY",
     "PASSES",
     "SEVERITY",
     "STATES",
@@ -350,6 +431,8 @@ __all__ = [
     "Side",
     "State",
     "classify",
+    "classify_memory",
+    "classify_time",
     "compare_reports",
     "compare_results",
     "describe_side",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import time
 import tomllib
 from collections.abc import Sequence
@@ -59,11 +60,60 @@ class GuardConfigError(ValueError):
     """A bad ``[tool.adprof.guard]`` table (not valid TOML, a non-positive or non-numeric limit, an unknown key)."""
 
 
-_GUARD_KEYS = {"max_base": DEFAULT_MAX_BASE, "max_exponent": DEFAULT_MAX_EXPONENT}
+_GUARD_KEYS: dict[str, float | None] = {
+    "max_base": DEFAULT_MAX_BASE,
+    "max_exponent": DEFAULT_MAX_EXPONENT,
+    "max_memory_exponent": None,  # memory limits: unset unless asked for
+    "max_leak": None,
+}
+
+#: Byte units of ``--max-leak`` (as pytest-memray's ``limit_memory``/``limit_leaks`` read them: KB and KiB alike are
+#: 1024 bytes).
+BYTE_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 2**10,
+    "KB": 2**10,
+    "KIB": 2**10,
+    "M": 2**20,
+    "MB": 2**20,
+    "MIB": 2**20,
+    "G": 2**30,
+    "GB": 2**30,
+    "GIB": 2**30,
+    "T": 2**40,
+    "TB": 2**40,
+    "TIB": 2**40,
+}
+_BYTES = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
 
 
-def _limit(table: dict[str, Any], key: str, where: str) -> float:
+def parse_bytes(value: Any) -> float:
+    """Bytes from ``4096``, ``"4096"``, ``"1 MB"``, ``"512 KiB"``, ``"1.5GB"`` (units: B, K/KB/KiB, M/MB/MiB,
+    G/GB/GiB, T/TB/TiB, case-insensitive, 1024-based); raises ValueError (one line) for anything else or a
+    negative or non-finite number."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a non-negative number of bytes, got {value!r}")
+        return float(value)
+    m = _BYTES.match(value) if isinstance(value, str) else None
+    unit = m.group(2).upper() if m else ""
+    if m is None or unit not in BYTE_UNITS:
+        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}")
+    return float(m.group(1)) * BYTE_UNITS[unit]
+
+
+def _limit(table: dict[str, Any], key: str, where: str) -> float | None:
     value = table.get(key, _GUARD_KEYS[key])
+    if value is None:
+        return None
+    if key == "max_leak":
+        try:
+            return parse_bytes(value)
+        except ValueError as exc:
+            raise GuardConfigError(f"{where} {key}: {exc}") from None
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
     if not ok:
         raise GuardConfigError(f"{where} {key}: expected a positive number, got {value!r}")
@@ -74,6 +124,26 @@ def _limit(table: dict[str, Any], key: str, where: str) -> float:
 class GuardLimits:
     max_base: float = DEFAULT_MAX_BASE
     max_exponent: float = DEFAULT_MAX_EXPONENT
+    #: The largest power-law exponent of the memory verdict in depth (saved-for-backward bytes; an exponential
+    #: exceeds any): None, not checked.
+    max_memory_exponent: float | None = None
+    #: The most bytes a call may leave held after ``gc.collect()`` (the memory verdict's bytes per call, at any
+    #: depth): None, not checked.
+    max_leak: float | None = None
+
+    @property
+    def checks_memory(self) -> bool:
+        """A memory limit is set: the guard measures memory (``--memory``) and checks it."""
+        return self.max_memory_exponent is not None or self.max_leak is not None
+
+    def memory_text(self) -> str:
+        """``max memory exponent 1.2, max leak 1.0 MiB per call`` ("" without memory limits)."""
+        parts = []
+        if self.max_memory_exponent is not None:
+            parts.append(f"max memory exponent {self.max_memory_exponent:g}")
+        if self.max_leak is not None:
+            parts.append(f"max leak {model.fmt_bytes(self.max_leak)} per call")
+        return ", ".join(parts)
 
     @classmethod
     def from_pyproject(cls, start: Path | None = None) -> GuardLimits:
@@ -86,7 +156,12 @@ class GuardLimits:
         unknown = sorted(set(table) - set(_GUARD_KEYS))
         if unknown:
             raise GuardConfigError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(_GUARD_KEYS)})")
-        return cls(max_base=_limit(table, "max_base", where), max_exponent=_limit(table, "max_exponent", where))
+        return cls(
+            max_base=_limit(table, "max_base", where),  # type: ignore[arg-type]
+            max_exponent=_limit(table, "max_exponent", where),  # type: ignore[arg-type]
+            max_memory_exponent=_limit(table, "max_memory_exponent", where),
+            max_leak=_limit(table, "max_leak", where),
+        )
 
 
 def pyproject_path(start: Path | None = None) -> Path | None:
@@ -133,6 +208,10 @@ class GuardCheck:
     #: Where the limits came from with ``--baseline``: the baseline's reading of this series, or why the normal
     #: limits apply ("not in the baseline"); "" without a baseline.
     baseline: str = ""
+    #: The memory limits' check (None: no memory limit set); :attr:`ok` already counts it.
+    memory: MemoryCheck | None = None
+    #: The time limits held (:attr:`ok` before the memory limits were applied).
+    time_ok: bool = True
 
     @property
     def label(self) -> str:
@@ -143,18 +222,47 @@ class GuardCheck:
         cause and the remedies (what a failure shows)."""
         v = self.result.verdict
         lines = [f"{self.label}: {v.kind}" + (f" ({self.metric})" if self.metric else "")]
+        if self.memory is not None and v.memory is not None:
+            lines[0] += f"; memory {v.memory.summary}" + (f" ({v.memory.decided_by})" if v.memory.decided_by else "")
         if self.baseline:
             lines.append("  baseline   " + self.baseline)
         lines.append("  - limit    " + self.limit)
         lines.append("  + measured " + self.measured)
+        mem = self.memory
+        if mem is not None:
+            lines.append("  - memory limit    " + mem.limit)
+            lines.append("  + memory measured " + mem.measured)
+            lines.append(f"  memory: {mem.reason}")
         lines.append("  depth  cost")
         for d, val in _cost_rows(self.result):
             lines.append(f"  {d:5d}  {val:.6g}")
+        mv = v.memory
+        if mem is not None and mv is not None and mv.fit is not None and mv.fit.depths:
+            lines.append(f"  depth  {mv.decided_by or 'bytes'}")
+            lines.extend(f"  {d:5d}  {val:.6g}" for d, val in zip(mv.fit.depths, mv.fit.values, strict=False))
         lines.extend(f"  evidence: {e}" for e in v.evidence[:4])
         if v.cause:
             lines.append(f"  cause: {v.cause}")
         lines.extend(f"  remedy: {r}" for r in v.remedies[:3])
+        if mem is not None and not mem.ok and mv is not None:
+            lines.extend(f"  memory evidence: {e}" for e in mv.evidence[:3])
+            if mv.cause:
+                lines.append(f"  memory cause: {mv.cause}")
+            lines.extend(f"  memory remedy: {r}" for r in mv.remedies[:3])
         return lines
+
+
+@dataclass
+class MemoryCheck:
+    """The memory limits (``max_memory_exponent``, ``max_leak``) against one series' memory verdict: whether they
+    hold, what was measured and the limit (for the diff), why (in pytest-memray's words: "limited to ... but ..."),
+    and whether it could be checked at all (a figure not measured fails, never passes silently)."""
+
+    ok: bool
+    measured: str  # "saved bytes d^2.00 over depths 1-32 (1.1 KiB -> 81.0 KiB)", "+4.0 KiB per call at depth 8"
+    limit: str  # "max memory exponent 1.2, max leak 1.0 KiB per call"
+    reason: str
+    checked: bool = True  # False: a limit could not be checked (its figure not measured: a failure)
 
 
 @dataclass
@@ -176,8 +284,11 @@ class GuardReport:
         """A readable diff of limit vs measured, with the evidence of failures."""
         lines = []
         for c in self.checks:
-            mark = "ok  " if c.ok else "FAIL"
+            mark = "ok  " if c.time_ok else "FAIL"  # the time limits' mark; the memory limits' below it
             lines.append(f"{mark} {c.label}: {c.measured} (limit: {c.limit}) - {c.reason}")
+            if c.memory is not None:
+                mark = "ok  " if c.memory.ok else "FAIL"
+                lines.append(f"  {mark} memory: {c.memory.measured} (limit: {c.memory.limit}) - {c.memory.reason}")
         for c in self.failures:
             lines.append("")
             lines.extend(c.evidence_lines())
@@ -371,6 +482,119 @@ def check_against_baseline(
     return GuardCheck(result, limits, ok, measured, limit, why, metric, reading)
 
 
+def _bytes_span(fit: model.Fit) -> str:
+    """``1.1 KiB at depth 1 -> 81.0 KiB at depth 32`` of a memory fit."""
+    if not fit.depths:
+        return ""
+    return (
+        f"{model.fmt_bytes(fit.values[0])} at depth {fit.depths[0]} -> "
+        f"{model.fmt_bytes(fit.values[-1])} at depth {fit.depths[-1]}"
+    )
+
+
+def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) -> tuple[bool, str, str]:
+    """(ok, measured, reason) of the memory exponent limit, or (False, ..., why it could not be checked)."""
+    what = "saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "peak bytes"
+    fit = mv.fit
+    if not mv.measured or fit is None or not fit.depths:
+        why = mv.not_measured.get(model.SAVED_BYTES) or mv.reason or "no bytes against depth were measured"
+        return False, "not measured", f"could not check max memory exponent {limit:g}: memory not measured ({why})"
+    depths = depth_ranges(fit.depths)
+    span = _bytes_span(fit)
+    if mv.growth in ("", model.INCONCLUSIVE):
+        return False, f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}"
+    top = limit * (1 + tolerance)
+    slack = f" (+{tolerance:.0%}: peak bytes are noisy)" if tolerance else ""
+    if mv.base is not None:  # exponential in depth: over any exponent
+        measured = f"{what} x{mv.base:.2f} per layer over depths {depths}"
+        return (
+            False,
+            measured,
+            (
+                f"{what} limited to depth^{limit:g}{slack} but grow x{mv.base:.2f} per layer (exponential) over depths "
+                f"{depths}: {span}"
+            ),
+        )
+    exponent = mv.exponent if mv.exponent is not None else 1.0
+    measured = f"{what} depth^{exponent:.2f} over depths {depths}"
+    if exponent <= top:
+        return True, measured, f"{mv.growth}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})"
+    return (
+        False,
+        measured,
+        (f"{what} limited to depth^{limit:g}{slack} but grow as depth^{exponent:.2f} over depths {depths}: {span}"),
+    )
+
+
+def _max_leak(mv: model.MemoryVerdict, limit: float, mode: str) -> tuple[bool, str, str, bool]:
+    """(ok, measured, reason, checked) of the leak limit. Retained bytes are per eager call: a traced or compiled
+    series has none to check (it says so and holds); an eager series without them fails."""
+    shown = model.fmt_bytes(limit)
+    if mode != "eager" and not mv.leaks:
+        return True, "no calls", f"max leak {shown} per call not checked: retained bytes are per eager call", False
+    if not mv.leaks:
+        why = mv.not_measured.get(model.RETAINED) or "no retained bytes were measured"
+        why = f"could not check max leak {shown} per call: retained bytes not measured ({why})"
+        return False, "not measured", why, False
+    worst = max(mv.leaks, key=lambda r: r.bytes_per_call if r.leaking else -1.0)
+    if mv.leaking is None:
+        undecided = next(r for r in mv.leaks if r.leaking is None)
+        why = undecided.fit.reason if undecided.fit is not None else "undecided"
+        why = f"could not check max leak {shown} per call at depth {undecided.depth}: {why}"
+        return False, "undecided", why, False
+    if not worst.leaking:
+        deepest = mv.leaks[-1]
+        held = model.fmt_bytes(deepest.retained[-1]) if deepest.retained else "-"
+        why = f"no leak: retained bytes flat over the calls at every depth ({held} at depth {deepest.depth})"
+        return True, "no leak", why, True
+    bpc = worst.bytes_per_call
+    calls = f"calls {worst.calls[0]}..{worst.calls[-1]}" if worst.calls else "the calls"
+    grew = f"{model.fmt_bytes(worst.retained[0])} -> {model.fmt_bytes(worst.retained[-1])}" if worst.retained else ""
+    leaking_depths = depth_ranges([r.depth for r in mv.leaks if r.leaking])
+    measured = f"+{model.fmt_bytes(bpc)} per call at depth {worst.depth}"
+    if bpc <= limit:
+        return True, measured, f"leaks {model.fmt_bytes(bpc)} per call <= {shown} (depths {leaking_depths})", True
+    return (
+        False,
+        measured,
+        (
+            f"limited to {shown} leaked per call but leaked {model.fmt_bytes(bpc)} per call at depth {worst.depth} "
+            f"(retained {grew} over {calls}; leaking at depths {leaking_depths})"
+        ),
+        True,
+    )
+
+
+def memory_check(result: Result, limits: GuardLimits) -> MemoryCheck | None:
+    """The memory limits against a result's memory verdict (None when no memory limit is set). Peak bytes (noisy)
+    get :data:`TIME_TOLERANCE` on the exponent; saved bytes (deterministic) none."""
+    if not limits.checks_memory:
+        return None
+    mv = result.verdict.memory or model.MemoryVerdict(reason="no memory verdict (a report without memory)")
+    parts: list[tuple[bool, str, str, bool]] = []  # (ok, measured, reason, checked) per limit
+    if limits.max_memory_exponent is not None:
+        tolerance = TIME_TOLERANCE if mv.decided_by == model.PEAK_BYTES else 0.0
+        ok, got, why = _memory_exponent(mv, limits.max_memory_exponent, tolerance)
+        parts.append((ok, got, why, not why.startswith("could not check")))
+    if limits.max_leak is not None:
+        parts.append(_max_leak(mv, limits.max_leak, result.series.mode))
+    return MemoryCheck(
+        ok=all(p[0] for p in parts),
+        measured="; ".join(p[1] for p in parts),
+        limit=limits.memory_text(),
+        reason="; ".join(p[2] for p in parts),
+        checked=all(p[3] for p in parts),
+    )
+
+
+def with_memory(check: GuardCheck, limits: GuardLimits) -> GuardCheck:
+    """``check`` with the memory limits applied: a failing memory limit fails the check."""
+    check.memory, check.time_ok = memory_check(check.result, limits), check.ok
+    if check.memory is not None and not check.memory.ok:
+        check.ok = False
+    return check
+
+
 def guard_config(**overrides: Any) -> MeasureConfig:
     """The measuring config of a guard (the CLI's defaults; ``overrides``: e.g. ``cap``, ``budget``, ``jobs``)."""
     kw: dict[str, Any] = {
@@ -418,11 +642,12 @@ def guard_checks(
     series it does not have)."""
     budget = report.budget_seconds
     if baseline is None:
-        checks = [check_result(r, limits, tolerance_for(r), budget) for r in report.results]
+        checks = [with_memory(check_result(r, limits, tolerance_for(r), budget), limits) for r in report.results]
         return GuardReport(checks, report=report)
     base_of = {id(n): b for b, n, _ in pair_results(baseline.results, report.results) if n is not None}
     checks = [
-        check_against_baseline(r, base_of.get(id(r)), limits, tolerance, baseline_name, budget) for r in report.results
+        with_memory(check_against_baseline(r, base_of.get(id(r)), limits, tolerance, baseline_name, budget), limits)
+        for r in report.results
     ]
     return GuardReport(checks, report=report)
 
@@ -475,6 +700,8 @@ def guard_targets(
     cfg = cfg or guard_config()
     if cfg.started is None:
         cfg.started = time.monotonic()
+    if limits.checks_memory and cfg.memory is None:  # a memory limit measures memory
+        cfg.memory = True
     depths = guard_depths(depths)
     names = [target_of(t) for t in targets]
     metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)

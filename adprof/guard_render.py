@@ -47,6 +47,29 @@ def _classname(check: GuardCheck) -> str:
     return "adprof.guard." + (re.sub(r"[^\w.-]", "_", stem) or "chain")
 
 
+def _memory_line(check: GuardCheck) -> str:
+    """``; memory: measured (limit: ...) - why`` of a check with memory limits, else ""."""
+    m = check.memory
+    return f"; memory: {m.measured} (limit: {m.limit}) - {m.reason}" if m is not None else ""
+
+
+def _failure_message(check: GuardCheck) -> str:
+    """The failure's one line: the time limits' when they failed, the memory limits' when those failed (both, when
+    both did)."""
+    parts = [] if check.time_ok else [f"{check.measured} (limit: {check.limit}): {check.reason}"]
+    if check.memory is not None and not check.memory.ok:
+        parts.append(f"memory: {check.memory.measured} (limit: {check.memory.limit}): {check.memory.reason}")
+    return "; ".join(parts)
+
+
+def _failure_type(check: GuardCheck) -> str:
+    """The failure's type: the time verdict, or the memory verdict when only memory failed."""
+    mv = check.result.verdict.memory
+    if check.memory is not None and not check.memory.ok and mv is not None and check.time_ok:
+        return mv.kind
+    return check.result.verdict.kind
+
+
 def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
     """The guard's outcome as JUnit XML (see the module docstring)."""
     checks = guard.checks
@@ -67,15 +90,12 @@ def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
             {"classname": xml_safe(_classname(c)), "name": xml_safe(c.label), "time": f"{_seconds(c):.3f}"},
         )
         if not c.ok:
-            failure = ET.SubElement(
-                case,
-                "failure",
-                {"message": xml_safe(f"{c.measured} (limit: {c.limit}): {c.reason}"), "type": c.result.verdict.kind},
-            )
+            attrs = {"message": xml_safe(_failure_message(c)), "type": _failure_type(c)}
+            failure = ET.SubElement(case, "failure", attrs)
             failure.text = xml_safe("\n".join(c.evidence_lines()))
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = xml_safe(f"{c.measured} (limit: {c.limit}) - {c.reason}")
+            out.text = xml_safe(f"{c.measured} (limit: {c.limit}) - {c.reason}" + _memory_line(c))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -84,8 +104,11 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
     """One row per series: held or failed, the verdict, measured against the limit, why."""
     held = len(guard.checks) - len(guard.failures)
     rows = []
+    memory = any(c.memory is not None for c in guard.checks)
     for c in sorted(guard.checks, key=lambda c: c.ok):  # the failures first
-        s = c.result.series
+        s, m = c.result.series, c.memory
+        mv = c.result.verdict.memory
+        mem = [mv.kind if mv is not None and mv.measured else "not measured", m.measured, m.limit] if m else ["-"] * 3
         rows.append(
             [
                 strong("FAIL", True) if not c.ok else "ok",
@@ -95,11 +118,14 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
                 c.result.verdict.kind,
                 c.measured,
                 c.limit,
-                c.reason,
+                *([strong(mem[0], m is not None and not m.ok), mem[1], mem[2]] if memory else []),
+                "; ".join(x for x in (c.reason, m.reason if m is not None else "") if x),
             ]
         )
     head = f"### {cell(title)}\n\n{cell(f'{held} of {len(guard.checks)} held')}\n\n"
-    body = table(["result", "chain", "backend/profile", "mode", "verdict", "measured", "limit", "why"], rows)
+    headers = ["result", "chain", "backend/profile", "mode", "verdict", "measured", "limit"]
+    headers += ["memory", "memory measured", "memory limit"] if memory else []
+    body = table([*headers, "why"], rows)
     return head + (body if rows else "No series.\n")
 
 

@@ -534,6 +534,9 @@ class Verdict:
     #: A change of regime the decision found (a linear cost, then a growth that sets in): the verdict reads the
     #: law after it (the deepest well-measured segment) when the whole series reads no one law.
     knee: Knee | None = None
+    #: The memory decision beside this (time) one: what the gradient holds against depth, and what each call
+    #: leaves behind (None: a report without memory, schema 2).
+    memory: MemoryVerdict | None = None
 
     @property
     def base(self) -> float | None:
@@ -572,20 +575,158 @@ class Verdict:
 
     @property
     def is_finding(self) -> bool:
-        """A pathology, a failing chain or a hang: what makes ``check`` exit 1 and a guard fail."""
-        return self.kind in FINDINGS or self.killed
+        """A pathology, a failing chain, a hang or a memory finding: what makes ``check`` exit 1."""
+        return self.kind in FINDINGS or self.killed or self.memory_finding
+
+    @property
+    def memory_finding(self) -> bool:
+        """The memory verdict is a finding (superlinear or exponential memory, a leak per call)."""
+        return self.memory is not None and self.memory.is_finding
 
     @property
     def presentation(self) -> str:
         """How the concise report shows it: ``paragraph`` (pathologies), ``line`` (inconclusive, runaway,
         error, mild) or ``row`` (linear: the summary table only)."""
-        if self.kind in PATHOLOGIES:
+        if self.kind in PATHOLOGIES or self.memory_finding:
             return "paragraph"
         return "row" if self.kind == LINEAR else "line"
 
 
 #: Verdicts that are findings (exit 1, a guard fails): the pathologies, a failing chain, a runaway.
 FINDINGS = frozenset({*PATHOLOGIES, ERROR, RUNAWAY})
+
+#: Memory verdict names (a public contract: JSON ``memory.kind``, exit codes, guards). ``linear``: one residual per
+#: layer, what reverse mode holds; ``flat``: no growth with depth (checkpointed, or scanned with remat); a power law
+#: with p >= 1.3 or an exponential in depth; bytes that stay held after each call and grow with the calls (a leak).
+MEMORY_LINEAR = LINEAR
+MEMORY_FLAT = "flat"
+MILD_MEMORY = "mildly-superlinear-memory"  # 1.15 <= p < 1.3 (n log n-like): an honest reading, not a finding
+SUPERLINEAR_MEMORY = "superlinear-memory"
+EXPONENTIAL_MEMORY = "exponential-memory"
+LEAK_PER_CALL = "leak-per-call"
+MEMORY_VERDICTS = (
+    MEMORY_LINEAR,
+    MEMORY_FLAT,
+    MILD_MEMORY,
+    SUPERLINEAR_MEMORY,
+    EXPONENTIAL_MEMORY,
+    LEAK_PER_CALL,
+    INCONCLUSIVE,
+)
+#: Memory verdicts that are findings: ``check`` exits 1 on them as on a time finding.
+MEMORY_FINDINGS = frozenset({SUPERLINEAR_MEMORY, EXPONENTIAL_MEMORY, LEAK_PER_CALL})
+#: The memory figures of a point, as ``Series.memory_notes`` names them.
+SAVED_BYTES = "saved_bytes"
+PEAK_BYTES = "peak_bytes"
+RETAINED = "retained"
+
+
+@dataclass
+class LeakReading:
+    """The retained bytes of one depth against the call count (entry i: after calls 0..i): the exact reading of
+    :mod:`adprof.analysis.growth` with calls as its axis (:attr:`fit`); a leak is a reading that grows,
+    :attr:`bytes_per_call` the mean rise per call over those calls."""
+
+    depth: int
+    calls: list[int] = field(default_factory=list)  # the call indices read
+    retained: list[float] = field(default_factory=list)  # bytes held after each of them
+    leaking: bool | None = None  # None: the reading is undecided (its fit's reason says why)
+    bytes_per_call: float = 0.0
+    fit: Fit | None = None
+
+
+@dataclass
+class MemoryVerdict:
+    """The memory decision on one series, beside its time verdict: one object every renderer, the guard, the
+    exit code and the JSON read (sentences are renderings of these fields).
+
+    kind: one of :data:`MEMORY_VERDICTS`. A leak (:attr:`leaking`) decides ``leak-per-call`` whatever the depth
+    reading; else the depth reading of the deciding figure (:attr:`growth`): ``saved_bytes`` (deterministic, read
+    as an exact metric by the same fits, intervals and decision as counters), or ``peak_bytes`` where only it is
+    measured (noisy, read as time is). Not measured at all: ``inconclusive`` with :attr:`measured` False and the
+    series' ``memory_notes`` as the reason.
+    """
+
+    kind: str = INCONCLUSIVE
+    measured: bool = False  # some memory figure was measured (False: "not measured", :attr:`reason` says why)
+    #: The depth reading of the deciding figure: linear, flat, mildly-superlinear-memory, superlinear-memory,
+    #: exponential-memory or inconclusive ("" when no figure against depth was measured).
+    growth: str = ""
+    decided_by: str = ""  # SAVED_BYTES or PEAK_BYTES ("" when neither was measured at three depths)
+    fit: Fit | None = None  # THE deciding model of bytes against depth (the figure ``decided_by`` names)
+    knee: Knee | None = None  # a change of regime the decision found (the growth reads the law after it)
+    #: The peak's own reading (noisy: a cross-check), and whether it agrees with the deciding figure's class
+    #: (None: not measured, it decided, or it is undecided).
+    peak_fit: Fit | None = None
+    peak_agrees: bool | None = None
+    #: One reading per depth whose points carry retained bytes for at least four calls; :attr:`leaking` is True when
+    #: one of them grows, False when every one is flat, None when none grows and one is undecided (or none measured).
+    leaks: list[LeakReading] = field(default_factory=list)
+    leaking: bool | None = None
+    reason: str = ""  # inconclusive or not measured: why (and what would decide)
+    evidence: list[str] = field(default_factory=list)
+    cause: str = ""
+    remedies: list[str] = field(default_factory=list)
+    #: Figure -> why the series does not measure it (the series' ``memory_notes``, as the decision read them).
+    not_measured: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_finding(self) -> bool:
+        """Superlinear or exponential memory in depth, or a leak per call: ``check`` exits 1 on it."""
+        return self.kind in MEMORY_FINDINGS
+
+    @property
+    def exponent(self) -> float | None:
+        """The power-law exponent of the deciding model in depth (0 for flat), else None."""
+        fit = self.knee.after if self.knee is not None and self.knee.after is not None else self.fit
+        return fit.exponent if fit is not None and fit.kind != "exponential" else None
+
+    @property
+    def base(self) -> float | None:
+        """The per-layer ratio of an exponential deciding model, else None."""
+        fit = self.knee.after if self.knee is not None and self.knee.after is not None else self.fit
+        return fit.base if fit is not None and fit.kind == "exponential" else None
+
+    @property
+    def leak(self) -> LeakReading | None:
+        """The leaking reading at the deepest depth that leaks (None: no leak)."""
+        leaking = [r for r in self.leaks if r.leaking]
+        return max(leaking, key=lambda r: r.depth) if leaking else None
+
+    @property
+    def bytes_per_call(self) -> float | None:
+        """Bytes held per call at the deepest leaking depth (None: no leak)."""
+        leak = self.leak
+        return leak.bytes_per_call if leak is not None else None
+
+    @property
+    def interval_text(self) -> str:
+        """The deciding model's figure in depth (``d^1.00``, ``x1.50/layer``, ``flat``; past a knee: ``... past 8``)."""
+        if self.knee is not None and self.knee.after is not None:
+            return f"{fit_figure(self.knee.after)} past {self.knee.depth}"
+        return fit_figure(self.fit) if self.fit is not None else ""
+
+    @property
+    def summary(self) -> str:
+        """The short cell of a report's row: ``linear d^1.00``, ``leak-per-call +4.0 KiB/call at depth 8``,
+        ``not measured``."""
+        if not self.measured:
+            return "not measured"
+        if self.kind == LEAK_PER_CALL and self.leak is not None:
+            return f"{self.kind} +{fmt_bytes(self.leak.bytes_per_call)}/call at depth {self.leak.depth}"
+        figure = self.interval_text.split(" [")[0]
+        return f"{self.kind} {figure}".strip() if figure and figure != self.kind else self.kind
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes as ``512 B``, ``4.0 KiB``, ``1.25 MiB``, ``2.00 GiB`` (``-`` for None)."""
+    if n is None or not math.isfinite(n):
+        return "-"
+    sign, n = ("-" if n < 0 else ""), abs(float(n))
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{sign}{n / size:.{1 if unit == 'KiB' else 2}f} {unit}"
+    return f"{sign}{n:.0f} B"
 
 
 def depth_symbol(axis: str) -> str:

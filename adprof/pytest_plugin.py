@@ -9,9 +9,14 @@
     def test_sin(adprof_guard):
         adprof_guard.scaling("probes/chains.py::sin", mode="eager")
 
+    @pytest.mark.adprof_guard(max_memory_exponent=1.2, max_leak="1 MB")
+    def test_tanh_keeps_nothing(adprof_guard):
+        adprof_guard.scaling("probes/wild.py::create_graph_tanh", mode="eager", backend="torch")
+
 On failure the test fails with the guard's evidence table (limit vs measured, cost per depth,
-cause, remedies). Limits: arguments > marker > ``--adprof-max-base/--adprof-max-exponent`` >
-``[tool.adprof.guard]`` in pyproject.toml > defaults (max_base 1.1, max_exponent 1.3).
+cause, remedies). Limits: arguments > marker > ``--adprof-max-base/--adprof-max-exponent`` (and
+``--adprof-max-memory-exponent/--adprof-max-leak``) > ``[tool.adprof.guard]`` in pyproject.toml > defaults
+(max_base 1.1, max_exponent 1.3; no memory limit).
 
 The fixture measures exactly as ``adprof guard`` does (:func:`adprof.guard.guard_targets`): each chain in a
 supervised worker process, under the guard's cap, timeouts, counter budget and run budget, so a chain that
@@ -37,6 +42,7 @@ from adprof.guard import (
     GuardReport,
     guard_config,
     guard_targets,
+    parse_bytes,
     pyproject_guard_table,
 )
 from adprof.measure.client import LoadError
@@ -44,7 +50,18 @@ from adprof.measure.plan import UsageError
 from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
-_MARKER_KEYS = {"max_base", "max_exponent", "mode", "profile", "depths", "backend", "cap", "budget"}
+_MARKER_KEYS = {
+    "max_base",
+    "max_exponent",
+    "max_memory_exponent",
+    "max_leak",
+    "mode",
+    "profile",
+    "depths",
+    "backend",
+    "cap",
+    "budget",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,13 +78,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="default power-law exponent limit for the adprof_guard fixture",
     )
+    group.addoption(
+        "--adprof-max-memory-exponent",
+        type=float,
+        default=None,
+        help="default limit on the memory's power-law exponent in depth for the adprof_guard fixture",
+    )
+    group.addoption(
+        "--adprof-max-leak",
+        default=None,
+        help="default limit on the bytes an eager call leaves held (4096, '1 MB') for the adprof_guard fixture",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(max_base=None, max_exponent=None, mode=None, profile=None, depths=None, backend=None, "
-        "cap=None, budget=None): "
+        f"{MARKER}(max_base=None, max_exponent=None, max_memory_exponent=None, max_leak=None, mode=None, "
+        "profile=None, depths=None, backend=None, cap=None, budget=None): "
         "scaling limits and settings for the adprof_guard fixture",
     )
 
@@ -83,6 +111,15 @@ def _positive(name: str, value: Any) -> float:
     if not ok:
         _usage(f"{name}: expected a positive number, got {value!r}")
     return float(value)
+
+
+def _bytes(name: str, value: Any) -> float:
+    """A byte limit: ``4096`` or ``"1 MB"`` (a bad one is a usage error)."""
+    try:
+        return parse_bytes(value)
+    except ValueError as exc:
+        _usage(f"{name}: {exc}")
+        raise  # pytest.fail raised already
 
 
 class ScalingGuard:
@@ -103,6 +140,8 @@ class ScalingGuard:
         self._defaults = {
             "max_base": config.getoption("adprof_max_base") or table.get("max_base"),
             "max_exponent": config.getoption("adprof_max_exponent") or table.get("max_exponent"),
+            "max_memory_exponent": config.getoption("adprof_max_memory_exponent") or table.get("max_memory_exponent"),
+            "max_leak": config.getoption("adprof_max_leak") or table.get("max_leak"),
         }
         self.reports: list[GuardReport] = []
 
@@ -122,6 +161,8 @@ class ScalingGuard:
         *,
         max_base: float | None = None,
         max_exponent: float | None = None,
+        max_memory_exponent: float | None = None,
+        max_leak: float | str | None = None,
         profile: str | None = None,
         depths: Sequence[int] | None = None,
         backend: str | None = None,
@@ -129,10 +170,16 @@ class ScalingGuard:
         budget: float | None = None,
     ) -> GuardReport:
         """Measure and check without failing the test; returns the report. ``cap`` and ``budget`` (seconds)
-        default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test)."""
+        default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test).
+        ``max_memory_exponent`` and ``max_leak`` (bytes per eager call: ``4096``, ``"1 MB"``) measure memory and
+        limit it, in pytest-memray's spirit ("limited to ... but ...")."""
+        memory_exponent = self._pick("max_memory_exponent", max_memory_exponent, None)
+        leak = self._pick("max_leak", max_leak, None)
         limits = GuardLimits(
             max_base=_positive("max_base", self._pick("max_base", max_base, GuardLimits.max_base)),
             max_exponent=_positive("max_exponent", self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
+            max_memory_exponent=None if memory_exponent is None else _positive("max_memory_exponent", memory_exponent),
+            max_leak=None if leak is None else _bytes("max_leak", leak),
         )
         try:
             report, _ = guard_targets(

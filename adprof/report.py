@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from adprof import model
 from adprof.analysis.classify import decide, sweep_table
 from adprof.analysis.halving import halving_rows
+from adprof.analysis.memory import decide_memory
 from adprof.analysis.structure import Structure, analyze_recording
 from adprof.constants import EXPONENTIAL_RATIO, LOADED_PER_CORE
 from adprof.model import (
@@ -84,6 +86,8 @@ def build_report(
         Result(series=s, verdict=decide(s, _structure_of(s, structures), trust=trust), halving=halving_tables(s))
         for s in series
     ]
+    for r in results:  # the memory verdict beside the time one, by the same machinery
+        r.verdict.memory = decide_memory(r.series)
     return Report(
         results=results,
         environment=dict(environment or {}),
@@ -210,6 +214,33 @@ def one_line_reason(result: Result) -> str:
     return why or (v.evidence[0] if v.evidence else "")
 
 
+def shows_memory(results: Sequence[Result]) -> bool:
+    """True when a result measured memory or says why it did not (the renderers then give every row a memory
+    cell); a time-only report of an older adprof has none."""
+    return any(
+        r.verdict.memory is not None and (r.verdict.memory.measured or r.verdict.memory.not_measured) for r in results
+    )
+
+
+def memory_text(result: Result) -> str:
+    """The memory cell of a result's row: ``linear d^1.00``, ``leak-per-call +4.0 KiB/call at depth 8``,
+    ``superlinear-memory d^2.00 (peak disagrees)``, ``not measured`` or ``-`` (no memory verdict)."""
+    mv = result.verdict.memory
+    if mv is None:
+        return "-"
+    disagrees = " (peak disagrees)" if mv.peak_agrees is False else ""
+    return mv.summary + disagrees
+
+
+def memory_reason(result: Result) -> str:
+    """Why the memory verdict is what it is, in one line: an inconclusive or unmeasured memory's reason, else its
+    cause (empty without a memory verdict)."""
+    mv = result.verdict.memory
+    if mv is None:
+        return ""
+    return mv.reason if mv.kind == model.INCONCLUSIVE else mv.cause
+
+
 def chain_label(series: Series) -> str:
     """The chain's name with its sweep values (``powers[k=2]``: a variant's name already carries them)."""
     return chain_name(series.chain, series.params)
@@ -290,6 +321,9 @@ __all__ = [
     "machine_host",
     "machine_text",
     "measured_versions",
+    "memory_reason",
+    "memory_text",
+    "shows_memory",
     "merge_reports",
     "several_machines",
     "worst_time_text",

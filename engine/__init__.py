@@ -8,9 +8,9 @@ Traced mode records graphs (``input``, ``constant``, ops), transforms them (``gr
 
 from . import counters, keys, metadata, ops, profiles
 from . import numpy as numpy  # the xp namespace: engine.numpy
-from .ad import grad, jvp, vjp
+from .ad import grad, jvp, residual_bytes, vjp
 from .compile import compile
-from .eager import CacheStats, EagerRuntime, EagerSession, EagerTensor
+from .eager import CacheStats, EagerRuntime, EagerSession, EagerTensor, tape_arrays, tape_bytes
 from .errors import DTypeError, EngineError, MissingRuleError, ShapeError, TransformError
 from .graph import TracedTensor, constant, input, value_op_count
 from .profiles import profile, set_profile
@@ -45,9 +45,12 @@ __all__ = [
     "prepare",
     "profile",
     "profiles",
+    "residual_bytes",
     "run",
     "set_profile",
     "Staged",
+    "tape_arrays",
+    "tape_bytes",
     "value_op_count",
     "vjp",
 ]

@@ -285,6 +285,28 @@ def _reverse(y: TracedTensor, xs: list[TracedTensor], cotangent):
     return derivative_traces_from_program(dprog, inputs, bound_leaves=frozen.bound_leaves)
 
 
+def residual_bytes(y, x) -> int:
+    """Bytes of the forward values the gradient of scalar ``y`` with respect to leaf ``x`` (or a list of leaves)
+    reads in its backward: the residuals a derivative program keeps alive between its forward and its backward.
+
+    Exact and deterministic: the reverse transform in residual form (every source variable an input, the
+    unused ones pruned, as eager ``fixed`` backward reads them) names the residuals; their abstract values
+    give the bytes. Each residual counts once, whatever the number of rules that read it."""
+    xs, _ = _as_list(x)
+    _check_traced([y] + xs, "residual_bytes arguments")
+    frozen = freeze([y], inputs=xs, allow_unbound=True, aliases=chain_aliases([y]))
+    seed = np.ones(y.shape, dtype=y.dtype)
+    dprog = vjp_program(frozen.program, list(range(len(xs))), seed=seed, residuals=True)
+    return sum(_aval_bytes(dprog.avals[v]) for v in dprog.inputs)
+
+
+def _aval_bytes(aval) -> int:
+    n = aval.dtype.itemsize
+    for d in aval.shape:
+        n *= int(d)
+    return n
+
+
 def jvp(outputs, inputs, tangents) -> tuple[list[TracedTensor], list[TracedTensor]]:
     """Forward mode: ``(primal outputs, output tangents)`` for tangents of leaf ``inputs``."""
     outs, many_out = _as_list(outputs)

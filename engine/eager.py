@@ -509,6 +509,26 @@ class EagerRuntime:
         self._stats.clears += 1
 
 
+def tape_arrays(loss: EagerTensor) -> list[np.ndarray]:
+    """The arrays the eager tape behind ``loss`` holds until backward: every value its session recorded
+    (leaves and op results, each array once, in recording order); empty outside a session."""
+    session = loss.session if type(loss) is EagerTensor else None
+    if session is None:
+        return []
+    seen: set[int] = set()
+    out = []
+    for v in session.values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+def tape_bytes(loss: EagerTensor) -> int:
+    """Bytes of :func:`tape_arrays`: what the eager tape keeps alive between forward and backward (exact)."""
+    return sum(int(a.nbytes) for a in tape_arrays(loss))
+
+
 def _record_pending(t: EagerTensor) -> None:
     """Record the deferred traces behind ``t``, parents first (iterative: any depth)."""
     order: list[EagerTensor] = []  # one tensor per pending list to record

@@ -19,7 +19,7 @@ function (the file itself stays light: adprof loads it in a worker to list the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,14 +29,18 @@ from adprof.chain import chain
 __all__ = [
     "CASES",
     "Case",
+    "create_graph_leak",
     "create_graph_order",
+    "dense_history",
     "diamond",
     "fibonacci_compile",
     "gru_seq_len",
     "maml_history",
     "nested_cond",
     "nested_grad",
+    "outgrad_chain",
     "scan_loop",
+    "scan_residuals",
     "sinkhorn_compile",
     "unrolled_loop",
 ]
@@ -51,6 +55,9 @@ class Case:
     expected: dict[str, str]  # "backend/mode" -> the verdict on the installed versions
     status: str  # "open" | "fixed" | "remedied" | "partly fixed": what the installed version does
     here: str = ""  # what the installed version does, in a sentence (docs/wild.md has the figures)
+    #: "backend/mode" (a sweep variant: "backend/mode[param=value]") -> the memory verdict on the installed
+    #: versions (``linear``, ``flat``, ``superlinear-memory``, ``exponential-memory``, ``leak-per-call``)
+    memory: dict[str, str] = field(default_factory=dict)
 
 
 def _sum_grad(xp: Any, g: Any) -> Any:
@@ -229,6 +236,88 @@ def maml_history(xp: Any, x: Any, depth: int) -> Any:
     return xp.sum(w * w)
 
 
+# --------------------------------------------------------------------------- memory
+
+
+@chain(
+    input_shape=(16, 16),
+    axis="step",
+    depths=(4, 8, 16, 32, 64),
+    modes={"jax": ("traced", "eager", "compile")},
+    sweep={"remat": ["none", "body", "loop"]},
+)
+def scan_residuals(xp: Any, x: Any, depth: int, remat: str) -> Any:
+    """grad of a lax.scan keeps one residual per step (jax#3186); jax.checkpoint on the body keeps only the carry
+    per step, on the whole loop only its input (the backward recomputes the loop)."""
+    import jax
+
+    def body(c: Any, _: Any) -> tuple[Any, None]:
+        return xp.tanh(xp.sin(c) * 0.9 + 0.1), None
+
+    step = jax.checkpoint(body) if remat == "body" else body
+
+    def loop(c: Any) -> Any:
+        out, _ = jax.lax.scan(step, c, None, length=depth)
+        return out
+
+    return xp.sum((jax.checkpoint(loop) if remat == "loop" else loop)(x))
+
+
+@chain(
+    input_shape=(256,),
+    axis="layer",
+    depths=(2, 4, 8, 16),
+    modes={"torch": ("eager",)},
+    sweep={"form": ["tanh", "add", "grad"]},
+)
+def create_graph_leak(xp: Any, x: Any, depth: int, form: str) -> Any:
+    """A gradient taken with create_graph=True inside each call (pytorch#7343): ``backward(create_graph=True)``
+    through tanh stores in x.grad a graph that holds x (the cycle x -> x.grad -> grad_fn -> x, in C++: gc cannot
+    break it); through ``x + 1`` the gradient is a constant with no graph; ``torch.autograd.grad`` returns the
+    gradient instead of storing it on x. The loss is returned as well, and adprof's backward runs again."""
+    y = x
+    for _ in range(depth):
+        y = y + 1.0 if form == "add" else xp.tanh(y)
+    loss = xp.sum(y)
+    if form == "grad":
+        import torch
+
+        torch.autograd.grad(loss, x, create_graph=True)
+    else:
+        loss.backward(create_graph=True)
+    return loss
+
+
+@chain(
+    input_shape=(64,),
+    axis="layer",
+    depths=(4, 8, 16, 32),
+    modes={"engine": ("traced", "eager"), "torch": ("eager",), "jax": ("traced",)},
+)
+def dense_history(xp: Any, x: Any, depth: int) -> Any:
+    """Every layer reads every earlier layer's output, each through an op of its own (dense connectivity, as
+    DenseNet's concatenations): y_k = tanh(mean_j sin(y_j * c_k)), so the backward keeps one array per pair of
+    layers, d(d+1)/2 of them: memory quadratic in depth."""
+    history = [x]
+    for k in range(depth):
+        c = 1.0 / (k + 2)
+        acc = xp.sin(history[0] * c)
+        for h in history[1:]:
+            acc = acc + xp.sin(h * c)
+        history.append(xp.tanh(acc * (1.0 / len(history))))
+    return xp.sum(history[-1])
+
+
+@chain(input_shape=(64, 64), axis="layer", depths=(4, 8, 16, 32), modes={"autograd": ("eager",)})
+def outgrad_chain(xp: Any, x: Any, depth: int) -> Any:
+    """y <- sin(y) * 0.9 on 64x64 arrays (HIPS/autograd#219: the backward kept the out-gradient of every node it
+    had processed)."""
+    y = x
+    for _ in range(depth):
+        y = xp.sin(y) * 0.9
+    return xp.sum(y)
+
+
 # --------------------------------------------------------------------------- the cases
 
 CASES: dict[str, Case] = {
@@ -308,5 +397,62 @@ CASES: dict[str, Case] = {
         status="fixed",
         here="linear: a grad call costs the same at history 64 and 4096 (time; the discovery runs in C++, which "
         "no call count sees: instruction counts would decide)",
+    ),
+    "scan_residuals": Case(
+        reference="jax-ml/jax#3186 (closed; answer: jax.checkpoint)",
+        reported="grad of a lax.scan over 3000x3000 float64: 557 MB at n = 5, 908 MB at n = 10 steps (ru_maxrss), "
+        "the forward about 203 MB: one residual per step (2020-05)",
+        expected={},
+        status="remedied",
+        here="linear: 3 residuals of 2,048 bytes per step (saved_residuals, the vjp function's arrays and XLA's "
+        "temp buffers agree); checkpointed body: 1 per step; checkpointed loop: flat (its input), though XLA's "
+        "temp buffers stay linear (the backward recomputes the loop)",
+        memory={
+            "jax/traced[remat=none]": "linear",
+            "jax/eager[remat=none]": "linear",
+            "jax/compile[remat=none]": "linear",
+            "jax/traced[remat=body]": "linear",
+            "jax/traced[remat=loop]": "flat",
+            "jax/eager[remat=loop]": "flat",
+        },
+    ),
+    "create_graph_leak": Case(
+        reference="pytorch/pytorch#7343 (open; the warning of pytorch/pytorch#4661 names autograd.grad)",
+        reported="backward(create_graph=True) leaks: memory_allocated 865280 -> 867328 B after del, for tanh, not "
+        "for x + 1 (2018-05)",
+        expected={},
+        status="open",
+        here="still leaks through tanh: every call leaves its leaf, gradient and saved tensors alive (the cycle "
+        "through x.grad); x + 1 and torch.autograd.grad leave nothing",
+        memory={
+            "torch/eager[form=tanh]": "leak-per-call",
+            "torch/eager[form=add]": "linear",
+            "torch/eager[form=grad]": "linear",
+        },
+    ),
+    "dense_history": Case(
+        reference="Pleiss et al., Memory-Efficient Implementation of DenseNets (arXiv:1707.06990); "
+        "pytorch/vision#691 (closed; memory_efficient=True by pytorch/vision#1003)",
+        reported="naive dense connectivity allocates a new concatenation per layer: memory quadratic in depth",
+        expected={},
+        status="remedied",
+        here="quadratic: the engine and torch save d(d+3)/2 arrays of 512 bytes (a product per pair of layers, "
+        "d(d+1)/2, and each layer's tanh); JAX traced and the engine's eager tape quadratic too",
+        memory={
+            "engine/traced": "superlinear-memory",
+            "engine/eager": "superlinear-memory",
+            "torch/eager": "superlinear-memory",
+            "jax/traced": "superlinear-memory",
+        },
+    ),
+    "outgrad_chain": Case(
+        reference="HIPS/autograd#219 (branch inplace-grad-accumulation)",
+        reported="the backward pass keeps the out-gradient of every processed node, so memory is not freed during "
+        "the pass (2017)",
+        expected={},
+        status="fixed",
+        here="does not reproduce on autograd 1.9.1: backward_pass pops each node's out-gradient once processed "
+        "(outgrads.pop(node)); the backward's own peak above the tape stays flat in depth (tracemalloc)",
+        memory={"autograd/eager": "linear"},
     ),
 }

@@ -200,6 +200,9 @@ TIME_KEYS = {
     "phase_shares",
     "growing_phase",
     "jumps",  # time jumps read against the deciding model (evidence; the counters decide)
+    "peak_bytes",  # the worker's measured peak (noisy, as the times are; saved bytes are exact)
+    "peak_fit",  # the memory verdict's reading of the peak
+    "peak_agrees",
 }
 
 
@@ -214,7 +217,7 @@ def masked(data, key=""):
         }
     if isinstance(data, list):
         if key in ("evidence", "key_evidence"):
-            return [v for v in data if not re.search(r"\btime\b|\bwall\b|\d (ms|us|s)\b", v)]  # read from times
+            return [v for v in data if not re.search(r"\btime\b|\bwall\b|\d (ms|us|s)\b|peak bytes", v)]  # times, peak
         return [masked(v) for v in data]
     return data
 

@@ -266,3 +266,104 @@ def remedies(
     if kind == model.RUNAWAY:
         return ["rerun the stopped depth alone with `adprof halve --verbose` or `adprof flame` to see where it hangs"]
     return []
+
+
+# --------------------------------------------------------------------------- memory: causes and remedies
+
+JAX_REMAT = (
+    "residuals per step: wrap the layer (or the `lax.scan` body) in `jax.checkpoint` (`jax.remat`, with a "
+    "`policy` such as `jax.checkpoint_policies.dots_saveable`) so the backward recomputes it instead of saving its "
+    "residuals; `jax.ad_checkpoint.print_saved_residuals` lists what is saved"
+)
+TORCH_CHECKPOINT = (
+    "residuals per step: `torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)` on the repeated block "
+    "(or `checkpoint_sequential` over the layers) saves only the block's inputs and recomputes the rest in the "
+    "backward; `torch.autograd.graph.saved_tensors_hooks` shows (or offloads) what is saved"
+)
+ENGINE_CHECKPOINT = (
+    "residuals per step: checkpoint the chain into segments (the engine's checkpoint chain) so only each "
+    "segment's input is kept and the backward recomputes inside it: about sqrt(d) residuals instead of d"
+)
+KEEP_PREVIOUS_ONLY = (
+    "let each layer read only the previous layer's output (not every earlier one: a concatenation of all previous "
+    "outputs keeps them all alive in every layer's residuals), or checkpoint the blocks that read them"
+)
+TORCH_AUTOGRAD_GRAD = (
+    "reference cycle: use `torch.autograd.grad(loss, x, create_graph=True)` instead of "
+    "`loss.backward(create_graph=True)`: the gradient is returned, not stored in `x.grad`, so no cycle "
+    "x -> x.grad -> grad_fn -> x keeps the graph alive (pytorch/pytorch#7343)"
+)
+RESET_GRAD = (
+    "reset the gradients to None after each step (`x.grad = None`, `optimizer.zero_grad(set_to_none=True)`), so a "
+    "`.grad` that holds a graph (create_graph=True) is released with it"
+)
+DROP_TAPES = (
+    "tapes kept after backward: do not keep the outputs, losses or VJP functions of earlier calls (append "
+    "`loss.item()` or a detached copy, not the tensor; no `retain_graph=True` unless a second backward needs it), "
+    "and clear caches that key on each call"
+)
+
+_MEMORY_GROWTH = {
+    model.MEMORY_LINEAR: "one residual per layer: what reverse mode holds",
+    model.MEMORY_FLAT: "no growth with depth: checkpointed or scanned with remat (or nothing is saved per layer)",
+    model.MILD_MEMORY: "mildly more than one residual per layer (n log n-like): not a pathology",
+}
+
+
+def _memory_figure(mv: model.MemoryVerdict) -> str:
+    if mv.base is not None:
+        return f"x{mv.base:.2f} per layer"
+    return f"as depth^{mv.exponent:.2f}" if mv.exponent is not None else ""
+
+
+def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") -> str:
+    """One sentence on what holds the memory, from the memory verdict's fields (a mechanism is named where the
+    figures show it: bytes per call that stay after gc, saved bytes that grow faster than the depth)."""
+    if not mv.measured:
+        return f"memory not measured: {mv.reason}" if mv.reason else "memory not measured"
+    if mv.kind == model.LEAK_PER_CALL and mv.leak is not None:
+        leak = mv.leak
+        holder = (
+            "a reference cycle through the gradient (`backward(create_graph=True)` stores in `x.grad` a tensor "
+            "whose `grad_fn` refers back to `x`), or a tape kept after backward"
+            if backend == "torch"
+            else "a tape, derivative program or output of each call kept alive after backward (a reference cycle "
+            "or a cache that keys on each call)"
+        )
+        return (
+            f"each {mode or 'eager'} forward+backward leaves {model.fmt_bytes(leak.bytes_per_call)} held after "
+            f"gc.collect() at depth {leak.depth}: {holder}"
+        )
+    if mv.kind == model.INCONCLUSIVE:
+        return f"memory not classified: {mv.reason}" if mv.reason else "memory not classified"
+    saved = "the saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "the peak bytes"
+    figure = _memory_figure(mv)
+    if mv.kind == model.SUPERLINEAR_MEMORY:
+        return (
+            f"{saved} grow {figure}: each layer keeps more than its own residual alive (earlier layers' outputs "
+            "are held again in every later layer's residuals), so the gradient runs out of memory at a depth "
+            "where the forward fits"
+        )
+    if mv.kind == model.EXPONENTIAL_MEMORY:
+        return (
+            f"{saved} grow {figure}: the residuals multiply per layer (reused values saved once per use, the graph "
+            "unfolded into a tree)"
+        )
+    if mv.kind == model.MEMORY_FLAT:
+        return f"{saved} do not grow with depth ({mv.interval_text or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
+    return f"{saved} grow {figure}: {_MEMORY_GROWTH.get(mv.kind, mv.kind)}".replace("grow : ", "")
+
+
+def memory_remedies(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") -> list[str]:
+    """The remedies that name the memory mechanism behind a memory finding (empty for healthy or undecided
+    memory)."""
+    checkpoint = {"jax": JAX_REMAT, "torch": TORCH_CHECKPOINT, "engine": ENGINE_CHECKPOINT}.get(backend)
+    if mv.kind == model.LEAK_PER_CALL:
+        if backend == "torch":
+            return [TORCH_AUTOGRAD_GRAD, RESET_GRAD, DROP_TAPES]
+        return [DROP_TAPES, RESET_GRAD]
+    if mv.kind == model.SUPERLINEAR_MEMORY:
+        return [KEEP_PREVIOUS_ONLY, *([checkpoint] if checkpoint else [JAX_REMAT, TORCH_CHECKPOINT])]
+    if mv.kind == model.EXPONENTIAL_MEMORY:
+        return [*([checkpoint] if checkpoint else [JAX_REMAT, TORCH_CHECKPOINT]), STAGING]
+    return []

@@ -169,6 +169,26 @@ def series_fields(name: str, mode: str) -> dict[str, object]:
         return {}
 
 
+def memory_asked(name: str, asked: bool | None) -> bool:
+    """Whether series of backend ``name`` measure memory: ``asked`` (``--memory`` / ``--no-memory``), else the
+    backend's ``memory_by_default`` (False for an unknown backend)."""
+    if asked is not None:
+        return asked
+    try:
+        return backend_declaration(name).memory_by_default
+    except UnknownBackendError:
+        return False
+
+
+def memory_notes(name: str, mode: str, asked: bool) -> dict[str, str]:
+    """``Series.memory_notes`` of a series of backend ``name`` in ``mode`` (see
+    :meth:`Backend.memory_series_notes`); empty for an unknown backend (its error is reported where it is used)."""
+    try:
+        return backend_declaration(name).memory_series_notes(mode, asked)
+    except UnknownBackendError:
+        return {}
+
+
 __all__ = [
     "BACKENDS",
     "BACKEND_MODES",
@@ -186,6 +206,8 @@ __all__ = [
     "check_backend",
     "get_backend",
     "known_backends",
+    "memory_asked",
+    "memory_notes",
     "plugin_entry_points",
     "series_fields",
 ]

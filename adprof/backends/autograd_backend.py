@@ -16,14 +16,17 @@ autograd's own one-line message.
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, no_phase
+from adprof.backends.memory import Retained, numpy_buffer, numpy_bytes, numpy_root
 from adprof.backends.peer_common import (
     chain_binder,
     check_output,
     first_time,
     measure_counted_eager,
+    measure_memory,
     namespace,
     not_installed,
     peer_measure_point,
@@ -36,7 +39,7 @@ try:
     import autograd.numpy as anp
     import numpy as np
     from autograd import grad as autograd_grad
-    from autograd.core import make_vjp
+    from autograd.core import VJPNode, make_vjp
 except ImportError as _exc:
     raise not_installed("autograd", _exc, "autograd") from None
 
@@ -95,9 +98,80 @@ def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
     }
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays."""
-    return _eager_loop(chain, depth, calls=calls, on_phase=on_phase, **_eager_calls(chain, depth))
+def tape_arrays(vjp: Any) -> list[Any]:
+    """The numpy arrays autograd's tape behind ``vjp`` (the function ``make_vjp`` returns) holds: what each node's
+    VJP closure captured (its inputs, its result, whatever the rule keeps), walked iteratively from the end node
+    through ``parents``, each buffer once (in walk order)."""
+    cells = vjp.__closure__ or ()
+    end = next((c.cell_contents for c in cells if isinstance(c.cell_contents, VJPNode)), None)
+    if end is None:
+        return []
+    nodes, seen_nodes, stack = [], {id(end)}, [end]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        for parent in node.parents:
+            if id(parent) not in seen_nodes:
+                seen_nodes.add(id(parent))
+                stack.append(parent)
+    arrays: list[Any] = []
+    seen: set[int] = set()
+    todo: list[Any] = [node.vjp for node in nodes]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            root = numpy_root(obj)
+            if root is obj or id(root) not in seen:
+                seen.add(id(root))
+                arrays.append(root)
+        elif isinstance(obj, VJPNode):  # another node (a higher-order tape): walked as a node, not here
+            continue
+        elif isinstance(obj, types.FunctionType):
+            todo.extend(c.cell_contents for c in obj.__closure__ or () if _filled(c))
+            todo.extend(d for d in obj.__defaults__ or ())
+        elif isinstance(obj, functools.partial):
+            todo.extend((obj.func, *obj.args, *obj.keywords.values()))
+        elif isinstance(obj, tuple | list):
+            todo.extend(obj)
+        elif isinstance(obj, dict):
+            todo.extend(obj.values())
+        elif hasattr(obj, "_value") and hasattr(obj, "_node"):  # a box (nested grad): its value
+            todo.append(obj._value)
+    return arrays
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def measure_eager(
+    chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase, memory: bool = False
+) -> Point:
+    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays. With ``memory``, then,
+    untimed calls: ``saved_bytes`` the arrays the tape holds between forward and backward (:func:`tape_arrays`),
+    ``retained`` those, the input and the gradient still alive after each call."""
+    pt = _eager_loop(chain, depth, calls=calls, on_phase=on_phase, **_eager_calls(chain, depth))
+    if memory:
+        fns = _eager_calls(chain, depth)
+        measure_memory(
+            pt,
+            chain,
+            leaf=fns["leaf"],
+            forward=fns["forward"],
+            backward=fns["backward"],
+            saved=lambda y, vjp: sum(int(a.nbytes) for a in tape_arrays(vjp)),
+            retained=Retained(size=numpy_bytes, key=numpy_buffer),
+            made=lambda x, y, vjp, g: [x, y, g, *tape_arrays(vjp)],
+            on_phase=on_phase,
+        )
+    return pt
 
 
 def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
@@ -110,4 +184,4 @@ def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase)
 measure_point = peer_measure_point("autograd", {"eager": measure_eager}, counted={"eager": count_eager})
 
 
-__all__ = ["MODES", "PROFILES", "PointFailure", "count_eager", "measure_eager", "measure_point", "xp"]
+__all__ = ["MODES", "PROFILES", "PointFailure", "count_eager", "measure_eager", "measure_point", "tape_arrays", "xp"]

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from adprof.backends.memory import FIGURES, NOT_ASKED, PEAK
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS
 from adprof.model import Point, lower_quartile
@@ -294,6 +295,15 @@ class Backend:
     instruction_modes: ClassVar[tuple[str, ...]] = ()
     mode_depths: ClassVar[Mapping[str, tuple[int, ...]]] = {}
     caps: ClassVar[Mapping[str, float]] = {}
+    #: Memory figures ``measure_point`` stores when given ``memory=True``, per mode (``saved_bytes`` in
+    #: ``Point.memory``, ``retained`` in ``Point.retained``; the worker adds ``peak_bytes`` for every backend):
+    #: a mode absent here is never passed ``memory``, so a backend without memory needs no such parameter.
+    memory_figures: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: Why a memory figure is not measured in a mode (mode -> figure -> sentence: the backend cannot count it).
+    memory_notes: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+    #: Whether memory is measured without ``--memory`` (where it costs at most 1.2x a time-only check:
+    #: ``benchmarks/memory_overhead.py``, docs/memory.md).
+    memory_by_default: ClassVar[bool] = False
     #: The failure class the worker catches (the shared one; a plugin may raise a subclass).
     PointFailure: ClassVar[type[PointFailure]] = PointFailure
 
@@ -330,6 +340,18 @@ class Backend:
             "clock": self.clock,
         }
 
+    def memory_series_notes(self, mode: str, asked: bool) -> dict[str, str]:
+        """``Series.memory_notes`` of a series in ``mode``: every figure when memory is not ``asked`` for, else the
+        figures the backend declares it cannot count (a figure it neither measures nor explains gets a note)."""
+        if not asked:
+            return dict.fromkeys(FIGURES, NOT_ASKED)
+        measured = set(self.memory_figures.get(mode, ())) | {PEAK}
+        notes = dict(self.memory_notes.get(mode, {}))
+        for figure in FIGURES:
+            if figure not in measured and figure not in notes:
+                notes[figure] = f"the {self.name} backend does not measure it in {mode} mode"
+        return {f: notes[f] for f in FIGURES if f in notes}
+
     def describe(self) -> dict[str, Any]:
         """All declarations as plain data."""
         return {
@@ -346,6 +368,9 @@ class Backend:
             "statistic": self.statistic,
             "clock": self.clock,
             "instruction_modes": list(self.instruction_modes),
+            "memory_figures": {m: list(self.memory_figures.get(m, ())) for m in self.modes},
+            "memory_notes": {m: dict(self.memory_notes.get(m, {})) for m in self.modes},
+            "memory_by_default": self.memory_by_default,
         }
 
     # -- hooks -----------------------------------------------------------------------------------
@@ -371,6 +396,7 @@ class Backend:
         counter_budget: int | None = None,
         repeats: int | None = None,
         metric: str = "time",
+        memory: bool = False,
     ) -> Point:
         """Measure ``chain`` at ``depth`` in ``mode`` (and ``profile``); raise :class:`PointFailure`.
 
@@ -378,7 +404,8 @@ class Backend:
         called when each phase (each repeat) starts; ``counter_budget``: for engines with counters;
         ``repeats``: an exact repeat count instead of :data:`REPEATS`; ``metric``: ``instructions`` in
         one of :attr:`instruction_modes` (passed only then, so a backend without counting needs no
-        such parameter).
+        such parameter); ``memory``: measure the :attr:`memory_figures` of ``mode`` too, outside the timed regions
+        (passed only for a mode declared there).
         """
         raise NotImplementedError(f"backend {self.name!r} does not implement measure_point")
 

@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from adprof.backends.base import DEFAULT_CALLS, INSTALL_HINT, Backend, PhaseCallback, no_phase
+from adprof.backends.memory import NOT_EAGER
 from adprof.chain import Chain
 from adprof.model import Point
 
@@ -44,6 +45,7 @@ class ModuleBackend(Backend):
         counter_budget: int | None = None,
         repeats: int | None = None,
         metric: str = "time",
+        memory: bool = False,
     ) -> Point:
         impl = self.module()
         self.check_arguments(mode, profile)
@@ -55,6 +57,8 @@ class ModuleBackend(Backend):
             if mode not in self.instruction_modes:
                 raise self.PointFailure("metric", f"the {self.name} backend cannot count {metric} in {mode} mode")
             kwargs["metric"] = metric
+        if memory and mode in self.memory_figures:
+            kwargs["memory"] = True
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
 
@@ -72,6 +76,9 @@ class EngineBackend(ModuleBackend):
     statistic = "single run per phase (run and warm eager calls: lower quartile); the engine's counters decide"
     distributions = ("numpy",)  # adprof's own engine, on numpy (every series records adprof's version too)
     depths = None
+    memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
+    memory_notes = {"traced": {"retained": NOT_EAGER}}
+    memory_by_default = True
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
         super().check_arguments(mode, profile or "fixed")
@@ -112,6 +119,9 @@ class JaxBackend(ModuleBackend):
     requires = ("jax", "jaxlib")
     distributions = ("jax", "jaxlib", "numpy")
     install_hint = INSTALL_HINT
+    memory_figures = {"traced": ("saved_bytes",), "compile": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
+    memory_notes = {"traced": {"retained": NOT_EAGER}, "compile": {"retained": NOT_EAGER}}
+    memory_by_default = True
     #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
     instruction_modes = ("compile",)
 
@@ -193,6 +203,24 @@ class TorchBackend(ModuleBackend):
     requires = ("torch", "array_api_compat")
     distributions = ("torch", "array_api_compat", "numpy")
     install_hint = INSTALL_HINT
+    memory_figures = {"eager": ("saved_bytes", "retained")}
+    memory_notes = {
+        "traced": {
+            "saved_bytes": (
+                "make_fx(torch.func.grad(f)) traces one graph of forward and backward: no tensor is saved between "
+                "them (eager mode counts what autograd saves)"
+            ),
+            "retained": NOT_EAGER,
+        },
+        "compile": {
+            "saved_bytes": (
+                "the activations AOTAutograd's partitioner saves live inside the compiled function, where no hook "
+                "sees them (eager mode counts what autograd saves)"
+            ),
+            "retained": NOT_EAGER,
+        },
+    }
+    memory_by_default = True
     #: the C++ autograd engine's backward counted under callgrind
     instruction_modes = ("eager",)
 
@@ -210,6 +238,8 @@ class AutogradBackend(ModuleBackend):
     requires = ("autograd",)
     distributions = ("autograd", "numpy")
     install_hint = INSTALL_HINT
+    memory_figures = {"eager": ("saved_bytes", "retained")}
+    memory_by_default = True
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
     instruction_modes = ("eager",)
 
@@ -241,6 +271,20 @@ class TinygradBackend(ModuleBackend):
     requires = ("tinygrad",)
     distributions = ("tinygrad", "numpy")
     install_hint = INSTALL_HINT
+    memory_notes = {
+        mode: {
+            "saved_bytes": (
+                "tinygrad is lazy: the forward realizes no buffer, the backward is scheduled with it from the UOp "
+                "graph, so nothing is saved between them that adprof could count (the peak is measured)"
+            ),
+            "retained": (
+                "tinygrad's buffers live in its own allocator and caches (realized lazily, reused across calls): "
+                "no per-call count of them is exposed"
+            ),
+        }
+        for mode in ("compile", "eager")
+    }
+    memory_by_default = True
 
 
 class CmdBackend(ModuleBackend):
@@ -263,6 +307,11 @@ class CmdBackend(ModuleBackend):
         mode: {"instructions": "decides when asked for (--metric instructions), else a command's counters or time"}
         for mode in ("traced", "eager")
     }
+    #: What the program reports (protocol keys ``saved_bytes``, ``peak_bytes``, ``retained``: docs/native.md);
+    #: reading them costs nothing.
+    memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
+    memory_notes = {"traced": {"retained": NOT_EAGER}}
+    memory_by_default = True
 
 
 BUILTIN_BACKENDS: dict[str, type[Backend]] = {

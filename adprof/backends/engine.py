@@ -29,11 +29,13 @@ import numpy as np
 
 import engine
 from adprof.backends.base import PhaseCallback, PointFailure, RepeatPolicy, describe_type, no_phase
+from adprof.backends.memory import SAVED, Retained, memory_time, numpy_buffer, numpy_bytes
 from adprof.backends.peer_common import (
     check_finite,
     check_output,
     describe_exception,
     failure,
+    measure_memory,
     register_failure_kind,
 )
 from adprof.backends.peer_common import measure_eager as measure_eager_loop
@@ -102,8 +104,10 @@ def measure_traced(
     *,
     on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
+    memory: bool = False,
 ) -> Point:
-    """Record, transform, compile+prepare, run and drop at one depth (see the module docstring)."""
+    """Record, transform, compile+prepare, run and drop at one depth (see the module docstring); with ``memory``,
+    after the drop, ``memory["saved_bytes"]``: the residuals of the gradient (:func:`engine.residual_bytes`)."""
     a = chain.make_input()
     xp = engine.numpy
     pt = Point(depth=depth)
@@ -147,9 +151,16 @@ def measure_traced(
                 del g  # deregistration happens on drop
                 if counters.COUNTERS.derivative_traces_dropped == before:
                     gc.collect()  # a reference cycle held it: collect (still inside the drop phase)
-            del y, x, prog, run
         except (Exception, RecursionError, MemoryError) as exc:  # explicit on purpose
             raise failure(exc, chain, depth, phase, pt) from None
+        if memory:  # after the timed phases, with a counter budget of its own; a failure leaves the point as it is
+            on_phase("memory", None)
+            try:
+                with memory_time(pt), counters.budget(counter_budget):
+                    pt.memory[SAVED] = float(engine.residual_bytes(y, x))
+            except (Exception, RecursionError, MemoryError) as exc:
+                pt.extra["memory_error"] = describe_exception(exc, chain)
+        del y, x, prog, run
     return pt
 
 
@@ -161,9 +172,15 @@ def measure_eager(
     calls: int = DEFAULT_CALLS,
     on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
+    memory: bool = False,
 ) -> Point:
     """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth (the shared eager
-    loop, each call metered with its counters; exactly ``calls`` calls: the counters decide, not the times)."""
+    loop, each call metered with its counters; exactly ``calls`` calls: the counters decide, not the times).
+
+    With ``memory``, then, untimed calls on the same EagerRuntime, its cache statistics already recorded
+    (:func:`adprof.backends.memory.memory_calls`):
+    ``saved_bytes`` is the tape's bytes between forward and backward (:func:`engine.tape_bytes`: every value the
+    session recorded), ``retained`` the bytes of the calls' arrays (tape, leaf, gradient) still alive after each."""
     a = chain.make_input()
     xp = engine.numpy
     with engine.profile(profile), counters.budget(counter_budget):
@@ -203,7 +220,37 @@ def measure_eager(
                 f.point.extra["cache"] = dataclasses.asdict(rt.cache_stats())
             raise
         pt.extra["cache"] = dataclasses.asdict(rt.cache_stats())
+    if memory:  # untimed, after the timed calls, with a budget of its own
+        with engine.profile(profile), counters.budget(counter_budget):
+            _eager_memory(pt, chain, depth, on_phase, a, forward_on=rt)
     return pt
+
+
+def _eager_memory(pt: Point, chain: Chain, depth: int, on_phase: PhaseCallback, a: Any, forward_on: Any) -> None:
+    """The engine's memory calls (see :func:`measure_eager`) on runtime ``forward_on``."""
+    xp = engine.numpy
+    rt = forward_on
+
+    def forward(x: Any) -> tuple[Any, Any]:
+        with rt.session():
+            loss = chain(xp, x, depth)
+        return loss, loss
+
+    def backward(x: Any, loss: Any) -> Any:
+        loss.backward()
+        return x.grad
+
+    measure_memory(
+        pt,
+        chain,
+        leaf=lambda: rt.variable(a),
+        forward=forward,
+        backward=backward,
+        saved=lambda loss, state: engine.tape_bytes(loss),
+        retained=Retained(size=numpy_bytes, key=numpy_buffer),
+        made=lambda x, loss, state, g: [x.value, g, *engine.tape_arrays(loss)],
+        on_phase=on_phase,
+    )
 
 
 def measure_point(
@@ -216,6 +263,7 @@ def measure_point(
     on_phase: PhaseCallback = no_phase,
     counter_budget: int | None = DEFAULT_COUNTER_BUDGET,
     repeats: int | None = None,
+    memory: bool = False,
 ) -> Point:
     """Measure one point; ``mode`` is ``traced`` or ``eager``, ``profile`` ``v08`` or ``fixed``.
 
@@ -225,9 +273,11 @@ def measure_point(
     if profile not in PROFILES:
         raise ValueError(f"unknown engine profile {profile!r}; known: {', '.join(PROFILES)}")
     if mode == "traced":
-        return measure_traced(chain, depth, profile, on_phase=on_phase, counter_budget=counter_budget)
+        return measure_traced(chain, depth, profile, on_phase=on_phase, counter_budget=counter_budget, memory=memory)
     if mode == "eager":
-        return measure_eager(chain, depth, profile, calls=calls, on_phase=on_phase, counter_budget=counter_budget)
+        return measure_eager(
+            chain, depth, profile, calls=calls, on_phase=on_phase, counter_budget=counter_budget, memory=memory
+        )
     raise ValueError(f"unknown mode {mode!r} for the engine backend; known: {', '.join(MODES)}")
 
 

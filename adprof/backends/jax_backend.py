@@ -44,14 +44,17 @@ from adprof.backends.base import (
     timed,
 )
 from adprof.backends.instructions import counted_phase
+from adprof.backends.memory import SAVED, Retained, memory_time
 from adprof.backends.peer_common import (
     COUNTED_NOTE,
     chain_binder,
     check_finite,
     check_output,
+    describe_exception,
     failure,
     first_time,
     measure_drop,
+    measure_memory,
     namespace,
     not_installed,
     peer_measure_point,
@@ -122,10 +125,42 @@ def _ready(y: Any) -> Any:
     return jax.block_until_ready(y)
 
 
+def residual_bytes(f: Any, x: Any) -> int:
+    """Bytes of the residuals ``jax.vjp(f, x)`` saves for the backward, from the same abstract trace
+    ``jax.ad_checkpoint.print_saved_residuals`` prints (each residual's shape and dtype; nothing is computed)."""
+    from jax._src.ad_checkpoint import saved_residuals
+
+    return sum(_aval_bytes(aval) for aval, _source in saved_residuals(f, x))
+
+
+def _aval_bytes(aval: Any) -> int:
+    n = jnp.dtype(aval.dtype).itemsize
+    for d in aval.shape:
+        n *= int(d)
+    return n
+
+
+def vjp_residual_arrays(vjp_fn: Any) -> list[Any]:
+    """The arrays a ``jax.vjp`` function holds (the leaves of its pytree: the residuals), each once."""
+    seen: set[int] = set()
+    out = []
+    for leaf in jax.tree_util.tree_leaves(vjp_fn):
+        if hasattr(leaf, "nbytes") and id(leaf) not in seen:
+            seen.add(id(leaf))
+            out.append(leaf)
+    return out
+
+
 def measure_traced(
-    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+    chain: Chain,
+    depth: int,
+    *,
+    on_phase: PhaseCallback = no_phase,
+    repeats: int | None = None,
+    memory: bool = False,
 ) -> Point:
-    """``make_jaxpr(f)`` (record) and ``make_jaxpr(grad(f))`` (transform): repeats, python_calls, jaxpr_eqns."""
+    """``make_jaxpr(f)`` (record) and ``make_jaxpr(grad(f))`` (transform): repeats, python_calls, jaxpr_eqns.
+    With ``memory``, after the drop: ``saved_bytes``, the residuals of ``jax.vjp(f)`` (:func:`residual_bytes`)."""
     pt = Point(depth=depth)
     x = _input(chain)
     f = _fn(chain, depth)
@@ -166,6 +201,13 @@ def measure_traced(
         measure_drop(pt, holder, on_phase)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
+    if memory:
+        on_phase("memory", None)
+        try:
+            with memory_time(pt):
+                pt.memory[SAVED] = float(residual_bytes(_fn(chain, depth), x))
+        except (Exception, RecursionError, MemoryError) as exc:
+            pt.extra["memory_error"] = describe_exception(exc, chain)
     return pt
 
 
@@ -225,8 +267,26 @@ def _listen_for_cache_hits() -> None:
         )
 
 
+def xla_memory(compiled: Any) -> dict[str, int] | None:
+    """XLA's buffer assignment of a compiled executable (``Compiled.memory_analysis()``): ``temp``, ``argument``,
+    ``output``, ``alias`` bytes; None where the backend does not give it."""
+    try:
+        m = compiled.memory_analysis()
+    except Exception:
+        return None
+    if m is None:
+        return None
+    names = ("temp", "argument", "output", "alias")
+    return {n: int(getattr(m, f"{n}_size_in_bytes", 0) or 0) for n in names}
+
+
 def measure_compile(
-    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+    chain: Chain,
+    depth: int,
+    *,
+    on_phase: PhaseCallback = no_phase,
+    repeats: int | None = None,
+    memory: bool = False,
 ) -> Point:
     """``jit(grad(f))``: trace, lower and XLA compile of a fresh function per repeat (no cache can hit:
     jit caches by function identity, the persistent compilation cache is off unless configured, and
@@ -234,7 +294,9 @@ def measure_compile(
 
     A repeat is the whole ``jit(grad(f)).trace(x).lower().compile()``; the repeat policy sees the sum
     of the three phases. Metrics: ``python_calls`` of ``transform`` and ``lower`` (one more untimed
-    run), ``jaxpr_eqns`` of the traced grad jaxpr, ``hlo_instructions`` of the optimized program.
+    run), ``jaxpr_eqns`` of the traced grad jaxpr, ``hlo_instructions`` of the optimized program. With ``memory``:
+    ``saved_bytes`` = temp + argument + output bytes of XLA's buffer assignment of the compiled gradient
+    (:func:`xla_memory`, read from the executable already compiled; the parts in ``extra["xla_memory"]``).
     """
     pt = Point(depth=depth)
     x = _input(chain)
@@ -295,6 +357,12 @@ def measure_compile(
         measure_phase(pt, "run", lambda: _ready(compiled(x)), on_phase, repeats=repeats)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
+    if memory:
+        with memory_time(pt):
+            parts = xla_memory(compiled)
+        if parts is not None:
+            pt.memory[SAVED] = float(parts["temp"] + parts["argument"] + parts["output"])
+            pt.extra["xla_memory"] = parts
     return pt
 
 
@@ -329,8 +397,12 @@ def count_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phas
     return pt
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """``calls`` calls of ``jax.vjp(f, x)`` (forward) and ``vjp_fn(1.0)`` (backward), no jit."""
+def measure_eager(
+    chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase, memory: bool = False
+) -> Point:
+    """``calls`` calls of ``jax.vjp(f, x)`` (forward) and ``vjp_fn(1.0)`` (backward), no jit. With ``memory``,
+    then, untimed calls: ``saved_bytes`` the arrays the VJP function holds (:func:`vjp_residual_arrays`),
+    ``retained`` the bytes still alive after each call of those, its input, output and gradient."""
     a = chain.make_input()
     f = _fn(chain, depth)
 
@@ -351,7 +423,7 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
         if first_time(chain, "eager"):
             _ready(jax.grad(_fn(chain, 1))(jnp.asarray(a)))
 
-    return _eager_loop(
+    pt = _eager_loop(
         chain,
         depth,
         calls=calls,
@@ -363,6 +435,19 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
         check=check,
         warm_up=warm_up,
     )
+    if memory:
+        measure_memory(
+            pt,
+            chain,
+            leaf=lambda: jnp.asarray(a),
+            forward=forward,
+            backward=backward,
+            saved=lambda y, vjp_fn: sum(int(r.nbytes) for r in vjp_residual_arrays(vjp_fn)),
+            retained=Retained(size=lambda r: int(r.nbytes)),
+            made=lambda x, y, vjp_fn, g: [x, y, g, *vjp_residual_arrays(vjp_fn)],
+            on_phase=on_phase,
+        )
+    return pt
 
 
 #: Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
@@ -384,5 +469,8 @@ __all__ = [
     "measure_eager",
     "measure_point",
     "measure_traced",
+    "residual_bytes",
+    "vjp_residual_arrays",
+    "xla_memory",
     "xp",
 ]

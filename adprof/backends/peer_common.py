@@ -35,6 +35,7 @@ from adprof.backends.base import (
     timed_block,
 )
 from adprof.backends.instructions import CountingUnavailable, counted_phase, counter
+from adprof.backends.memory import SAVED, memory_calls
 from adprof.chain import Chain
 from adprof.model import Point, lower_quartile_index
 
@@ -310,6 +311,19 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
     return pt
 
 
+def measure_memory(pt: Point, chain: Chain, **calls: Any) -> Point:
+    """:func:`adprof.backends.memory.memory_calls` on ``pt`` (``calls``: its keywords), after the timed calls: a
+    failure there leaves the timed point as it is, without memory figures, and its one line in
+    ``extra["memory_error"]``."""
+    try:
+        memory_calls(pt, **calls)
+    except (Exception, RecursionError, MemoryError) as exc:
+        pt.memory.pop(SAVED, None)
+        pt.retained.clear()
+        pt.extra["memory_error"] = describe_exception(exc, chain)
+    return pt
+
+
 # --------------------------------------------------------------------------- measure_point
 
 
@@ -373,7 +387,8 @@ def peer_measure_point(
     ``modes["eager"]`` takes ``calls``, every other mode ``repeats`` (both keywords, with ``on_phase``);
     ``counter_budget`` is accepted for interface parity and ignored (the peers have no counters).
     ``counted[mode]`` measures with ``metric="instructions"`` (``on_phase`` only): each phase once,
-    counted under callgrind (see :mod:`adprof.backends.instructions`).
+    counted under callgrind (see :mod:`adprof.backends.instructions`). ``memory=True`` is passed on to the mode's
+    function (only when given: the builtin declaration passes it for the modes of its ``memory_figures``).
     """
 
     def measure_point(
@@ -387,6 +402,7 @@ def peer_measure_point(
         counter_budget: int | None = None,
         repeats: int | None = None,
         metric: str = "time",
+        memory: bool = False,
     ) -> Point:
         if profile is not None:
             raise ValueError(f"the {backend} backend has no cost profiles (got {profile!r})")
@@ -400,9 +416,10 @@ def peer_measure_point(
             except CountingUnavailable as exc:
                 raise PointFailure("metric", str(exc)) from None
             return counted[mode](chain, depth, on_phase=on_phase)  # type: ignore[index]
+        extra: dict[str, Any] = {"memory": True} if memory else {}
         if mode == "eager":
-            return modes[mode](chain, depth, calls=calls, on_phase=on_phase)
-        return modes[mode](chain, depth, on_phase=on_phase, repeats=repeats)
+            return modes[mode](chain, depth, calls=calls, on_phase=on_phase, **extra)
+        return modes[mode](chain, depth, on_phase=on_phase, repeats=repeats, **extra)
 
     measure_point.__doc__ = (
         f"Measure one {backend} point; ``mode`` is one of {', '.join(modes)}; ``profile`` must be None "
@@ -426,6 +443,7 @@ __all__ = [
     "measure_counted_eager",
     "measure_drop",
     "measure_eager",
+    "measure_memory",
     "namespace",
     "no_phase",
     "not_installed",

@@ -27,11 +27,13 @@ superlinear cost.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, measure_phase, no_phase
+from adprof.backends.memory import Retained
 from adprof.backends.peer_common import (
     chain_binder,
     check_finite,
@@ -40,6 +42,7 @@ from adprof.backends.peer_common import (
     first_time,
     measure_counted_eager,
     measure_drop,
+    measure_memory,
     namespace,
     not_installed,
     peer_measure_point,
@@ -218,9 +221,66 @@ def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
     }
 
 
-def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase) -> Point:
-    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf."""
-    return _eager_loop(
+class SavedTensors:
+    """What autograd saves for backward during a forward, from ``torch.autograd.graph.saved_tensors_hooks``: the
+    pack hook sees every tensor an op saves (and returns it unchanged: nothing is copied or moved)."""
+
+    def __init__(self) -> None:
+        self.tensors: list[Any] = []
+
+    @contextlib.contextmanager
+    def hooks(self) -> Iterator[None]:
+        """Record the pack calls of the ``with`` body (the list starts empty)."""
+        self.tensors = []
+
+        def pack(t: Any) -> Any:
+            self.tensors.append(t)
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            yield
+
+    def packed_bytes(self) -> int:
+        """``numel * element_size`` summed over every pack call (a tensor saved by two ops counts twice)."""
+        return sum(t.numel() * t.element_size() for t in self.tensors)
+
+    def bytes(self) -> int:
+        """``numel * element_size`` over the distinct tensors saved: a pack call of a view already packed (the
+        same storage, offset, sizes, strides and dtype: ``x * x`` saves ``x`` twice) counts once. Deterministic:
+        the saved tensors stay alive until backward, so equal addresses are the same tensor."""
+        seen: dict[tuple[Any, ...], int] = {}
+        for t in self.tensors:
+            key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+            seen.setdefault(key, t.numel() * t.element_size())
+        return sum(seen.values())
+
+    def take(self) -> list[Any]:
+        """The saved tensors, forgotten here (so that only the graph keeps them alive)."""
+        out, self.tensors = self.tensors, []
+        return out
+
+
+def storage_bytes(t: Any) -> int:
+    """Bytes of the storage behind tensor ``t``."""
+    return int(t.untyped_storage().nbytes())
+
+
+def storage_key(t: Any) -> int:
+    """The storage behind tensor ``t`` (its address: two views of one storage count once among live tensors)."""
+    return int(t.untyped_storage().data_ptr())
+
+
+def measure_eager(
+    chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase, memory: bool = False
+) -> Point:
+    """``calls`` (or more) forward + ``backward()`` calls, each on a fresh ``requires_grad`` leaf.
+
+    With ``memory``, then, :data:`~adprof.backends.memory.MEMORY_CALLS` untimed calls: ``saved_bytes`` from the
+    saved-tensor hooks around the forward (:meth:`SavedTensors.bytes`; every pack call's sum in
+    ``extra["saved_bytes_packed"]``), ``retained`` the storages still alive after each call of its leaf, its
+    gradient, its loss and the tensors saved for its backward (a reference cycle through ``x.grad``,
+    pytorch#7343, keeps them)."""
+    pt = _eager_loop(
         chain,
         depth,
         calls=calls,
@@ -228,6 +288,30 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
         graph_metrics=lambda loss, state: {"autograd_nodes": autograd_nodes(loss)},
         **_eager_calls(chain, depth),
     )
+    if memory:
+        fns = _eager_calls(chain, depth)
+        saved = SavedTensors()
+        packed: list[int] = []
+
+        def saved_bytes(loss: Any, state: Any) -> int:
+            packed.append(saved.packed_bytes())
+            return saved.bytes()
+
+        measure_memory(
+            pt,
+            chain,
+            leaf=fns["leaf"],
+            forward=fns["forward"],
+            backward=fns["backward"],
+            saved=saved_bytes,
+            retained=Retained(size=storage_bytes, key=storage_key),
+            made=lambda x, loss, state, g: [x, g, loss, *saved.take()],
+            forward_context=saved.hooks,
+            on_phase=on_phase,
+        )
+        if packed:
+            pt.extra["saved_bytes_packed"] = packed[0]
+    return pt
 
 
 def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:
@@ -258,6 +342,7 @@ __all__ = [
     "MODES",
     "PROFILES",
     "PointFailure",
+    "SavedTensors",
     "count_eager",
     "measure_compile",
     "measure_eager",
@@ -265,5 +350,7 @@ __all__ = [
     "measure_traced",
     "autograd_nodes",
     "op_count",
+    "storage_bytes",
+    "storage_key",
     "xp",
 ]

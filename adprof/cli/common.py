@@ -18,6 +18,7 @@ from rich.console import Console
 from adprof import model
 from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS, check_backend
+from adprof.guard import parse_bytes
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, csv_list
@@ -173,6 +174,14 @@ def depths_arg(value: str) -> tuple[int, ...]:
     return ds
 
 
+def bytes_arg(text: str) -> float:
+    """``--max-leak``: bytes as ``4096``, ``1 MB`` or ``512 KiB`` (argparse turns the ValueError into exit 2)."""
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def positive_arg(value: str) -> float:
     try:
         x = float(value)
@@ -241,6 +250,13 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         type=int,
         default=DEFAULT_CALLS,
         help=f"eager mode: forward+backward calls per depth (default {DEFAULT_CALLS})",
+    )
+    p.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure memory too (saved-for-backward bytes, the peak, bytes retained per eager call), outside the "
+        "timed regions; default: on for the backends where it is cheap (docs/memory.md)",
     )
     p.add_argument(
         "--jobs",
@@ -351,6 +367,7 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     kw.setdefault("assess", assess_series)
     kw.setdefault("jumps", unconfirmed_jumps)
     kw.setdefault("cap_given", bool(getattr(args, "cap_given", False)))
+    kw.setdefault("memory", getattr(args, "memory", None))
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
 
 
@@ -381,6 +398,7 @@ def environment(cfg: MeasureConfig, argv: Sequence[str]) -> dict[str, Any]:
         "eager_calls": cfg.calls,
         "counter_budget": cfg.counter_budget,
         "depths": list(cfg.depths) if cfg.depths else None,
+        "memory": cfg.memory,
     }
 
 

@@ -15,6 +15,7 @@ from adprof.cli.common import (
     add_cmd_options,
     add_common_options,
     backends_arg,
+    bytes_arg,
     consoles,
     depths_arg,
     finish,
@@ -55,6 +56,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     guard.add_argument("targets", nargs="*", metavar="FILE[::CHAIN]")
     guard.add_argument("--max-base", type=positive_arg, default=None, help="largest per-layer growth ratio")
     guard.add_argument("--max-exponent", type=positive_arg, default=None, help="largest power-law exponent")
+    guard.add_argument(
+        "--max-memory-exponent",
+        type=positive_arg,
+        default=None,
+        help="largest power-law exponent of the memory in depth (saved-for-backward bytes; an exponential fails it); "
+        "measures memory (--memory); a series whose memory is not measured fails",
+    )
+    guard.add_argument(
+        "--max-leak",
+        type=bytes_arg,
+        default=None,
+        metavar="BYTES",
+        help="most bytes an eager call may leave held after gc.collect() (4096, '1 MB', '512 KiB'); measures "
+        "memory (--memory); an eager series without retained bytes fails, a traced one is not checked",
+    )
     guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
     guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
     guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")
@@ -92,6 +108,12 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
         limits.max_base = args.max_base
     if args.max_exponent is not None:
         limits.max_exponent = args.max_exponent
+    if args.max_memory_exponent is not None:
+        limits.max_memory_exponent = args.max_memory_exponent
+    if args.max_leak is not None:
+        limits.max_leak = args.max_leak
+    if limits.checks_memory and args.memory is None:  # a memory limit measures memory (--no-memory: it fails)
+        args.memory = True
     baseline = read_report(args.baseline) if args.baseline else None  # a bad file: one line, before measuring
     cfg = measure_config(args, structure=False, counter_budget=GUARD_COUNTER_BUDGET)
     notes: list[str] = []
@@ -108,6 +130,8 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
     report = make_report(measured, cfg, argv, args.trust)
     guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}")
     limit_text = f"max base {limits.max_base:g}, max exponent {limits.max_exponent:g}"
+    if limits.checks_memory:
+        limit_text += f", {limits.memory_text()}"
     if baseline is not None:
         limit_text = f"baseline {args.baseline}, tolerance {args.tolerance:g}; {limit_text} for series not in it"
     return guard, limit_text, measured.interrupted

@@ -121,7 +121,7 @@ def _spec_settings(spec: SeriesSpec) -> str:
 def measuring_settings(cfg: MeasureConfig, trust: str | None) -> str:
     """The run's options that change what is measured or decided (not where, nor how many lanes): shards of one
     run share them, and ``adprof report`` refuses to merge shards that differ in them."""
-    return repr((cfg.cap, cfg.budget, cfg.calls, cfg.counter_budget, tuple(cfg.depths or ()), trust))
+    return repr((cfg.cap, cfg.budget, cfg.calls, cfg.counter_budget, tuple(cfg.depths or ()), trust, cfg.memory))
 
 
 def shard_specs(

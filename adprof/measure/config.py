@@ -38,6 +38,8 @@ class MeasureConfig:
     unit_steps: bool = False  # unit steps only (the ratio table)
     max_depth: int | None = None  # overrides the chain's largest declared depth
     structure: bool = True
+    #: Measure memory (``--memory`` / ``--no-memory``): None, each backend's default (``memory_by_default``).
+    memory: bool | None = None
     started: float | None = None  # time.monotonic() when the run began (the budget counts from it)
     reserve: float | None = None  # seconds kept for classifying and rendering (None: :meth:`reserve_for`)
     #: The deciding model's growth to a depth (the caller injects the analysis; measure does not import it):

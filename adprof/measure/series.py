@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adprof.backends import series_fields
+from adprof.backends import memory_asked, memory_notes, series_fields
 from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
@@ -220,6 +220,10 @@ class _SeriesRun:
         self.calls = cfg.calls
         self.post_seconds = 0.0  # kept for classifying this series after it (the time schedule measures it)
         self.requests: dict[int, dict[str, Any]] = {}  # the point request of each measured depth (to re-measure)
+        #: Memory measured (--memory, else the backend's default; never under --metric instructions).
+        self.memory = memory_asked(spec.backend, cfg.memory) and spec.metric == "time"
+        if not series.points:  # a new series (a resumed one keeps its notes)
+            series.memory_notes = memory_notes(spec.backend, spec.mode, self.memory)
 
     def say(self, text: str) -> None:
         if self.status is not None:
@@ -350,6 +354,7 @@ class _SeriesRun:
             "counter_budget": cfg.counter_budget,
             **({"metric": spec.metric} if spec.metric != "time" and spec.cmd is None else {}),
             **({"repeats": spec.repeats} if spec.repeats else {}),
+            **({"memory": True} if self.memory else {}),
         }
 
         def on_event(ev: dict[str, Any]) -> None:

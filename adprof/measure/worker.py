@@ -11,7 +11,9 @@ protocol. A request may be answered by ``{"event": ...}`` progress lines before 
   the recording of :func:`~adprof.measure.structure_probe.record_structure` (events ``{"event": "depth", "depth": d}``);
 * ``{"op": "point", "file": F, "chain": NAME, "backend": B, "profile": P, "mode": M, "depth": d,
   "calls": K, "counter_budget": N, "repeats": R (optional), "metric": "instructions" (optional: each
-  phase counted once, in a worker started under callgrind)}`` -> ``{"ok": true, "point": {..}}``
+  phase counted once, in a worker started under callgrind), "memory": true (optional: the point's memory,
+  outside its timed regions: ``peak_bytes`` here, the backend's own figures where it declares them)}`` ->
+  ``{"ok": true, "point": {..}}``
   (events ``{"event": "phase", "phase": name, "call": i}`` when each phase starts);
 * ``{"op": "exit"}``.
 
@@ -42,6 +44,7 @@ import time
 from typing import Any, TextIO
 
 from adprof.backends.instructions import COUNT_ENV
+from adprof.backends.memory import PEAK, PeakWatch, memory_time
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
@@ -163,6 +166,10 @@ class _Worker:
             backend = get_backend(req.get("backend", "engine"))
             ch = self.chain(req["file"], req["chain"])
             self.send({"event": "loaded"})
+            memory = bool(req.get("memory")) and req.get("metric", "time") == "time"
+            peak = PeakWatch()
+            if memory:
+                peak.start()
             try:
                 pt = backend.measure_point(
                     ch,
@@ -174,6 +181,7 @@ class _Worker:
                     counter_budget=req.get("counter_budget"),
                     **({"repeats": int(req["repeats"])} if req.get("repeats") else {}),
                     **({"metric": req["metric"]} if req.get("metric", "time") != "time" else {}),
+                    **({"memory": True} if memory and req["mode"] in backend.memory_figures else {}),
                 )
             except backend.PointFailure as f:
                 self.send(
@@ -186,6 +194,11 @@ class _Worker:
                     }
                 )
                 return
+            if memory:
+                with memory_time(pt):  # the peak's own cost: reading /proc/self/status
+                    peak_bytes = peak.bytes()
+                if peak_bytes is not None:
+                    pt.memory[PEAK] = float(peak_bytes)
             self.send({"ok": True, "point": dataclasses.asdict(pt)})
         else:
             self.send({"ok": False, "kind": "internal", "error": f"unknown request {op!r}"})

@@ -35,8 +35,11 @@ from adprof.report import (
     fmt_growth,
     machine_host,
     machine_text,
+    memory_reason,
+    memory_text,
     one_line_reason,
     several_machines,
+    shows_memory,
     worst_time_text,
 )
 from adprof.util.text import terminal_safe
@@ -115,8 +118,11 @@ def summary_table(report: Report) -> Table:
     if files:
         t.add_column("file")
     machines = several_machines(report.results)  # which host measured it, when there are several
-    for col in ("chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "worst time"):
-        t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"))
+    memory = shows_memory(report.results)
+    cols = ("chain", "backend/profile", "mode", "verdict", "growth", *(("memory",) if memory else ()), "decided by")
+    for col in (*cols, "depth", "worst time"):
+        wide = len(model.SUPERLINEAR_MEMORY) if col == "memory" else None  # a memory verdict's name is never cut
+        t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"), min_width=wide)
     if machines:
         t.add_column("machine")
     t.add_column("stopped", overflow="fold")
@@ -130,12 +136,49 @@ def summary_table(report: Report) -> Table:
             _t(s.mode),
             _t(v.kind, VERDICT_STYLE.get(v.kind, "")),
             _t(fmt_growth(r)),
+            *([_t(memory_text(r), _memory_style(r))] if memory else []),
             _t(_decided(r)),
             _t(depth_reached(s)),
             _t(worst_time_text(s)),
         ]
         t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(s.error or s.stopped or ""))
     return t
+
+
+MEMORY_STYLE = {
+    model.LEAK_PER_CALL: "bold red",
+    model.EXPONENTIAL_MEMORY: "bold red",
+    model.SUPERLINEAR_MEMORY: "bold yellow",
+    model.MILD_MEMORY: "yellow",
+    model.MEMORY_LINEAR: "green",
+    model.MEMORY_FLAT: "green",
+    model.INCONCLUSIVE: "dim",
+}
+
+
+def _memory_style(result: Result) -> str:
+    mv = result.verdict.memory
+    return MEMORY_STYLE.get(mv.kind, "") if mv is not None and mv.measured else "dim"
+
+
+def _memory_lines(result: Result, console: Console, full: bool, head: bool = True) -> None:
+    """The memory verdict under a result: its cell, cause, evidence (the decisive lines, or all with ``full``) and
+    remedies; a healthy memory gets its cell only."""
+    mv = result.verdict.memory
+    if mv is None or not (mv.measured or mv.not_measured):
+        return
+    if head:  # (a paragraph's head names a memory finding already)
+        line = Text("  memory: ")
+        line.append(_t(memory_text(result), _memory_style(result)))
+        console.print(line)
+    if not (full or mv.is_finding):
+        return
+    if mv.cause:
+        console.print(_t(f"    cause: {mv.cause}"))
+    for e in mv.evidence if full else mv.evidence[:3]:
+        console.print(_t(f"    - {e}"))
+    for i, rem in enumerate(mv.remedies, 1):
+        console.print(_t(f"    remedy {i}: {rem}"))
 
 
 def _file_column(report: Report) -> list[str] | None:
@@ -187,6 +230,9 @@ def _head(result: Result) -> Text:
     growth = fmt_growth(result)
     if growth != "-":
         head.append(f" {growth}")
+    if v.memory_finding:
+        head.append("; memory ", style="bold")
+        head.append(_t(memory_text(result), _memory_style(result)))
     return head
 
 
@@ -204,24 +250,32 @@ def render_result_details(result: Result, console: Console) -> None:
         console.print(_t(f"  cause: {v.cause}"))
     for i, rem in enumerate(v.remedies, 1):
         console.print(_t(f"  remedy {i}: {rem}"))
+    _memory_lines(result, console, full=True)
 
 
 def render_paragraph(result: Result, console: Console) -> None:
-    """A pathology: the cause, the decisive evidence and the remedies."""
+    """A pathology (of time, or of memory): the cause, the decisive evidence and the remedies; the memory verdict
+    under it."""
     v = result.verdict
     console.print(_head(result))
-    if v.cause:
-        console.print(_t(f"  cause: {v.cause}"))
-    for e in v.key_evidence or v.evidence[:3]:
-        console.print(_t(f"  - {e}"))
-    for i, rem in enumerate(v.remedies, 1):
-        console.print(_t(f"  remedy {i}: {rem}"))
+    if v.kind in model.PATHOLOGIES:
+        if v.cause:
+            console.print(_t(f"  cause: {v.cause}"))
+        for e in v.key_evidence or v.evidence[:3]:
+            console.print(_t(f"  - {e}"))
+        for i, rem in enumerate(v.remedies, 1):
+            console.print(_t(f"  remedy {i}: {rem}"))
+    _memory_lines(result, console, full=False, head=not v.memory_finding)
 
 
 def one_line(result: Result) -> Text:
-    """Inconclusive, runaway, error and mildly superlinear series: what and why, in one line."""
+    """Inconclusive, runaway, error and mildly superlinear series: what and why, in one line (and the memory
+    verdict's reason, where memory is undecided)."""
     line = _head(result)
     line.append(f": {one_line_reason(result)}")
+    mv = result.verdict.memory
+    if mv is not None and mv.measured and mv.kind == model.INCONCLUSIVE:
+        line.append(_t(f"; memory inconclusive: {memory_reason(result)}"))
     return line
 
 

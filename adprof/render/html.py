@@ -20,8 +20,10 @@ from adprof.report import (
     fmt_growth,
     machine_host,
     machine_text,
+    memory_text,
     one_line_reason,
     several_machines,
+    shows_memory,
     worst_time_text,
 )
 from adprof.util.text import terminal_safe
@@ -45,6 +47,11 @@ th { background: #f3f3f3; }
 .verdict-inconclusive { color: #666; }
 .verdict-error, .verdict-runaway { color: #7a1b7a; }
 .verdict-mildly-superlinear-transform, .verdict-mildly-superlinear-backward { color: #8a7300; }
+.verdict-exponential-memory, .verdict-leak-per-call { color: #b00020; }
+.verdict-superlinear-memory { color: #a66300; }
+.verdict-flat { color: #1b7a2a; }
+.verdict-mildly-superlinear-memory { color: #8a7300; }
+.memory-not-measured { color: #666; font-style: italic; }
 .result { border-top: 2px solid #ddd; margin-top: 2em; padding-top: 1em; }
 .plot svg { max-width: 100%; height: auto; }
 .cause { font-style: italic; }
@@ -82,7 +89,9 @@ def _anchor(i: int) -> str:
 
 def _summary(report: Report) -> str:
     machines = several_machines(report.results)  # which host measured it, when there are several
-    cols = ["chain", "backend/profile", "mode", "verdict", "base / exponent", "depth", "worst time"]
+    memory = shows_memory(report.results)
+    cols = ["chain", "backend/profile", "mode", "verdict", "base / exponent", *(["memory"] if memory else [])]
+    cols += ["depth", "worst time"]
     head = "".join(f"<th>{h}</th>" for h in (*cols, *(["machine"] if machines else []), "stopped"))
     rows = []
     for i, r in enumerate(report.results):
@@ -92,7 +101,8 @@ def _summary(report: Report) -> str:
             f'<td><a href="#{_anchor(i)}">{escape(chain_label(s))}</a></td>'
             f"<td>{escape(backend_label(s))}</td><td>{escape(s.mode)}</td>"
             f"<td>{_verdict(r.verdict.kind)}{_loaded(r)}</td><td>{escape(fmt_growth(r))}</td>"
-            f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
+            + (f"<td>{_memory_cell(r)}</td>" if memory else "")
+            + f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
             + (f'<td class="machine">{escape(machine_host(s))}</td>' if machines else "")
             + f"<td>{escape(s.error or s.stopped or '')}</td>"
             "</tr>"
@@ -124,9 +134,38 @@ def _sweeps(report: Report) -> str:
     )
 
 
+def _memory_cell(r: Result) -> str:
+    """The memory verdict of a row: its kind styled as a verdict, and its figure (or ``not measured``)."""
+    mv = r.verdict.memory
+    if mv is None:
+        return "-"
+    if not mv.measured:
+        return f'<span class="memory-not-measured" title="{escape(mv.reason)}">not measured</span>'
+    rest = memory_text(r).removeprefix(mv.kind).strip()
+    return _verdict(mv.kind) + (f" {escape(rest)}" if rest else "")
+
+
+def _memory_block(r: Result, full: bool) -> str:
+    """The memory verdict under a result: cause, evidence (the first three, or all) and remedies."""
+    mv = r.verdict.memory
+    if mv is None or not (mv.measured or mv.not_measured):
+        return ""
+    evidence = mv.evidence if full else mv.evidence[:3]
+    items = "".join(f"<li>{escape(e)}</li>" for e in evidence)
+    rem = "".join(f"<li>{escape(x)}</li>" for x in mv.remedies)
+    return (
+        f'<div class="memory"><h4>Memory: {_memory_cell(r)}</h4>'
+        + (f'<p class="cause">{escape(mv.cause)}</p>' if mv.cause else "")
+        + (f'<ul class="evidence">{items}</ul>' if items else "")
+        + (f'<ol class="remedies">{rem}</ol>' if rem else "")
+        + "</div>"
+    )
+
+
 def _title(r: Result) -> str:
     s = r.series
-    return f"{escape(s.label)}: {_verdict(r.verdict.kind)}"
+    title = f"{escape(s.label)}: {_verdict(r.verdict.kind)}"
+    return title + (f" memory {_memory_cell(r)}" if r.verdict.memory_finding else "")
 
 
 def _paragraph(i: int, r: Result, plot: str) -> str:
@@ -141,6 +180,7 @@ def _paragraph(i: int, r: Result, plot: str) -> str:
     )
     if v.remedies:
         parts.append('<ol class="remedies">' + "".join(f"<li>{escape(x)}</li>" for x in v.remedies) + "</ol>")
+    parts.append(_memory_block(r, full=False))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -158,6 +198,7 @@ def _details(i: int, r: Result) -> str:
         f'<details class="detail" id="detail-{i}"><summary>{_title(r)}</summary><ul class="evidence">{items}</ul>'
         + (f'<p class="cause">Cause: {escape(v.cause)}</p>' if v.cause else "")
         + (f'<ol class="remedies">{rem}</ol>' if rem else "")
+        + _memory_block(r, full=True)
         + "</details>"
     )
 

@@ -17,10 +17,14 @@ from typing import Any
 
 from adprof.comparison import STATES, Comparison
 from adprof.constants import __version__
-from adprof.model import VERDICTS, Fit, HalvingRow, Report, Result, Series, Verdict
+from adprof.model import MEMORY_VERDICTS, VERDICTS, Fit, HalvingRow, MemoryVerdict, Report, Result, Series, Verdict
 from adprof.plain import PlainError, from_plain, to_plain
 
-SCHEMA = 2
+SCHEMA = 3
+#: Schemas this adprof reads: 2 (no memory: ``memory`` is null, points carry no ``memory``/``retained``) and 3.
+READ_SCHEMAS = (2, 3)
+#: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
+_MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
 
 #: Written from the verdict (the first five are read from its deciding fit); the settable ones load back.
 _VERDICT_FIELDS = (
@@ -54,6 +58,15 @@ _SERIES_FIELDS = (
 
 def _fit_to(f: Fit | None) -> dict[str, Any] | None:
     return dataclasses.asdict(f) if f is not None else None
+
+
+def _memory_to(mv: MemoryVerdict | None) -> dict[str, Any] | None:
+    """The memory verdict: its fields, and beside them what its properties read (``finding``, ``summary``, ...)."""
+    if mv is None:
+        return None
+    out = to_plain(mv)
+    out.update({name: getattr(mv, "is_finding" if name == "finding" else name) for name in _MEMORY_DERIVED})
+    return out
 
 
 def _slots(v: Verdict) -> dict[str, Fit | None]:
@@ -93,6 +106,7 @@ def result_to_json(result: Result) -> dict[str, Any]:
     out["metric_fits"] = {k: beside[f"metric_fits.{k}"] for k in v.metric_fits}
     for k in ("counter_fit", "time_fit", "call0_fit"):
         out[k] = beside[k]
+    out["memory"] = _memory_to(v.memory)
     out["points"] = [dataclasses.asdict(p) for p in s.points]
     out["halving"] = {k: [dataclasses.asdict(row) for row in rows] for k, rows in result.halving.items()}
     for obj in (s, v):  # every other field (added later to the model), by its own name
@@ -187,6 +201,8 @@ def result_from_json(d: dict[str, Any]) -> Result:
     if slot and slot not in _slots(verdict) and not (isinstance(slot, str) and slot.startswith("metric_fits.")):
         raise PlainError(f"decided_by: {slot!r} is not one of {', '.join(_slots(verdict))} or metric_fits.NAME")
     _check_fits(verdict)
+    if verdict.memory is not None:
+        _check_memory(verdict.memory)
     if slot.startswith("metric_fits."):
         verdict.metric_fits[slot.split(".", 1)[1]] = verdict.fit  # type: ignore[assignment]
     elif slot:
@@ -203,6 +219,18 @@ def _check_fit(fit: Fit, where: str) -> None:
             raise PlainError(f"{where}: {len(getattr(fit, a))} {a} but {len(getattr(fit, b))} {b}")
     if fit.interval is not None and len(fit.interval) not in (0, 2):
         raise PlainError(f"{where}.interval: expected [low, high], got {len(fit.interval)} numbers")
+
+
+def _check_memory(mv: MemoryVerdict) -> None:
+    """A memory verdict's kind is one of the memory verdicts, and its fits pair their lists (the renderers rely on
+    it)."""
+    if mv.kind not in MEMORY_VERDICTS:
+        raise PlainError(f"memory.kind: {mv.kind!r} is not one of {', '.join(MEMORY_VERDICTS)}")
+    fits = {"memory.fit": mv.fit, "memory.peak_fit": mv.peak_fit}
+    fits.update({f"memory.leaks[{i}].fit": r.fit for i, r in enumerate(mv.leaks)})
+    for where, fit in fits.items():
+        if fit is not None:
+            _check_fit(fit, where)
 
 
 def _check_fits(v: Verdict) -> None:
@@ -238,10 +266,10 @@ def load_report(data: dict[str, Any]) -> Report:
         raise SchemaError("not an adprof JSON report (no 'results')")
     if nesting(data) > MAX_NESTING:
         raise SchemaError(f"not an adprof JSON report (nested more than {MAX_NESTING} levels deep)")
-    if data.get("schema") != SCHEMA:
+    if data.get("schema") not in READ_SCHEMAS:
         raise SchemaError(
             f"written with JSON schema {data.get('schema')!r} (adprof {data.get('adprof_version', '?')}); "
-            f"this adprof {__version__} reads schema {SCHEMA}"
+            f"this adprof {__version__} reads schemas {', '.join(map(str, READ_SCHEMAS))}"
         )
     try:
         if not isinstance(data["results"], list):
@@ -249,6 +277,6 @@ def load_report(data: dict[str, Any]) -> Report:
         results = [result_from_json(r) if isinstance(r, dict) else from_plain(Result, r) for r in data["results"]]
         report = from_plain(Report, {**data, "results": []})
     except PlainError as exc:
-        raise SchemaError(f"does not fit schema {SCHEMA}: {exc}") from None
+        raise SchemaError(f"does not fit schema {data.get('schema')}: {exc}") from None
     report.results = results
     return report

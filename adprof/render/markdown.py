@@ -11,8 +11,18 @@ import re
 from collections.abc import Sequence
 
 from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
-from adprof.model import Report
-from adprof.report import backend_label, chain_label, decided_by, depth_reached, fmt_growth, one_line_reason
+from adprof.model import FINDINGS, Report
+from adprof.report import (
+    backend_label,
+    chain_label,
+    decided_by,
+    depth_reached,
+    fmt_growth,
+    memory_reason,
+    memory_text,
+    one_line_reason,
+    shows_memory,
+)
 
 #: ASCII punctuation that Markdown (CommonMark, GitHub) may read as markup inside a table cell; each is written
 #: with a backslash, which CommonMark turns back into the character.
@@ -65,22 +75,27 @@ def report_markdown(report: Report, title: str = "adprof check") -> str:
     if report.elapsed_seconds is not None:
         counts += f", {report.elapsed_seconds:.1f} s"
     rows = []
+    memory = shows_memory(results)
     for r in results:
         s, v = r.series, r.verdict
         note = s.error or s.stopped or (one_line_reason(r) if v.presentation == "line" else "")
+        if v.memory_finding or (v.memory is not None and v.memory.measured and v.memory.kind == "inconclusive"):
+            note = "; ".join(x for x in (note, f"memory: {memory_reason(r)}") if x)
         rows.append(
             [
                 chain_label(s),
                 backend_label(s),
                 s.mode,
-                strong(v.kind, v.is_finding),
+                strong(v.kind, v.kind in FINDINGS or v.killed),
                 fmt_growth(r),
+                *([strong(memory_text(r), v.memory_finding)] if memory else []),
                 decided_by(r),
                 depth_reached(s),
                 note,
             ]
         )
-    body = table(["chain", "backend/profile", "mode", "verdict", "growth", "decided by", "depth", "note"], rows)
+    headers = ["chain", "backend/profile", "mode", "verdict", "growth", *(["memory"] if memory else [])]
+    body = table([*headers, "decided by", "depth", "note"], rows)
     versions = report.environment.get("versions") or {}
     tail = ""
     if isinstance(versions, dict) and versions:

@@ -47,9 +47,18 @@ def _quiet_glyphs() -> Iterator[None]:
         yield
 
 
-def plotted_fit(result: Result) -> Fit | None:
-    """The fit a plot shows: the deciding model (never a re-fit)."""
+def plotted_fit(result: Result, memory: bool = False) -> Fit | None:
+    """The fit a plot shows: the deciding model (never a re-fit); ``memory``: the memory verdict's deciding model
+    (bytes against depth), None without one."""
+    if memory:
+        mv = result.verdict.memory
+        return mv.fit if mv is not None else None
     return result.verdict.fit
+
+
+def has_memory(results: list[Result]) -> bool:
+    """True when one of the results has a memory model against depth (its panel gets a memory plot beside)."""
+    return any((f := plotted_fit(r, memory=True)) is not None and f.depths for r in results)
 
 
 def chain_key(result: Result) -> str:
@@ -66,9 +75,11 @@ def group_by_chain(results: list[Result]) -> list[tuple[str, list[Result]]]:
     return list(groups.items())
 
 
-def _label(result: Result) -> str:
+def _label(result: Result, memory: bool = False) -> str:
     s, v = result.series, result.verdict
     bp = f"{s.backend}/{s.profile}" if s.profile else s.backend
+    if memory and v.memory is not None:
+        return f"{bp} {s.mode} ({v.memory.decided_by or '-'}): {v.memory.summary}".rstrip()
     src = v.fit.source if v.fit is not None else "-"
     return f"{bp} {s.mode} ({src}): {v.kind} {v.interval_text}".rstrip()
 
@@ -86,18 +97,27 @@ def _normalized(fit: Fit) -> tuple[float, list[float], list[float], list[float]]
     )
 
 
-def _draw_panel(ax: Any, title: str, results: list[Result]) -> None:
-    ax.set_title(plot_text(title), fontsize=9)
+def _bytes(fit: Fit) -> tuple[float, list[float], list[float], list[float]]:
+    """A memory fit's values as they are (bytes: the axis says how much the gradient holds)."""
+    return 1.0, list(fit.values), list(fit.censored_values), list(fit.curve_values)
+
+
+def _draw_panel(ax: Any, title: str, results: list[Result], memory: bool = False) -> None:
+    ax.set_title(plot_text(f"{title}: memory" if memory else title), fontsize=9)
     ax.set_xlabel("depth")
-    ax.set_ylabel("cost / cost at the first depth (deciding metric)", fontsize=7)
+    ylabel = "bytes (saved for backward, or peak)" if memory else "cost / cost at the first depth (deciding metric)"
+    ax.set_ylabel(ylabel, fontsize=7)
     drawn = False
     for k, r in enumerate(results):
-        fit, color = plotted_fit(r), f"C{k % 10}"
+        fit, color = plotted_fit(r, memory), f"C{k % 10}"
         if fit is None or not fit.depths:
-            ax.plot([], [], "x", color=color, label=plot_text(f"{_label(r)}: {r.series.error or 'no points'}"[:90]))
+            missing = "memory not measured" if memory else r.series.error or "no points"
+            ax.plot([], [], "x", color=color, label=plot_text(f"{_label(r, memory)}: {missing}"[:90]))
             continue
-        _, vals, cens, curve = _normalized(fit)
-        ax.plot(fit.depths, vals, "o", color=color, ms=4, label=plot_text(_label(r)[:90]))
+        _, vals, cens, curve = _bytes(fit) if memory else _normalized(fit)
+        if memory and not any(v > 0 for v in vals + curve):
+            vals = [1.0] * len(vals)  # nothing held at any depth: drawn flat at 1 byte on the log axis
+        ax.plot(fit.depths, vals, "o", color=color, ms=4, label=plot_text(_label(r, memory)[:90]))
         if cens:
             ax.plot(fit.censored_depths, cens, "^", color=color, ms=5)
         if curve and fit.kind != "inconclusive":
@@ -126,16 +146,18 @@ def report_figure(report: Report) -> Any:
     matplotlib is missing."""
     Figure = _figure_cls()
     groups = group_by_chain(report.results)
-    n = max(len(groups), 1)
+    # each chain's time panel, and its memory panel beside it where memory was measured against depth
+    panels = [(title, rs, memory) for title, rs in groups for memory in ((False, True) if has_memory(rs) else (False,))]
+    n = max(len(panels), 1)
     ncols = min(2, n)
     nrows = math.ceil(n / ncols)
     fig = Figure(figsize=(6.4 * ncols, 4.4 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45, bottom=0.08, top=0.95)
     for i, ax in enumerate(axes.flat):
-        if i < len(groups):
-            _draw_panel(ax, *groups[i])
-        elif groups:
+        if i < len(panels):
+            _draw_panel(ax, *panels[i])
+        elif panels:
             ax.set_visible(False)
         else:
             ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
@@ -154,18 +176,30 @@ def chain_svg(title: str, results: list[Result]) -> str:
     Figure = _figure_cls()
     import matplotlib
 
+    memory = has_memory(results)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "adprof"}):
-        fig = Figure(figsize=(6.4, 4.2))  # fixed margins: constrained layout is slow per figure
-        fig.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.9)
-        _draw_panel(fig.add_subplot(1, 1, 1), title, results)
+        fig = Figure(figsize=(12.8 if memory else 6.4, 4.2))  # fixed margins: constrained layout is slow per figure
+        fig.subplots_adjust(left=0.12 / (2 if memory else 1), right=0.98, bottom=0.12, top=0.9, wspace=0.25)
+        _draw_panel(fig.add_subplot(1, 2 if memory else 1, 1), title, results)
+        if memory:  # memory against depth beside time
+            _draw_panel(fig.add_subplot(1, 2, 2), title, results, memory=True)
         buf = io.StringIO()
         with _quiet_glyphs():
             fig.savefig(buf, format="svg", metadata={"Date": None})
     return _clean_svg(buf.getvalue())
 
 
-def simple_svg(title: str, results: list[Result], width: int = 480, height: int = 280) -> str:
-    """A hand-made SVG of one chain's panel (normalized points and model curves, log y) without matplotlib."""
+def simple_svg(title: str, results: list[Result], width: int = 480, height: int = 280, memory: bool = False) -> str:
+    """A hand-made SVG of one chain's panel (normalized points and model curves, log y) without matplotlib; where
+    memory was measured against depth, its panel (bytes, log y) follows beside it (``memory``: that panel alone)."""
+    if not memory and has_memory(results):
+        time_panel = _simple_panel(title, results, width, height, False)
+        return time_panel + _simple_panel(f"{title}: memory", results, width, height, True)
+    return _simple_panel(title, results, width, height, memory)
+
+
+def _simple_panel(title: str, results: list[Result], width: int, height: int, memory: bool) -> str:
+    """One hand-made panel: the deciding models (``memory``: the memory verdicts' models, in bytes)."""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img"><title>{html.escape(terminal_safe(title))}</title>'
@@ -173,9 +207,9 @@ def simple_svg(title: str, results: list[Result], width: int = 480, height: int 
     )
     series = []
     for r in results:
-        fit = plotted_fit(r)
+        fit = plotted_fit(r, memory)
         if fit is not None and fit.depths:
-            _, vals, _, curve = _normalized(fit)
+            _, vals, _, curve = _bytes(fit) if memory else _normalized(fit)
             series.append(
                 (fit, list(zip(fit.depths, vals, strict=True)), list(zip(fit.curve_depths, curve, strict=True)))
             )

@@ -30,6 +30,10 @@ TRACED_PHASES: dict[str, str] = {
     "backward": "run",
 }
 PER_CALL = ("forward", "backward")
+#: Memory keys (bytes, numbers >= 0) -> ``Point.memory``: ``saved_bytes`` (what the gradient keeps alive between
+#: forward and backward, counted by the program: exact), ``peak_bytes`` (its high-water mark over the point:
+#: measured). ``retained`` (eager: a list, the bytes still held after each call, call 0 first) -> ``Point.retained``.
+MEMORY_KEYS: tuple[str, ...] = ("saved_bytes", "peak_bytes")
 #: Every key the protocol reads; any other key of the JSON line is warned about by name (a misspelt
 #: ``transfrom_seconds`` must not silently leave the series to the process's wall time).
 KNOWN_KEYS: tuple[str, ...] = (
@@ -40,6 +44,8 @@ KNOWN_KEYS: tuple[str, ...] = (
     "program_ops",
     "value",
     "gradient",
+    *MEMORY_KEYS,
+    "retained",
 )
 #: "A phase cannot last longer than the process that timed it", with room for a program that sums the
 #: seconds of its threads or reports a model of its costs: only numbers that cannot be a time of this run
@@ -179,10 +185,22 @@ def apply_protocol(pt: Point, obj: dict[str, Any], mode: str) -> bool:
     for key in ("value", "gradient"):
         if (v := as_float(obj.get(key))) is not None:
             pt.extra[key] = v
+    _apply_memory(pt, obj)
     unknown = unknown_keys(obj)
     if unknown:
         pt.extra["unknown_keys"] = unknown
     return known
+
+
+def _apply_memory(pt: Point, obj: dict[str, Any]) -> None:
+    """The memory keys: :data:`MEMORY_KEYS` -> ``pt.memory``, ``retained`` (a list) -> ``pt.retained``."""
+    for key in MEMORY_KEYS:
+        if key in obj:
+            pt.memory[key] = _number(obj[key], key)
+    if "retained" in obj:
+        if not isinstance(obj["retained"], list):
+            raise CommandFailure("malformed", "retained is not a list of numbers (bytes held after each call)")
+        pt.retained = _numbers(obj["retained"], "retained")
 
 
 def _apply_counters(pt: Point, counters: Any, mode: str) -> None:

@@ -1,0 +1,158 @@
+"""End to end through the real command (``python -m adprof check``/``guard``): memory verdicts on the engine's
+standard chains and the zoo's memory cases, the guard's memory limits failing and passing, the JSON of schema 3.
+The engine's run in the default suite; the peers' (torch, JAX) are slow studies and skip without their extra."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from extras import requires
+
+from adprof.render.jsonout import load_report
+
+REPO = Path(__file__).resolve().parents[1]
+CHAINS = str(REPO / "probes" / "chains.py")
+WILD = str(REPO / "probes" / "wild.py")
+
+
+def adprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "adprof", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
+    )
+
+
+def memory_of(path: Path) -> dict[str, dict]:
+    """Each series' memory verdict from a --json report, by its label (the report loads back, schema 3)."""
+    data = json.loads(path.read_text())
+    assert data["schema"] == 3
+    report = load_report(data)
+    return {r.series.label: r.verdict.memory for r in report.results}
+
+
+@pytest.mark.slow
+def test_check_reads_linear_memory_on_a_standard_chain(tmp_path):
+    run = adprof("check", f"{CHAINS}::sin", "--profile", "fixed", "--memory", "--json", "out.json", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    memory = memory_of(tmp_path / "out.json")
+    assert set(memory) == {"sin [engine/fixed, traced]", "sin [engine/fixed, eager]"}
+    for label, mv in memory.items():
+        assert mv.kind == "linear" and mv.decided_by == "saved_bytes", label
+        assert mv.exponent == pytest.approx(1.0, abs=0.02)
+    assert memory["sin [engine/fixed, eager]"].leaking is False  # nothing held after the calls
+    assert "linear d^1.00" in run.stdout  # the memory column
+
+
+def test_guard_max_memory_exponent_fails_on_dense_history_and_passes_on_a_linear_chain(tmp_path):
+    run = adprof(
+        "guard",
+        f"{CHAINS}::sin",
+        f"{WILD}::dense_history",
+        "--mode",
+        "traced",
+        "--max-exponent",
+        "3",  # the time limits hold: the memory limit decides
+        "--max-memory-exponent",
+        "1.2",
+        "--junit",
+        "guard.xml",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    sin = next(i for i, line in enumerate(lines) if line.startswith("ok   sin [engine/fixed, traced]"))
+    assert lines[sin + 1].lstrip().startswith("ok   memory: saved-for-backward bytes depth^1.00")
+    dense = next(i for i, line in enumerate(lines) if "dense_history [engine/fixed, traced]" in line)
+    assert lines[dense].startswith("ok   ") and "FAIL memory:" in lines[dense + 1]
+    assert "saved-for-backward bytes limited to depth^1.2 but grow as depth^1.8" in run.stdout
+    assert "over depths 4, 8, 16, 32" in run.stdout
+    assert "1 of 2 held" in run.stdout and "max memory exponent 1.2" in run.stdout
+    xml = (tmp_path / "guard.xml").read_text()
+    assert 'type="superlinear-memory"' in xml
+
+
+@pytest.mark.slow
+def test_check_reads_superlinear_memory_on_dense_history_both_engine_modes(tmp_path):
+    run = adprof("check", f"{WILD}::dense_history", "--profile", "fixed", "--json", "out.json", cwd=tmp_path)
+    assert run.returncode == 1  # a finding (time and memory)
+    memory = memory_of(tmp_path / "out.json")
+    for label, mv in memory.items():
+        assert mv.kind == "superlinear-memory" and 1.7 <= mv.exponent <= 2.05, (label, mv.exponent)
+
+
+@pytest.mark.slow
+@requires("torch")
+def test_guard_max_leak_fails_on_7343_tanh_and_passes_on_its_autograd_grad_form(tmp_path):
+    run = adprof(
+        "guard",
+        f"{WILD}::create_graph_leak",
+        "--backend",
+        "torch",
+        "--max-leak",
+        "1 KiB",
+        "--json",
+        "g.json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    out = run.stdout
+    assert "limited to 1.0 KiB leaked per call but leaked" in out
+    memory = memory_of(tmp_path / "g.json")
+    tanh = memory["create_graph_leak[form=tanh] [torch, eager]"]
+    assert tanh.kind == "leak-per-call" and tanh.bytes_per_call > 1024
+    for form in ("grad", "add"):
+        mv = memory[f"create_graph_leak[form={form}] [torch, eager]"]
+        assert mv.leaking is False and mv.kind != "leak-per-call", form
+    grad_line = next(i for i, line in enumerate(out.splitlines()) if "create_graph_leak[form=grad]" in line)
+    assert out.splitlines()[grad_line + 1].lstrip().startswith("ok   memory: no leak")
+
+
+@pytest.mark.slow
+@requires("torch", "jax")
+def test_peers_read_linear_memory_on_the_standard_chains(tmp_path):
+    run = adprof(
+        "check",
+        f"{CHAINS}::sin",
+        f"{CHAINS}::matmul",
+        "--backend",
+        "jax,torch",
+        "--mode",
+        "traced,eager",
+        "--memory",
+        "--budget",
+        "60",
+        "--json",
+        "out.json",
+        cwd=tmp_path,
+    )
+    memory = memory_of(tmp_path / "out.json")
+    assert memory, run.stderr
+    for label, mv in memory.items():
+        if mv.decided_by == "peak_bytes":  # only the (noisy) peak measured: never a pathology it cannot stand by
+            assert mv.kind in ("linear", "flat", "inconclusive"), (label, mv.kind)
+            assert mv.not_measured.get("saved_bytes"), label  # and it says why the saved bytes are not
+        else:
+            assert mv.kind == "linear" and mv.decided_by == "saved_bytes", (label, mv.kind, mv.reason)
+
+
+@pytest.mark.slow
+@requires("jax")
+def test_jax_scan_residuals_linear_and_flat_with_remat(tmp_path):
+    run = adprof(
+        "check", f"{WILD}::scan_residuals", "--backend", "jax", "--mode", "traced", "--json", "o.json", cwd=tmp_path
+    )
+    memory = memory_of(tmp_path / "o.json")
+    assert memory, run.stderr
+    kinds = {label.split(" ")[0]: mv.kind for label, mv in memory.items()}
+    assert kinds["scan_residuals[remat=none]"] == "linear"
+    assert kinds["scan_residuals[remat=body]"] == "linear"
+    assert kinds["scan_residuals[remat=loop]"] == "flat"
