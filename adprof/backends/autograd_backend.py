@@ -20,13 +20,12 @@ import types
 from typing import Any
 
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, no_phase
-from adprof.backends.memory import Retained, numpy_buffer, numpy_bytes, numpy_root
+from adprof.backends.memory import CallMemory, Retained, numpy_buffer, numpy_bytes, numpy_root
 from adprof.backends.peer_common import (
     chain_binder,
     check_output,
     first_time,
     measure_counted_eager,
-    measure_memory,
     namespace,
     not_installed,
     peer_measure_point,
@@ -154,24 +153,22 @@ def _filled(cell: Any) -> bool:
 def measure_eager(
     chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase, memory: bool = False
 ) -> Point:
-    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays. With ``memory``, then,
-    untimed calls: ``saved_bytes`` the arrays the tape holds between forward and backward (:func:`tape_arrays`),
-    ``retained`` those, the input and the gradient still alive after each call."""
-    pt = _eager_loop(chain, depth, calls=calls, on_phase=on_phase, **_eager_calls(chain, depth))
-    if memory:
-        fns = _eager_calls(chain, depth)
-        measure_memory(
-            pt,
-            chain,
-            leaf=fns["leaf"],
-            forward=fns["forward"],
-            backward=fns["backward"],
-            saved=lambda y, vjp: sum(int(a.nbytes) for a in tape_arrays(vjp)),
-            retained=Retained(size=numpy_bytes, key=numpy_buffer),
-            made=lambda x, y, vjp, g: [x, y, g, *tape_arrays(vjp)],
-            on_phase=on_phase,
-        )
-    return pt
+    """Calls of ``make_vjp(f, x)`` (forward) and ``vjp(1.0)`` (backward) on fresh arrays. With ``memory``, read
+    between the calls, outside their timed blocks: ``saved_bytes`` the arrays the tape holds between forward and
+    backward (:func:`tape_arrays`), ``retained`` those, the input and the gradient still alive after each call."""
+    calls_memory = CallMemory(
+        saved=lambda y, vjp: sum(int(a.nbytes) for a in tape_arrays(vjp)),
+        made=lambda x, y, vjp, g: [x, y, g, *tape_arrays(vjp)],
+        retained=Retained(size=numpy_bytes, key=numpy_buffer),
+    )
+    return _eager_loop(
+        chain,
+        depth,
+        calls=calls,
+        on_phase=on_phase,
+        memory=calls_memory if memory else None,
+        **_eager_calls(chain, depth),
+    )
 
 
 def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase) -> Point:

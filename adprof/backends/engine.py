@@ -29,13 +29,12 @@ import numpy as np
 
 import engine
 from adprof.backends.base import PhaseCallback, PointFailure, RepeatPolicy, describe_type, no_phase
-from adprof.backends.memory import SAVED, Retained, memory_time, numpy_buffer, numpy_bytes
+from adprof.backends.memory import SAVED, CallMemory, Retained, memory_time, numpy_buffer, numpy_bytes
 from adprof.backends.peer_common import (
     check_finite,
     check_output,
     describe_exception,
     failure,
-    measure_memory,
     register_failure_kind,
 )
 from adprof.backends.peer_common import measure_eager as measure_eager_loop
@@ -89,6 +88,16 @@ def _phase(pt: Point, name: str, on_phase: PhaseCallback) -> Iterator[dict[str, 
 def _call_meter(phase: str, call: int) -> contextlib.AbstractContextManager[dict[str, Any]]:
     """The eager loop's per-call meter: seconds and the engine's counter deltas of each call."""
     return _metered()
+
+
+def _call_memory() -> CallMemory:
+    """The engine's memory between eager calls: the tape's bytes after each forward (:func:`engine.tape_bytes`),
+    the bytes still alive of each call's tape, leaf value and gradient after it (numpy buffers, each once)."""
+    return CallMemory(
+        saved=lambda loss, state: engine.tape_bytes(loss) if isinstance(loss, engine.EagerTensor) else None,
+        made=lambda x, loss, state, g: [x.value, g, *engine.tape_arrays(loss)],
+        retained=Retained(size=numpy_bytes, key=numpy_buffer),
+    )
 
 
 def _check_traced_output(y: Any, depth: int) -> None:
@@ -177,10 +186,9 @@ def measure_eager(
     """``calls`` forward+backward calls on fresh variables of one EagerRuntime at one depth (the shared eager
     loop, each call metered with its counters; exactly ``calls`` calls: the counters decide, not the times).
 
-    With ``memory``, then, untimed calls on the same EagerRuntime, its cache statistics already recorded
-    (:func:`adprof.backends.memory.memory_calls`):
-    ``saved_bytes`` is the tape's bytes between forward and backward (:func:`engine.tape_bytes`: every value the
-    session recorded), ``retained`` the bytes of the calls' arrays (tape, leaf, gradient) still alive after each."""
+    With ``memory``, read between the calls, outside their meters (:func:`_call_memory`): ``saved_bytes`` is the
+    tape's bytes between forward and backward (:func:`engine.tape_bytes`: every value the session recorded),
+    ``retained`` the bytes of the calls' arrays (tape, leaf, gradient) still alive after each call."""
     a = chain.make_input()
     xp = engine.numpy
     with engine.profile(profile), counters.budget(counter_budget):
@@ -214,43 +222,14 @@ def measure_eager(
                 python_calls=False,
                 policy=EXACT_CALLS,
                 meter=_call_meter,
+                memory=_call_memory() if memory else None,
             )
         except PointFailure as f:
             if f.point is not None:
                 f.point.extra["cache"] = dataclasses.asdict(rt.cache_stats())
             raise
         pt.extra["cache"] = dataclasses.asdict(rt.cache_stats())
-    if memory:  # untimed, after the timed calls, with a budget of its own
-        with engine.profile(profile), counters.budget(counter_budget):
-            _eager_memory(pt, chain, depth, on_phase, a, forward_on=rt)
     return pt
-
-
-def _eager_memory(pt: Point, chain: Chain, depth: int, on_phase: PhaseCallback, a: Any, forward_on: Any) -> None:
-    """The engine's memory calls (see :func:`measure_eager`) on runtime ``forward_on``."""
-    xp = engine.numpy
-    rt = forward_on
-
-    def forward(x: Any) -> tuple[Any, Any]:
-        with rt.session():
-            loss = chain(xp, x, depth)
-        return loss, loss
-
-    def backward(x: Any, loss: Any) -> Any:
-        loss.backward()
-        return x.grad
-
-    measure_memory(
-        pt,
-        chain,
-        leaf=lambda: rt.variable(a),
-        forward=forward,
-        backward=backward,
-        saved=lambda loss, state: engine.tape_bytes(loss),
-        retained=Retained(size=numpy_bytes, key=numpy_buffer),
-        made=lambda x, loss, state, g: [x.value, g, *engine.tape_arrays(loss)],
-        on_phase=on_phase,
-    )
 
 
 def measure_point(

@@ -44,7 +44,7 @@ from adprof.backends.base import (
     timed,
 )
 from adprof.backends.instructions import counted_phase
-from adprof.backends.memory import SAVED, Retained, memory_time
+from adprof.backends.memory import SAVED, CallMemory, Retained, memory_time
 from adprof.backends.peer_common import (
     COUNTED_NOTE,
     chain_binder,
@@ -54,7 +54,6 @@ from adprof.backends.peer_common import (
     failure,
     first_time,
     measure_drop,
-    measure_memory,
     namespace,
     not_installed,
     peer_measure_point,
@@ -400,9 +399,10 @@ def count_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phas
 def measure_eager(
     chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase, memory: bool = False
 ) -> Point:
-    """``calls`` calls of ``jax.vjp(f, x)`` (forward) and ``vjp_fn(1.0)`` (backward), no jit. With ``memory``,
-    then, untimed calls: ``saved_bytes`` the arrays the VJP function holds (:func:`vjp_residual_arrays`),
-    ``retained`` the bytes still alive after each call of those, its input, output and gradient."""
+    """``calls`` calls of ``jax.vjp(f, x)`` (forward) and ``vjp_fn(1.0)`` (backward), no jit. With ``memory``, read
+    between the calls, outside their timed blocks: ``saved_bytes`` the arrays the VJP function holds
+    (:func:`vjp_residual_arrays`), ``retained`` the bytes still alive after each call of those, its input, output
+    and gradient."""
     a = chain.make_input()
     f = _fn(chain, depth)
 
@@ -423,7 +423,12 @@ def measure_eager(
         if first_time(chain, "eager"):
             _ready(jax.grad(_fn(chain, 1))(jnp.asarray(a)))
 
-    pt = _eager_loop(
+    calls_memory = CallMemory(
+        saved=lambda y, vjp_fn: sum(int(r.nbytes) for r in vjp_residual_arrays(vjp_fn)),
+        made=lambda x, y, vjp_fn, g: [x, y, g, *vjp_residual_arrays(vjp_fn)],
+        retained=Retained(size=lambda r: int(r.nbytes)),
+    )
+    return _eager_loop(
         chain,
         depth,
         calls=calls,
@@ -434,20 +439,8 @@ def measure_eager(
         scalar=float,
         check=check,
         warm_up=warm_up,
+        memory=calls_memory if memory else None,
     )
-    if memory:
-        measure_memory(
-            pt,
-            chain,
-            leaf=lambda: jnp.asarray(a),
-            forward=forward,
-            backward=backward,
-            saved=lambda y, vjp_fn: sum(int(r.nbytes) for r in vjp_residual_arrays(vjp_fn)),
-            retained=Retained(size=lambda r: int(r.nbytes)),
-            made=lambda x, y, vjp_fn, g: [x, y, g, *vjp_residual_arrays(vjp_fn)],
-            on_phase=on_phase,
-        )
-    return pt
 
 
 #: Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.

@@ -7,14 +7,15 @@ Three figures (:attr:`adprof.model.Point.memory` and :attr:`adprof.model.Point.r
 * ``peak_bytes``: the worker's resident high-water mark over the point above its resident size when the point
   started (``VmHWM`` of ``/proc/self/status`` after resetting it by writing ``5`` to ``/proc/self/clear_refs``;
   Linux >= 4.0): measured, noisy (page-granular, allocator caching), a cross-check only;
-* ``retained``: eager modes, :data:`MEMORY_CALLS` more forward+backward calls after the timed ones, untimed: after
-  each, its references dropped and ``gc.collect()`` run, the bytes still alive of the objects those calls made
-  (weak references, summed by the backend's own sizes: exact), cumulative (entry *i*: calls 0..i).
+* ``retained``: eager modes, after each forward+backward call, its references dropped and ``gc.collect()`` run, the
+  bytes still alive of the objects the calls made (weak references, summed by the backend's own sizes: exact),
+  cumulative (entry *i*: calls 0..i). Read between the timed calls (:class:`CallMemory`) where what a call leaves
+  shows it; torch, whose saved tensors only hooks around the forward see, runs :data:`MEMORY_CALLS` more calls
+  after the timed ones instead (:func:`memory_calls`).
 
 What it cost: ``Point.extra["memory_seconds"]``, the wall seconds of the point's memory measurement.
 
-Nothing here runs inside a timed block: a backend measures memory after its timed phases, on objects of its own
-(fresh leaves, fresh calls), so the time figures are those of a run without memory.
+Nothing here runs inside a timed block: the time figures are those of a run without memory.
 
 This module imports no engine.
 """
@@ -165,6 +166,78 @@ def numpy_bytes(a: Any) -> int:
     return int(numpy_root(a).nbytes)
 
 
+@dataclass
+class CallMemory:
+    """Memory read between the timed calls of an eager loop, outside every timed block (where the backend can read
+    it from what a call leaves, without instrumenting the call): ``saved(loss, state)`` after each forward (None:
+    not countable), ``made(x, loss, state, g)`` after each backward (the objects the call made, watched by
+    ``retained``), then, the call's references dropped, ``retained.held()``: one ``Point.retained`` entry per
+    timed call, call 0 first. The seconds it takes go to ``extra["memory_seconds"]``."""
+
+    saved: Callable[[Any, Any], int | None]
+    made: Callable[[Any, Any, Any, Any], Iterable[Any]]
+    retained: Retained | None = None
+    figures: list[int] = field(default_factory=list)
+
+    def start(self, pt: Point) -> None:
+        """Before the first call: collect, then freeze what exists (the collections after each call then scan
+        only what the calls made)."""
+        with memory_time(pt):
+            gc.collect()
+            gc.freeze()
+
+    def after_forward(self, pt: Point, loss: Any, state: Any) -> None:
+        with memory_time(pt):
+            s = self.saved(loss, state)
+            if s is not None:
+                self.figures.append(int(s))
+
+    def after_backward(self, pt: Point, x: Any, loss: Any, state: Any, g: Any) -> None:
+        if self.retained is not None:
+            with memory_time(pt):
+                self.retained.track(self.made(x, loss, state, g))
+
+    def after_drop(self, pt: Point) -> None:
+        """After the call's references are dropped: its ``retained`` entry."""
+        if self.retained is not None:
+            with memory_time(pt):
+                pt.retained.append(float(self.retained.held()))
+
+    def finish(self, pt: Point) -> None:
+        """``memory["saved_bytes"]``: the first call's (exact: the calls agree; a disagreement is kept in
+        ``extra["saved_bytes_calls"]``)."""
+        if self.figures:
+            pt.memory[SAVED] = float(self.figures[0])
+            if len(set(self.figures)) > 1:
+                pt.extra["saved_bytes_calls"] = list(self.figures)
+
+
+class _NoMemory(CallMemory):
+    """An eager loop that measures no memory: every hook does nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(saved=lambda loss, state: None, made=lambda x, loss, state, g: ())
+
+    def start(self, pt: Point) -> None:
+        return None
+
+    def after_forward(self, pt: Point, loss: Any, state: Any) -> None:
+        return None
+
+    def after_backward(self, pt: Point, x: Any, loss: Any, state: Any, g: Any) -> None:
+        return None
+
+    def after_drop(self, pt: Point) -> None:
+        return None
+
+    def finish(self, pt: Point) -> None:
+        return None
+
+
+#: The :class:`CallMemory` of a loop without memory.
+NO_MEMORY: CallMemory = _NoMemory()
+
+
 def memory_calls(
     pt: Point,
     *,
@@ -228,9 +301,11 @@ def _calls(
 
 __all__ = [
     "FIGURES",
+    "CallMemory",
     "MEMORY_CALLS",
     "MEMORY_SECONDS",
     "NOT_ASKED",
+    "NO_MEMORY",
     "NOT_EAGER",
     "NO_PEAK",
     "PEAK",

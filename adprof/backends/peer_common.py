@@ -35,7 +35,7 @@ from adprof.backends.base import (
     timed_block,
 )
 from adprof.backends.instructions import CountingUnavailable, counted_phase, counter
-from adprof.backends.memory import SAVED, memory_calls
+from adprof.backends.memory import NO_MEMORY, SAVED, CallMemory, memory_calls
 from adprof.chain import Chain
 from adprof.model import Point, lower_quartile_index
 
@@ -192,6 +192,7 @@ def measure_eager(
     python_calls: bool = True,
     policy: RepeatPolicy = REPEATS,
     meter: CallMeter = wall_meter,
+    memory: CallMemory | None = None,
 ) -> Point:
     """Forward+backward calls on fresh leaves from ``leaf()``: call 0, then warm calls until ``calls`` calls
     are made and the warm calls satisfy ``policy`` (as many as 7 while they stay cheap; no more than
@@ -227,6 +228,8 @@ def measure_eager(
     try:
         if warm_up is not None:
             warm_up()
+        memory = memory or NO_MEMORY
+        memory.start(pt)
         i = 0
         while more():
             x = leaf()
@@ -235,6 +238,7 @@ def measure_eager(
             with meter(phase, i) as f:
                 loss, state = forward(x)
             fwd.append(f)
+            memory.after_forward(pt, loss, state)
             if i == 0:
                 phase = "check"
                 on_phase(phase, i)  # reading the value may be slow (tinygrad realizes a forward graph)
@@ -249,8 +253,11 @@ def measure_eager(
             bwd.append(b)
             if i == 0:
                 pt.extra["finite_gradient"] = _all_finite(g)
+            memory.after_backward(pt, x, loss, state, g)
             del loss, state, g, x
+            memory.after_drop(pt)
             i += 1
+        memory.finish(pt)
         if python_calls or graph_metrics is not None:
             x = leaf()
             phase = "forward"
