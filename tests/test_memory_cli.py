@@ -156,3 +156,47 @@ def test_jax_scan_residuals_linear_and_flat_with_remat(tmp_path):
     assert kinds["scan_residuals[remat=none]"] == "linear"
     assert kinds["scan_residuals[remat=body]"] == "linear"
     assert kinds["scan_residuals[remat=loop]"] == "flat"
+
+
+def _zoo_cases() -> list[tuple[str, str, str]]:
+    """(case, series, memory verdict) of every memory case of the zoo (probes/wild.py)."""
+    sys.path.insert(0, str(REPO))
+    from probes import wild
+
+    return [(name, series, verdict) for name, case in wild.CASES.items() for series, verdict in case.memory.items()]
+
+
+#: Where the zoo's expectation and the memory verdict differ, and why (strict: a fixed case must drop its entry).
+ZOO_DISAGREES = {
+    ("create_graph_leak", "torch/eager[form=add]"): "x + 1 saves no tensor: 0 saved bytes at every depth reads "
+    "flat, not linear (no leak, as the case says)",
+}
+
+
+@pytest.mark.slow
+@requires("torch", "jax", "autograd")
+def test_the_zoos_memory_cases_read_their_memory_verdicts(tmp_path):
+    """Every memory case of probes/wild.py through the real command: the memory verdict its Case names."""
+    cases = _zoo_cases()
+    read: dict[tuple[str, str], str] = {}
+    for name in sorted({c for c, _, _ in cases}):
+        series = [s for c, s, _ in cases if c == name]
+        backends = sorted({s.split("/", 1)[0] for s in series})
+        modes = sorted({s.split("/", 1)[1].split("[", 1)[0] for s in series})
+        out = tmp_path / f"{name}.json"
+        argv = ["check", f"{WILD}::{name}", "--backend", ",".join(backends), "--mode", ",".join(modes)]
+        profile = ["--profile", "fixed"] if "engine" in backends else []
+        run = adprof(*argv, *profile, "--memory", "--budget", "120", "--json", str(out), cwd=tmp_path)
+        assert out.exists(), run.stderr
+        for r in load_report(json.loads(out.read_text())).results:
+            params = "".join(f"[{k}={v}]" for k, v in r.series.params.items())
+            read[(name, f"{r.series.backend}/{r.series.mode}{params}")] = r.verdict.memory.kind
+    wrong = []
+    for name, series, verdict in cases:
+        got = read.get((name, series))
+        if (name, series) in ZOO_DISAGREES:
+            assert got != verdict, f"{name} {series} now reads {got}: drop it from ZOO_DISAGREES"
+            continue
+        if got != verdict:
+            wrong.append(f"{name} {series}: expected {verdict}, read {got}")
+    assert not wrong, wrong
