@@ -492,17 +492,22 @@ def _bytes_span(fit: model.Fit) -> str:
     )
 
 
-def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) -> tuple[bool, str, str]:
-    """(ok, measured, reason) of the memory exponent limit, or (False, ..., why it could not be checked)."""
+def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) -> tuple[bool, str, str, bool]:
+    """(ok, measured, reason, checked) of the memory exponent limit (checked False: why it could not be)."""
     what = "saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "peak bytes"
     fit = mv.fit
     if not mv.measured or fit is None or not fit.depths:
         why = mv.not_measured.get(model.SAVED_BYTES) or mv.reason or "no bytes against depth were measured"
-        return False, "not measured", f"could not check max memory exponent {limit:g}: memory not measured ({why})"
+        return (
+            False,
+            "not measured",
+            f"could not check max memory exponent {limit:g}: memory not measured ({why})",
+            False,
+        )
     depths = depth_ranges(fit.depths)
     span = _bytes_span(fit)
     if mv.growth in ("", model.INCONCLUSIVE):
-        return False, f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}"
+        return False, f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}", False
     top = limit * (1 + tolerance)
     slack = f" (+{tolerance:.0%}: peak bytes are noisy)" if tolerance else ""
     if mv.base is not None:  # exponential in depth: over any exponent
@@ -514,15 +519,17 @@ def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) ->
                 f"{what} limited to depth^{limit:g}{slack} but grow x{mv.base:.2f} per layer (exponential) over depths "
                 f"{depths}: {span}"
             ),
+            True,
         )
     exponent = mv.exponent if mv.exponent is not None else 1.0
     measured = f"{what} depth^{exponent:.2f} over depths {depths}"
     if exponent <= top:
-        return True, measured, f"{mv.growth}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})"
+        return True, measured, f"{mv.growth}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})", True
     return (
         False,
         measured,
         (f"{what} limited to depth^{limit:g}{slack} but grow as depth^{exponent:.2f} over depths {depths}: {span}"),
+        True,
     )
 
 
@@ -574,8 +581,7 @@ def memory_check(result: Result, limits: GuardLimits) -> MemoryCheck | None:
     parts: list[tuple[bool, str, str, bool]] = []  # (ok, measured, reason, checked) per limit
     if limits.max_memory_exponent is not None:
         tolerance = TIME_TOLERANCE if mv.decided_by == model.PEAK_BYTES else 0.0
-        ok, got, why = _memory_exponent(mv, limits.max_memory_exponent, tolerance)
-        parts.append((ok, got, why, not why.startswith("could not check")))
+        parts.append(_memory_exponent(mv, limits.max_memory_exponent, tolerance))
     if limits.max_leak is not None:
         parts.append(_max_leak(mv, limits.max_leak, result.series.mode))
     return MemoryCheck(
