@@ -17,17 +17,26 @@ from fault_helpers import TRACEBACK, describe, kill_tagged, leftovers, run_adpro
 
 from adprof.cli import main
 from adprof.hunt import evaluate as hunt_evaluate
-from adprof.hunt.attribute import attribute
+from adprof.hunt.attribute import attribute, row_of
 from adprof.hunt.checks import confirms
 from adprof.hunt.evaluate import Evaluation, evaluation_of, evaluation_task
-from adprof.hunt.fitness import EXPONENTIAL, POWER, Archive, Candidate, components, growth_of
+from adprof.hunt.fitness import (
+    EXPONENTIAL,
+    POWER,
+    SAVED_BYTES_COMPONENT,
+    Archive,
+    Candidate,
+    best_per_target,
+    components,
+    growth_of,
+)
 from adprof.hunt.gen import Generator, Node
 from adprof.hunt.model import ENGINE_SPECIFIC, IN_THE_PROGRAM, UNDETERMINED, Row
 from adprof.hunt.search import Search
 from adprof.hunt.shrink import holds, shrink
 from adprof.hunt.targets import Target, hunt_targets
 from adprof.measure.pool import LanePool
-from adprof.model import Point, Result, Series, Verdict
+from adprof.model import Fit, MemoryVerdict, Point, Result, Series, Verdict
 
 V08_TRACED = Target("engine", "v08", "traced")
 MUL = Generator((Node("mul", (0, 0)),))
@@ -76,6 +85,42 @@ def test_archive_keeps_the_best_and_smallest_per_cell_and_names_candidates():
     assert archive.parents() == [MUL, linear]  # the elites (the displaced cube is none), in the order found
 
 
+JAX_TRACED = Target("jax", None, "traced")
+ORDER = Generator((Node("mul", (0, 0)), Node("sin", (1,))), scale="order")
+
+
+def test_saved_bytes_are_a_component_of_their_own_and_nominate_memory_candidates():
+    """Memory is a fitness component: saved bytes that grow x2 per order on a target whose deciding metric stays
+    linear make a memory candidate (the confirmation will read the memory verdict), beside none for time; bytes
+    that grow linearly nominate nothing; a memory candidate never displaces the time candidate of its cell."""
+    ds = range(1, 7)
+    pts = [
+        Point(depth=d, metrics={"transform": {"python_calls": 100.0 * d}}, memory={"saved_bytes": 64.0 * 2**d})
+        for d in ds
+    ]
+    ev = Evaluation(target=JAX_TRACED, points=pts)
+    comps = components(ev)
+    assert SAVED_BYTES_COMPONENT in comps and comps[SAVED_BYTES_COMPONENT][1] == [64.0 * 2**d for d in ds]
+    archive = Archive()
+    archive.offer(ORDER, ev)
+    cands = archive.candidates()
+    assert [(c.component, c.memory, c.expect) for c in cands] == [("saved_bytes:memory", True, "exponential")]
+    linear = [
+        Point(depth=d, metrics={"transform": {"python_calls": 100.0 * 3**d}}, memory={"saved_bytes": 72.0 * d})
+        for d in ds
+    ]
+    archive.offer(MUL, Evaluation(target=JAX_TRACED, points=linear))
+    cands = archive.candidates()
+    assert {(c.gen.key, c.memory) for c in cands} == {(ORDER.key, True), (MUL.key, False)}
+    best = best_per_target(cands, [JAX_TRACED])
+    assert {(c.gen.key, c.memory) for c in best} == {(ORDER.key, True), (MUL.key, False)}  # one per cost
+
+
+def test_a_saved_bytes_point_with_no_memory_measured_adds_nothing():
+    ev = Evaluation(target=JAX_TRACED, points=[Point(depth=d, memory={"peak_bytes": 1e6}) for d in (1, 2, 3, 4)])
+    assert SAVED_BYTES_COMPONENT not in components(ev)
+
+
 # --------------------------------------------------------------------------- shrinking
 
 
@@ -120,6 +165,23 @@ def test_a_planted_finding_shrinks_to_its_known_minimal_chain(tmp_path):
     assert all(s.size < p.size for p, s in zip([planted, *res.steps], res.steps, strict=False))
 
 
+def test_the_search_measures_saved_bytes_on_the_real_worker(tmp_path):
+    """The search's own evaluation (a warm worker, the point request) carries the memory figures: ``y * y`` on the
+    engine saves one residual per layer, so its saved bytes are a linear component, never a candidate."""
+    pool = LanePool(1)
+    try:
+        (ev,) = _evaluate_on(pool, tmp_path, V08_TRACED)([MUL])
+    finally:
+        pool.close()
+    assert ev is not None and not ev.error
+    ds, vs = components(ev)[SAVED_BYTES_COMPONENT]
+    assert len(ds) >= 5 and vs[0] > 0
+    per_layer = (vs[1] - vs[0]) / (ds[1] - ds[0])
+    assert per_layer > 0 and all(v == vs[0] + per_layer * (d - ds[0]) for d, v in zip(ds, vs, strict=True))
+    growth = growth_of(ds, vs)
+    assert growth is not None and growth.family == POWER and abs(growth.rate - 1.0) < 0.05 and not growth.strong
+
+
 def test_an_unroll_never_shrinks_into_a_single_state_layer():
     fib = Generator((Node("mul", (0, 1)),), window=2)
     ds = range(1, 9)
@@ -146,6 +208,39 @@ def test_confirmation_needs_the_same_pathology():
     assert not confirms(_result("linear"), "any")
     assert not confirms(_result("exponential-transform", error="depth 3: boom"), "exponential")
     assert not confirms(None, "any")
+
+
+def _memory_result(time_kind: str, growth: str, kind: str | None = None) -> Result:
+    fit = Fit(metric="saved_bytes: memory", kind="exponential", base=1.8, axis="order")
+    mv = MemoryVerdict(kind=kind or growth, measured=True, growth=growth, decided_by="saved_bytes", fit=fit)
+    series = Series(chain="c", backend="jax", profile=None, mode="traced", points=[Point(depth=d) for d in (1, 2, 3)])
+    return Result(series=series, verdict=Verdict(kind=time_kind, memory=mv))
+
+
+def test_a_memory_candidate_is_confirmed_by_the_memory_verdict_only():
+    assert confirms(_memory_result("linear", "exponential-memory"), "exponential", memory=True)
+    assert confirms(_memory_result("linear", "superlinear-memory"), "any", memory=True)
+    assert not confirms(_memory_result("linear", "superlinear-memory"), "exponential", memory=True)
+    assert not confirms(_memory_result("exponential-transform", "linear"), "exponential", memory=True)
+    assert not confirms(_memory_result("exponential-transform", "flat"), "any", memory=True)
+    assert not confirms(_memory_result("linear", "mildly-superlinear-memory"), "superlinear", memory=True)
+    # a leak decides the memory verdict's kind; the growth in depth is what the search saw
+    assert confirms(_memory_result("linear", "exponential-memory", "leak-per-call"), "exponential", memory=True)
+    assert not confirms(_memory_result("linear", "linear", "leak-per-call"), "any", memory=True)
+    assert not confirms(_memory_result("linear", "exponential-memory"), "exponential")  # the time verdict: linear
+    unmeasured = Result(
+        series=Series(chain="c", backend="jax", profile=None, mode="traced"), verdict=Verdict(kind="linear")
+    )
+    assert not confirms(unmeasured, "any", memory=True)
+
+
+def test_a_memory_table_classes_each_engine_by_its_memory():
+    jax = row_of(JAX_TRACED, _memory_result("exponential-transform", "exponential-memory"), memory=True)
+    assert (jax.verdict, jax.figure, jax.decided_by) == ("exponential-memory", "x1.80/order", "saved_bytes")
+    torch = row_of(Target("torch", None, "eager"), _memory_result("exponential-backward", "flat"), memory=True)
+    assert torch.verdict == "flat"
+    assert attribute([jax, torch])[0] == ENGINE_SPECIFIC
+    assert row_of(JAX_TRACED, _result("linear"), memory=True).verdict == "not measured"
 
 
 def _row(backend: str, profile: str | None, mode: str, verdict: str) -> Row:
@@ -351,6 +446,8 @@ def test_the_ten_minute_hunt_finds_the_five_pathologies(tmp_path):
         """Findings whose check path confirmed ``prefix`` on (backend, mode): found there, or in their table."""
         hits = []
         for f in findings:
+            if f["memory"]:  # its table classes memory (exponential-memory), not time
+                continue
             for c in f["table"]:
                 ok = (c["backend"], c["mode"]) == (backend, mode) and c["verdict"].startswith(prefix)
                 if ok and (profile is None or c["profile"] == profile) and (axis is None or f["axis"] == axis):
@@ -379,7 +476,35 @@ def test_the_ten_minute_hunt_finds_the_five_pathologies(tmp_path):
             cwd=tmp_path,
         )
         (result,) = json.loads(check.stdout)["results"]
-        assert result["verdict"] == f["verdict"], (f["file"], result["verdict"], f["verdict"])
+        verdict = result["memory"]["growth"] if f["memory"] else result["verdict"]
+        assert verdict == f["verdict"], (f["file"], verdict, f["verdict"])
+
+
+@pytest.mark.slow  # the default run's representatives: the memory component's unit tests and the real worker's
+def test_a_hunt_on_jax_finds_the_exponential_memory_of_nested_grads(tmp_path):
+    """Memory as a fitness component, end to end: JAX traced alone, 90 s, seed 1. The bytes JAX saves for the
+    backward of a nested grad grow exponentially with the order: found, confirmed by the check path's memory
+    verdict, written out; ``adprof check`` on the file reads the same memory growth."""
+    pytest.importorskip("jax", reason="the JAX hunt needs the peers extra")
+    out, report = tmp_path / "found", tmp_path / "hunt.json"
+    args = ["hunt", "--backend", "jax", "--mode", "traced", "--budget", "90", "--seed", "1", "--out", str(out)]
+    run = run_adprof([*args, "--json", str(report), "--no-color"], tmp_path, 180)
+    assert run.code == 1 and not run.left and TRACEBACK not in run.text, run.summary()
+    findings = json.loads(report.read_text())["findings"]
+    memory = [f for f in findings if f["memory"]]
+    assert memory, [(f["verdict"], f["component"]) for f in findings]
+    f = memory[0]
+    assert f["verdict"] == "exponential-memory" and f["axis"] == "order" and f["decided_by"] == "saved_bytes"
+    assert f["component"] == "saved_bytes:memory" and f["table"][0]["verdict"] == "exponential-memory"
+    check = subprocess.run(
+        ["adprof", "check", f["file"], "--backend", "jax", "--mode", "traced", "--json", "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    (result,) = json.loads(check.stdout)["results"]
+    assert result["memory"]["growth"] == "exponential-memory", result["memory"]
 
 
 @pytest.mark.slow  # the default run's representative: test_a_short_hunt_on_the_engine_finds_...

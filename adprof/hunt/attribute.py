@@ -17,13 +17,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from adprof.hunt.checks import MEMORY_GROWTH, verdict_kind
 from adprof.hunt.model import ENGINE_SPECIFIC, IN_THE_PROGRAM, UNDETERMINED, Row
 from adprof.hunt.targets import Target
-from adprof.model import LINEAR, MILD_BACKWARD, MILD_TRANSFORM, PATHOLOGIES, Report, Result
+from adprof.model import (
+    INCONCLUSIVE,
+    LINEAR,
+    MEMORY_FLAT,
+    MILD_BACKWARD,
+    MILD_MEMORY,
+    MILD_TRANSFORM,
+    PATHOLOGIES,
+    Report,
+    Result,
+)
 from adprof.report import fmt_growth, one_line_reason
 
-#: Verdicts that grow (pathologies and the mildly superlinear ones), and the one that does not.
-GROWING = frozenset({*PATHOLOGIES, MILD_TRANSFORM, MILD_BACKWARD})
+#: Verdicts that grow (pathologies and the mildly superlinear ones, of time and of memory), and those that do not.
+GROWING = frozenset({*PATHOLOGIES, MILD_TRANSFORM, MILD_BACKWARD, *MEMORY_GROWTH, MILD_MEMORY})
+NOT_GROWING = frozenset({LINEAR, MEMORY_FLAT})
 NOT_APPLICABLE = "n/a"
 NOT_MEASURED = "not measured"
 
@@ -36,14 +48,17 @@ def decided_by(result: Result) -> str:
     return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
 
 
-def row_of(target: Target, result: Result | None, note: str = "") -> Row:
-    """The table's entry of one target (``result`` None: not applicable, or not measured when ``note`` says)."""
+def row_of(target: Target, result: Result | None, note: str = "", memory: bool = False) -> Row:
+    """The table's entry of one target (``result`` None: not applicable, or not measured when ``note`` says);
+    ``memory``: the class of its memory in depth (saved bytes) rather than of its time."""
     base = {"target": target.label, "backend": target.backend, "profile": target.profile, "mode": target.mode}
     if result is None:
         return Row(**base, verdict=NOT_APPLICABLE if note else NOT_MEASURED, note=note)
     series, verdict = result.series, result.verdict
     if not series.points and not series.error:
         return Row(**base, verdict=NOT_MEASURED, note=series.stopped or "")
+    if memory:
+        return _memory_row(base, result)
     note = series.error or (one_line_reason(result) if verdict.kind not in (*GROWING, LINEAR) else "")
     figure = fmt_growth(result)
     return Row(
@@ -51,11 +66,26 @@ def row_of(target: Target, result: Result | None, note: str = "") -> Row:
     )
 
 
+def _memory_row(base: dict, result: Result) -> Row:
+    mv = result.verdict.memory
+    kind = verdict_kind(result, memory=True)
+    if result.series.error:
+        return Row(**base, verdict=kind, note=result.series.error)
+    if mv is None or not mv.measured:
+        why = "; ".join(mv.not_measured.values()) if mv is not None else ""
+        return Row(**base, verdict=NOT_MEASURED, note=(mv.reason if mv is not None else "") or why)
+    note = mv.reason if kind == INCONCLUSIVE else ""
+    return Row(**base, verdict=kind, figure=mv.interval_text, decided_by=mv.decided_by, note=note)
+
+
 def table(
-    targets: Sequence[Target], results: Mapping[Target, Result], not_applicable: Mapping[Target, str]
+    targets: Sequence[Target],
+    results: Mapping[Target, Result],
+    not_applicable: Mapping[Target, str],
+    memory: bool = False,
 ) -> list[Row]:
-    """One row per target, in the targets' order."""
-    return [row_of(t, results.get(t), not_applicable.get(t, "")) for t in targets]
+    """One row per target, in the targets' order (``memory``: the class of its memory, see :func:`row_of`)."""
+    return [row_of(t, results.get(t), not_applicable.get(t, ""), memory) for t in targets]
 
 
 def _engines(rows: Sequence[Row], kinds: frozenset[str] | set[str]) -> list[str]:
@@ -71,7 +101,7 @@ def _engines(rows: Sequence[Row], kinds: frozenset[str] | set[str]) -> list[str]
 def attribute(rows: Sequence[Row]) -> tuple[str, str]:
     """The attribution label and its sentence (see the module docstring)."""
     grows = _engines(rows, GROWING)
-    linear = _engines(rows, {LINEAR})
+    linear = _engines(rows, NOT_GROWING)
     backends = {r.backend if r.backend != "engine" else f"engine/{r.profile}" for r in rows if r.verdict in GROWING}
     na = [r for r in rows if r.verdict == NOT_APPLICABLE]
     tail = f"; not applicable on {len(na)}" if na else ""

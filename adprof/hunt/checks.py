@@ -28,7 +28,7 @@ from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.executor import Executor
 from adprof.measure.plan import UsageError, load_targets, plan_series
 from adprof.measure.series import SeriesSpec
-from adprof.model import PATHOLOGIES, Report, Result
+from adprof.model import EXPONENTIAL_MEMORY, INCONCLUSIVE, PATHOLOGIES, SUPERLINEAR_MEMORY, Report, Result
 from adprof.report import build_report
 
 
@@ -107,21 +107,36 @@ def check_targets(
 
 
 def verdict_family(kind: str) -> str:
-    """``exponential``, ``superlinear`` (pathologies), else the kind itself."""
-    if kind in PATHOLOGIES:
+    """``exponential``, ``superlinear`` (pathologies, memory's too), else the kind itself."""
+    if kind in PATHOLOGIES or kind in MEMORY_GROWTH:
         return kind.split("-", 1)[0]
     return kind
 
 
-def confirms(result: Result | None, expect: str) -> bool:
+def confirms(result: Result | None, expect: str, memory: bool = False) -> bool:
     """The check's result is the pathology the search saw (``expect``: ``exponential``, ``superlinear`` or
-    ``any``), decided on a measured series (no error, no hang)."""
+    ``any``), decided on a measured series (no error, no hang); ``memory``: its memory verdict is (superlinear or
+    exponential memory in depth; a leak per call is not a growth in depth)."""
     if result is None or result.series.error:
         return False
-    kind = result.verdict.kind
-    if kind not in PATHOLOGIES:
+    kind = verdict_kind(result, memory)
+    if kind not in (MEMORY_GROWTH if memory else PATHOLOGIES):
         return False
     return expect == "any" or verdict_family(kind) == expect
 
 
-__all__ = ["CheckRun", "check_targets", "confirms", "verdict_family"]
+#: The memory verdicts that are a growth in depth faster than the program (the memory findings but a leak).
+MEMORY_GROWTH = frozenset({SUPERLINEAR_MEMORY, EXPONENTIAL_MEMORY})
+
+
+def verdict_kind(result: Result, memory: bool = False) -> str:
+    """The verdict a finding reads: the time verdict, or (``memory``) the memory verdict's reading in depth
+    (``growth``: a leak per call decides the memory verdict's kind, not how the saved bytes grow); inconclusive
+    where memory was not read against depth."""
+    if not memory:
+        return result.verdict.kind
+    mv = result.verdict.memory
+    return mv.growth if mv is not None and mv.measured and mv.growth else INCONCLUSIVE
+
+
+__all__ = ["MEMORY_GROWTH", "CheckRun", "check_targets", "confirms", "verdict_family", "verdict_kind"]

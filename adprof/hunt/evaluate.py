@@ -100,6 +100,7 @@ def _run_plan(ctx: TaskContext, file: str, target: Target, plan: SearchPlan) -> 
             "calls": plan.calls,
             "counter_budget": SEARCH_COUNTER_BUDGET,
             "repeats": 1,  # one timed run per phase: the search reads the deterministic metrics
+            **({"memory": True} if plan.memory else {}),  # saved-for-backward bytes: a component of its own
         }
         started = time.monotonic()
         try:

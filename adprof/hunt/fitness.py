@@ -1,12 +1,13 @@
 """Fitness: the fitted growth of every cost component of an evaluation, and the archive of elites.
 
-A *component* is one cost a target reports at each depth: the engine's counters over the classified phases,
-each deterministic metric of each phase (``python_calls:transform``, ``inductor_loop_body_ops:inductor_codegen``),
-each phase's time. Its growth over the search depths is read as ``adprof check`` reads exact values (the
-marginal reading of :func:`adprof.analysis.growth.fit_growth`): an exponential's base per step or a power law's
-exponent; with too few points to tell them apart, the local exponent of the tail (``rising``). Times are
-noisy and overhead-dominated at small depths: their growth is the plain exponent over the span, a hint for
-the targets that only time can decide.
+A *component* is one cost a target reports at each depth: the engine's counters over the classified phases, each
+deterministic metric of each phase (``python_calls:transform``, ``inductor_loop_body_ops:inductor_codegen``), each
+phase's time, and the bytes the gradient saves for its backward (``saved_bytes:memory``, measured where the backend
+measures memory: a second cost, decided by the check path's memory verdict). Its growth over the search depths is
+read as ``adprof check`` reads exact values (the marginal reading of :func:`adprof.analysis.growth.fit_growth`): an
+exponential's base per step or a power law's exponent; with too few points to tell them apart, the local exponent
+of the tail (``rising``). Times are noisy and overhead-dominated at small depths: their growth is the plain
+exponent over the span, a hint for the targets that only time can decide.
 
 The archive keeps, as PerfFuzz keeps an input per program location, the generator that maximises each
 component; as MAP-Elites keeps one per cell of a behaviour space, it does so per *cell*: (target, component,
@@ -27,7 +28,7 @@ from adprof.analysis.growth import fit_growth
 from adprof.hunt.evaluate import Evaluation
 from adprof.hunt.gen import Generator
 from adprof.hunt.targets import Target
-from adprof.model import COUNTER_KEYS, WHOLE_COMPILE, Point, cost_phases
+from adprof.model import COUNTER_KEYS, SAVED_BYTES, WHOLE_COMPILE, Point, cost_phases
 
 #: Growth strong enough to nominate a candidate for confirmation: an exponential's base per step, a power
 #: law's exponent, a rising tail's local exponent (few points: needs to be steep).
@@ -92,11 +93,17 @@ class Growth:
 
 @dataclass(frozen=True)
 class Component:
-    """One cost of a target: ``name`` (``counters:transform+drop``), whether the check path decides on it."""
+    """One cost of a target: ``name`` (``counters:transform+drop``), whether the check path decides on it, and
+    whether it is memory (its confirmation reads the check's memory verdict, not the time verdict)."""
 
     name: str
     decides: bool
     noisy: bool = False
+    memory: bool = False
+
+
+#: The memory component: saved-for-backward bytes, exact, decided by the check path's memory verdict.
+SAVED_BYTES_COMPONENT = Component(f"{SAVED_BYTES}:memory", True, memory=True)
 
 
 def components(ev: Evaluation) -> dict[Component, tuple[list[int], list[float]]]:
@@ -130,6 +137,9 @@ def components(ev: Evaluation) -> dict[Component, tuple[list[int], list[float]]]
         times = [p.times[ph] for ph in phases if ph in p.times]
         if times:
             add(Component(f"time:{joined}", not deciding and t.backend != "engine", noisy=True), p.depth, sum(times))
+        saved = p.memory.get(SAVED_BYTES) if isinstance(p.memory, dict) else None
+        if isinstance(saved, int | float) and not isinstance(saved, bool):
+            add(SAVED_BYTES_COMPONENT, p.depth, saved)
     return series
 
 
@@ -215,6 +225,7 @@ class Elite:
     decides: bool
     found: int  # the index of the evaluation that put it here
     clean: bool = True  # its evaluation ended without an error (a chain that fails deeper cannot be confirmed)
+    memory: bool = False  # the component is memory (see :class:`Component`)
 
 
 @dataclass
@@ -226,6 +237,7 @@ class Candidate:
     component: str
     growth: Growth
     fitness: float
+    memory: bool = False  # a memory component: the confirmation reads the check's memory verdict
 
     @property
     def expect(self) -> str:
@@ -252,7 +264,7 @@ class Archive:
             fit = fitness(g, gen)
             old = self.elites.get(cell)
             if old is None or (fit, -gen.size) > (old.fitness, -old.gen.size):
-                self.elites[cell] = Elite(gen, g, fit, comp.decides, self.offered, clean=not ev.error)
+                self.elites[cell] = Elite(gen, g, fit, comp.decides, self.offered, not ev.error, comp.memory)
                 improved.append(cell)
         return improved
 
@@ -283,7 +295,7 @@ class Archive:
         for cell, e in self.elites.items():
             if not (e.decides and e.growth.strong and e.clean):
                 continue
-            c = Candidate(e.gen, cell.target, cell.component, e.growth, e.fitness)
+            c = Candidate(e.gen, cell.target, cell.component, e.growth, e.fitness, e.memory)
             k = (cell.target, e.gen.key)
             if k not in out or c.fitness > out[k].fitness:
                 out[k] = c
@@ -291,21 +303,22 @@ class Archive:
 
 
 def best_per_target(cands: Iterable[Candidate], targets: Sequence[Target]) -> list[Candidate]:
-    """The best candidate of each (target, expected family, axis), in the order to process them: first the
-    strongest of each (target, family), targets in ``targets``' order, then the other axes' the same way."""
-    best: dict[tuple[Target, str, str], Candidate] = {}
+    """The best candidate of each (target, expected family, axis, cost: time or memory), in the order to process
+    them: first the strongest of each (target, family, cost), targets in ``targets``' order, then the other axes'
+    the same way."""
+    best: dict[tuple[Target, str, str, bool], Candidate] = {}
     for c in cands:
-        k = (c.target, c.expect, c.gen.axis)
+        k = (c.target, c.expect, c.gen.axis, c.memory)
         if k not in best or (c.fitness, -c.gen.size) > (best[k].fitness, -best[k].gen.size):
             best[k] = c
     rank = {t: i for i, t in enumerate(targets)}
     ordered = sorted(best.values(), key=lambda c: (rank.get(c.target, len(rank)), -c.fitness, c.gen.key))
     first: list[Candidate] = []
     rest: list[Candidate] = []
-    taken: set[tuple[Target, str]] = set()
+    taken: set[tuple[Target, str, bool]] = set()
     for c in ordered:
-        (rest if (c.target, c.expect) in taken else first).append(c)
-        taken.add((c.target, c.expect))
+        (rest if (c.target, c.expect, c.memory) in taken else first).append(c)
+        taken.add((c.target, c.expect, c.memory))
     return first + rest
 
 
@@ -316,6 +329,7 @@ __all__ = [
     "Component",
     "Elite",
     "Growth",
+    "SAVED_BYTES_COMPONENT",
     "best_per_target",
     "components",
     "fitness",

@@ -73,6 +73,9 @@ class Finding:
     shrunk: Shrunk | None = None
     #: Other targets (labels) where the search's best candidate was this same program, covered by this finding.
     also: list[str] = field(default_factory=list)
+    #: The cost that grows: False, time or work (the verdict is the check's); True, the bytes the gradient saves for
+    #: its backward (the verdict is the check's memory reading in depth, the table the class of every engine's).
+    memory: bool = False
     confirmation: dict[str, Any] = field(default_factory=dict)  # the confirming series' JSON (adprof check's)
     source: str = ""  # the chain file's text
 

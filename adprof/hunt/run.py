@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof.hunt import attribute as attr
-from adprof.hunt.checks import CheckRun, check_targets, confirms
+from adprof.hunt.checks import CheckRun, check_targets, confirms, verdict_kind
 from adprof.hunt.evaluate import Evaluation, evaluation_of, evaluation_task
 from adprof.hunt.fitness import Candidate, best_per_target
 from adprof.hunt.gen import ChainOptions, Generator, Node, chain_source
@@ -244,7 +244,7 @@ class Hunt:
             budget = min(CONFIRM_MAX[tier(cand.target)], max(MIN_SHARE, start + share - time.monotonic()))
             self._check(prog, [cand.target], min(budget, self._left()), explicit=False)
         result = prog.results.get(cand.target)
-        if not confirms(result, cand.expect):
+        if not confirms(result, cand.expect, cand.memory):
             self._reject(cand, gen, result)
             return
         others = [t for t in self.cfg.targets if t != cand.target and t not in prog.results]
@@ -259,7 +259,12 @@ class Hunt:
         for f in self.report.findings:
             prog = self.finding_programs[f.id]
             niche = (prog.gen.axis, prog.gen.reuses) == (cand.gen.axis, cand.gen.reuses)
-            if niche and cand.target not in prog.not_applicable and _cut_short(prog.results.get(cand.target)):
+            if (
+                niche
+                and f.memory == cand.memory
+                and cand.target not in prog.not_applicable
+                and _cut_short(prog.results.get(cand.target))
+            ):
                 left = self._left()
                 if left < MIN_SHARE:
                     return False
@@ -272,7 +277,7 @@ class Hunt:
 
     def _retable(self, f: Finding, prog: _Program) -> None:
         """A finding's table, attribution and file after more checks of its program."""
-        f.table = self._rows(prog, f.file, Target(f.backend, f.profile, f.mode))
+        f.table = self._rows(prog, f.file, Target(f.backend, f.profile, f.mode), f.memory)
         f.attribution, f.attribution_text = attr.attribute(f.table)
         f.source = found_source(f, prog.gen, prog.plan_target, self.cfg.seed)
         write_atomic(f.file, f.source)
@@ -295,11 +300,12 @@ class Hunt:
 
     def _merge(self, cand: Candidate, gen: Generator) -> bool:
         """A finding already covers this candidate: its program is this one, or a program of the same cell (axis,
-        reuse), and its check of this target showed the same pathology. Merged into it (its table covers it)."""
+        reuse), of the same cost (time, memory), and its check of this target showed the same pathology. Merged into
+        it (its table covers it)."""
         for f in self.report.findings:
             prog = self.finding_programs[f.id]
             same = prog.gen.key == gen.key or (prog.gen.axis, prog.gen.reuses) == (gen.axis, gen.reuses)
-            if same and confirms(prog.results.get(cand.target), cand.expect):
+            if same and f.memory == cand.memory and confirms(prog.results.get(cand.target), cand.expect, f.memory):
                 if cand.target.label not in f.also:
                     f.also.append(cand.target.label)
                 self.report.stats.merged += 1
@@ -396,10 +402,11 @@ class Hunt:
     # ------------------------------------------------------------------ outcomes
 
     def _reject(self, cand: Candidate, gen: Generator, result: Result | None) -> None:
-        verdict = result.verdict.kind if result is not None else "not measured"
+        verdict = verdict_kind(result, cand.memory) if result is not None else "not measured"
         reason = ""
         if result is not None:
-            reason = result.series.error or attr.one_line_reason(result)
+            row = attr.row_of(cand.target, result, memory=cand.memory)
+            reason = result.series.error or (row.note if cand.memory else attr.one_line_reason(result))
         self.report.rejected.append(
             Rejected(
                 target=cand.target.label,
@@ -407,7 +414,7 @@ class Hunt:
                 search_figure=cand.growth.figure(gen.axis),
                 component=cand.component,
                 verdict=verdict,
-                figure=attr.fmt_growth(result) if result is not None else "",
+                figure=_figure(result, cand.memory) if result is not None else "",
                 reason=reason,
             )
         )
@@ -421,11 +428,12 @@ class Hunt:
         gen = prog.gen
         name = f"finding_{n:04d}"
         path = self.cfg.out / f"{n:04d}_{t.slug}.py"
-        rows = self._rows(prog, str(path), t)
+        rows = self._rows(prog, str(path), t, cand.memory)
         label, text = attr.attribute(rows)
         reproduce = "adprof check " + shlex.join([str(path), *t.check_options()])
-        verdict = result.verdict
-        figure = attr.fmt_growth(result)
+        verdict = verdict_kind(result, cand.memory)
+        figure = _figure(result, cand.memory)
+        mv = result.verdict.memory
         finding = Finding(
             id=n,
             file=str(path),
@@ -434,9 +442,10 @@ class Hunt:
             backend=t.backend,
             profile=t.profile,
             mode=t.mode,
-            verdict=verdict.kind,
+            verdict=verdict,
             figure=figure,
-            decided_by=attr.decided_by(result),
+            decided_by=mv.decided_by if cand.memory and mv is not None else attr.decided_by(result),
+            memory=cand.memory,
             axis=gen.axis,
             summary=gen.summary(),
             generator=gen.to_dict(),
@@ -468,14 +477,13 @@ class Hunt:
         self.report.stats.confirmed += 1
         if gen.key != shrunk.start.key:
             self.report.stats.shrunk += 1
-        self._emit(
-            "finding", {"id": n, "target": t.label, "verdict": verdict.kind, "figure": figure, "file": str(path)}
-        )
+        self._emit("finding", {"id": n, "target": t.label, "verdict": verdict, "figure": figure, "file": str(path)})
 
-    def _rows(self, prog: _Program, file: str, primary: Target) -> list[Row]:
-        """The finding's table, each measured cell with the ``adprof check`` command that measured it (the
-        confirmation: the file's own options; an attribution: its explicit depths, no structure probe)."""
-        rows = attr.table(self.cfg.targets, prog.results, prog.not_applicable)
+    def _rows(self, prog: _Program, file: str, primary: Target, memory: bool = False) -> list[Row]:
+        """The finding's table (``memory``: of its memory's class), each measured cell with the ``adprof check``
+        command that measured it (the confirmation: the file's own options; an attribution: its explicit depths, no
+        structure probe)."""
+        rows = attr.table(self.cfg.targets, prog.results, prog.not_applicable, memory)
         for t, row in zip(self.cfg.targets, rows, strict=True):
             if t not in prog.results:
                 continue
@@ -496,6 +504,14 @@ class Hunt:
 AXES = ("layer", "order", "unroll")
 
 
+def _figure(result: Result, memory: bool) -> str:
+    """A finding's growth figure: the time verdict's (:func:`~adprof.report.fmt_growth`), or its memory's."""
+    if not memory:
+        return attr.fmt_growth(result)
+    mv = result.verdict.memory
+    return mv.interval_text if mv is not None else ""
+
+
 def _cut_short(result: Result | None) -> bool:
     """The budget cut this check short: not measured, or inconclusive after a series stopped at its share."""
     if result is None:
@@ -508,20 +524,21 @@ def _cut_short(result: Result | None) -> bool:
 
 
 def niches(cands: Sequence[Candidate], targets: Sequence[Target]) -> list[list[Candidate]]:
-    """Candidates grouped by the niche of their generator (axis, reuse): the plainest axis first (layers, then
-    derivative orders, then unrolls), then the niches found on the most targets, then by their strongest
-    candidate; within a niche, by the targets' order, exponentials first."""
+    """Candidates grouped by the niche of their generator (axis, reuse) and their cost (time, then memory: the
+    second cost): the plainest axis first (layers, then derivative orders, then unrolls), then the niches found on
+    the most targets, then by their strongest candidate; within a niche, by the targets' order, exponentials
+    first."""
     rank = {t: i for i, t in enumerate(targets)}
-    groups: dict[tuple[str, bool], list[Candidate]] = {}
+    groups: dict[tuple[str, bool, bool], list[Candidate]] = {}
     for c in cands:
-        groups.setdefault((c.gen.axis, c.gen.reuses), []).append(c)
+        groups.setdefault((c.gen.axis, c.gen.reuses, c.memory), []).append(c)
     for group in groups.values():
         group.sort(key=lambda c: (rank.get(c.target, len(rank)), c.expect != "exponential", -c.fitness))
 
-    def order(item: tuple[tuple[str, bool], list[Candidate]]) -> tuple[int, int, float, str]:
+    def order(item: tuple[tuple[str, bool, bool], list[Candidate]]) -> tuple[bool, int, int, float, str]:
         niche, group = item
         plain = AXES.index(niche[0]) if niche[0] in AXES else len(AXES)
-        return (plain, -len({c.target for c in group}), -max(c.fitness for c in group), f"{niche}")
+        return (niche[2], plain, -len({c.target for c in group}), -max(c.fitness for c in group), f"{niche}")
 
     return [g for _, g in sorted(groups.items(), key=order)]
 

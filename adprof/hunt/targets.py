@@ -10,6 +10,7 @@ on the peers, whose points cost tenths of seconds (torch.compile: seconds).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from adprof.backends import (
     backend_declaration,
     check_backend,
     known_backends,
+    memory_asked,
 )
 from adprof.hunt.gen import Generator
 from adprof.measure.plan import UsageError, csv_list, select
@@ -197,6 +199,8 @@ class SearchPlan:
     calls: int = 3
     #: Rough seconds of one evaluation, for sharing the search between cheap and costly targets.
     cost: float = 0.1
+    #: Measure the memory figures (saved-for-backward bytes: a fitness component), as ``check`` does by default.
+    memory: bool = False
 
 
 _LAYER_DEPTHS = (1, 2, 3, 4, 5, 6, 8, 11, 16, 22, 32)
@@ -205,7 +209,12 @@ _ORDER_DEPTHS = (1, 2, 3, 4, 5, 6)
 
 
 def search_plan(target: Target, gen: Generator) -> SearchPlan:
-    """The search's depths and limits for ``gen`` on ``target``."""
+    """The search's depths and limits for ``gen`` on ``target`` (memory measured where ``check`` measures it by
+    default)."""
+    return dataclasses.replace(_search_plan(target, gen), memory=memory_asked(target.backend, None))
+
+
+def _search_plan(target: Target, gen: Generator) -> SearchPlan:
     order = gen.scale == "order"
     b, m = target.backend, target.mode
     if b == "engine":
