@@ -486,6 +486,9 @@ class Knee:
     slope_ratio: float | None = None  # the cost's slope past the knee (deepest depth) over the line's slope
     after: Fit | None = None
     after_reason: str = ""  # why the law after the knee is undecided
+    #: The evidence line the decision wrote for this knee (first in the verdict's evidence): whoever overrides the
+    #: knee removes that line, not a line its wording matches.
+    evidence: str = ""
 
 
 @dataclass

@@ -133,6 +133,45 @@ def test_exact_counters(law, seed):
         assert fit.base == pytest.approx(float(law[0]), abs=1e-9)
 
 
+@SETTINGS
+@given(
+    b=st.floats(1.3, 4.0, allow_subnormal=False),
+    scale=st.floats(1e-3, 1e6, allow_subnormal=False),
+    overhead=st.floats(0.0, 1e4, allow_subnormal=False),
+    steps=st.lists(st.integers(1, 6), min_size=4, max_size=8),
+    start=st.integers(1, 12),
+)
+def test_exact_exponentials_over_irregular_depths_read_their_base(b, scale, overhead, steps, start):
+    """An exact ``a + c*b^d`` reads base b whatever the depth steps: a schedule's 16, 22, 32 are unequal, and the
+    marginals' midpoints would read x2.15 for an exact 2^d."""
+    depths = [start]
+    for s in steps:
+        depths.append(depths[-1] + s)
+    if b ** depths[-1] > 1e250:
+        return
+    fit = fit_growth(depths, [overhead + scale * b**d for d in depths], exact=True, source="counters")
+    _invariants(fit)
+    assert fit.kind == "exponential", (depths, fit.kind, fit.reason)
+    assert fit.base == pytest.approx(b, rel=1e-6)
+    assert fit.interval[0] == pytest.approx(b, rel=1e-6) and fit.interval[1] == pytest.approx(b, rel=1e-6)
+
+
+@SETTINGS
+@given(
+    p=st.floats(1.0, 6.0, allow_subnormal=False),
+    overhead=st.floats(0.0, 1e4, allow_subnormal=False),
+    steps=st.lists(st.integers(1, 40), min_size=4, max_size=8),
+    start=st.integers(4, 64),
+)
+def test_exact_power_laws_over_irregular_depths_are_never_exponential(p, overhead, steps, start):
+    depths = [start]
+    for s in steps:
+        depths.append(depths[-1] + s)
+    fit = fit_growth(depths, [overhead + float(d) ** p for d in depths], exact=True, source="counters")
+    _invariants(fit)
+    assert fit.kind != "exponential", (depths, p, fit.base, fit.tail_ratios)
+
+
 def test_killed_point_after_healthy_points_is_a_runaway_not_linear():
     depths = [1, 2, 3, 4, 5, 6, 7]
     vals = [[1e-3 * d] * 3 for d in depths[:-1]] + [[3.0]]

@@ -356,7 +356,8 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
             f"law past it ({_deeper_advice(series)})"
         )
         v.evidence.insert(0, v.reason)
-    v.key_evidence.insert(0, v.evidence[0])
+    knee.evidence = v.evidence[0]
+    v.key_evidence.insert(0, knee.evidence)
 
 
 def _deeper_advice(series: Series) -> str:

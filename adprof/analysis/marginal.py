@@ -46,10 +46,15 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     fit.tail_ratios = [float(a) for a in gt]
     fit.tail_depths = [int(e) for e in d[len(d) - len(g) :][-n:]]
     rise = (lpt[-1] - lpt[0]) / math.log(xt[-1] / xt[0]) if n >= 2 and xt[0] > 0 else 0.0
-    if n >= 2 and gt.min() > EXPONENTIAL_RATIO and rise > RISE_RATE:
+    gaps = np.diff(d[len(d) - len(m) - 1 :])  # the depth steps of the marginals read
+    bases = np.array([exact_base(float(r[i]), gaps[i], gaps[i + 1]) for i in range(len(r))])[-n:]
+    if n >= 2 and gt.min() > EXPONENTIAL_RATIO and (rise > RISE_RATE or _constant_base(bases, xt, gaps)):
         fit.kind, fit.model = "exponential", "a + c*b^d"
-        fit.base = float(np.exp(np.mean(np.log(gt[-2:]))))
-        fit.interval = [min(float(gt[-2:].min()), fit.base), max(float(gt[-2:].max()), fit.base)]
+        gt = bases
+        fit.tail_ratios = [float(a) for a in gt]
+        # the deepest step's base: lower-order terms (a + c*b^d + e*d) fade with depth, so it is the least biased
+        fit.base = float(gt[-1])
+        fit.interval = [float(gt[-2:].min()), float(gt[-2:].max())]
         return
     if n >= 2 and rise > EMERGING_RATE:
         fit.kind = "inconclusive"
@@ -65,6 +70,38 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
         fit.kind, fit.reason = "inconclusive", "too few growing steps to tell an exponential from a power law"
         return
     fit.kind, fit.reason = power_kind(p, *fit.interval)
+
+
+def _constant_base(bases: np.ndarray, xt: np.ndarray, gaps: np.ndarray) -> bool:
+    """Over unequal depth steps the local power is biased (a step of 6 layers then one of 1 reads a falling power
+    for an exact 2^d); the exact per-step bases are not. A power law's base decays like ``exp(p/d)``: ``ln b``
+    falls as ``1/d`` (slope -1 in log-log); an exponential's stays (slope 0). Read it halfway."""
+    if len(set(int(g) for g in gaps)) == 1 or len(bases) < 2 or bases.min() <= 1.0 or xt[0] <= 0:
+        return False
+    decay = math.log(math.log(bases[-1]) / math.log(bases[0])) / math.log(xt[-1] / xt[0])
+    return decay > -0.5
+
+
+def exact_base(ratio: float, gap1: float, gap2: float) -> float:
+    """The base b of ``a + c*b^d`` whose marginals over two adjacent steps of ``gap1`` and ``gap2`` layers have
+    ``ratio`` (the second's over the first's): ``b^gap1 * h(gap2) / h(gap1)`` with ``h(g) = (b^g - 1) / g``. With
+    equal steps it is ``ratio ** (1 / gap)``; over unequal ones (a schedule's 16, 22, 32) the midpoints' spacing
+    would bias it (x2.15 for an exact 2^d). Solved by bisection in log b (the ratio rises with b)."""
+    if ratio <= 1.0 or gap1 <= 0 or gap2 <= 0:
+        return ratio ** (2.0 / (gap1 + gap2)) if ratio > 0 and gap1 + gap2 > 0 else ratio
+    if gap1 == gap2:
+        return ratio ** (1.0 / gap1)
+
+    def log_ratio(lb: float) -> float:  # log of the marginals' ratio for base e^lb
+        return lb * gap1 + math.log(math.expm1(lb * gap2) / gap2) - math.log(math.expm1(lb * gap1) / gap1)
+
+    target, lo, hi = math.log(ratio), 1e-12, 1.0
+    while log_ratio(hi) < target and hi < 700.0 / max(gap1, gap2):
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if log_ratio(mid) < target else (lo, mid)
+    return math.exp((lo + hi) / 2)
 
 
 def marginal_curve(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:

@@ -135,8 +135,8 @@ def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     kind = _time_kind_to_memory(v.kind)
     if v.knee is not None and v.fit is not None and _converged(v.fit):
         # the whole series reads one law whose tail has converged (exact bytes): that law, not the excess past a knee
+        v.evidence = [e for e in v.evidence if e != v.knee.evidence]
         mv.knee, kind = None, _MEMORY_KIND[v.fit.kind]
-        v.evidence = [e for e in v.evidence if not e.startswith("a change of regime")]
     read = v.knee.after if v.knee is not None and v.knee.after is not None else v.fit
     mv.growth = depth_kind(read, kind) if read is not None else kind
     if mv.growth == INCONCLUSIVE:
