@@ -35,7 +35,7 @@ from adprof.analysis.costs import assess_series, predicted_growth
 from adprof.analysis.jumps import expected, unconfirmed_jumps
 from adprof.backends import check_backend
 from adprof.chain import as_chain
-from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, pair_results
+from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, State, classify_memory, pair_results
 from adprof.measure import MeasureConfig, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, plan_series
@@ -601,6 +601,31 @@ def with_memory(check: GuardCheck, limits: GuardLimits) -> GuardCheck:
     return check
 
 
+def with_baseline_memory(
+    check: GuardCheck, base: Result | None, tolerance: float, where: str = "the baseline"
+) -> GuardCheck:
+    """``check`` with its memory verdict compared to the baseline's, as ``adprof compare`` compares them: a worse
+    memory class, a faster growth than the baseline's interval + ``tolerance`` or more bytes leaked per call fails
+    it. Nothing is added where either report did not measure memory."""
+    if base is None:
+        return check
+    before, after = Side.of(base), Side.of(check.result)
+    compared = classify_memory(before, after, tolerance)
+    if compared is None:
+        return check
+    state, reason = compared
+    ok = state != State.REGRESSED
+    limit = f"{where}'s memory {before.memory_text}".rstrip()
+    if check.memory is None:
+        check.memory = MemoryCheck(ok=ok, measured=after.memory_text, limit=limit, reason=reason)
+    else:
+        mc = check.memory
+        mc.ok, mc.limit, mc.reason = mc.ok and ok, f"{mc.limit}; {limit}", f"{mc.reason}; {where}: {reason}"
+    if not ok:
+        check.ok = False
+    return check
+
+
 def guard_config(**overrides: Any) -> MeasureConfig:
     """The measuring config of a guard (the CLI's defaults; ``overrides``: e.g. ``cap``, ``budget``, ``jobs``)."""
     kw: dict[str, Any] = {
@@ -651,10 +676,11 @@ def guard_checks(
         checks = [with_memory(check_result(r, limits, tolerance_for(r), budget), limits) for r in report.results]
         return GuardReport(checks, report=report)
     base_of = {id(n): b for b, n, _ in pair_results(baseline.results, report.results) if n is not None}
-    checks = [
-        with_memory(check_against_baseline(r, base_of.get(id(r)), limits, tolerance, baseline_name, budget), limits)
-        for r in report.results
-    ]
+    checks = []
+    for r in report.results:
+        base = base_of.get(id(r))
+        check = with_memory(check_against_baseline(r, base, limits, tolerance, baseline_name, budget), limits)
+        checks.append(with_baseline_memory(check, base, tolerance, baseline_name))
     return GuardReport(checks, report=report)
 
 

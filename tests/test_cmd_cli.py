@@ -288,7 +288,8 @@ def test_bad_command_is_an_error_series(capsys, tmp_path, marker, behaviour, mes
     r = only_result(report)
     expected = message.format(exe=sys.executable, kill="killed it")
     assert rc == 1 and r["verdict"] == "error" and r["error"] == expected
-    assert [p["depth"] for p in r["points"]] == ([1, 2] if behaviour == "json-then-plain" else [])
+    # (a point that rose above the first one's cost may be run twice: a slow run is confirmed before it is read)
+    assert sorted({p["depth"] for p in r["points"]}) == ([1, 2] if behaviour == "json-then-plain" else [])
     assert err.strip().splitlines()[-1] == f"adprof: chain bad: {expected} [cmd/- traced]"
     assert "adprof summary" in out and "bad" in out  # the report is rendered around it
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adprof import model
-from adprof.comparison import SEVERITY, Side, State, classify
+from adprof.comparison import MEMORY_SEVERITY, SEVERITY, Side, State, classify, classify_memory
 from adprof.guard import GuardLimits, GuardReport, check_against_baseline, guard_checks
 from adprof.guard_render import guard_markdown, junit_xml, xml_safe
 from tests.compare_helpers import EXPONENTIAL, NO_FIT, report, result
@@ -95,6 +95,47 @@ def test_guard_checks_pair_the_baseline_as_compare_does():
     assert [c.ok for c in guard.checks] == [True, False]
     assert guard.checks[1].baseline == "not in the baseline b.json: the normal limits"
     assert guard.report is measured
+
+
+def _with_memory(r: model.Result, kind: str, exponent: float) -> model.Result:
+    """``r`` with a measured memory verdict of ``kind`` whose saved bytes grow like depth^exponent."""
+    fit = model.Fit(metric="saved_bytes", kind="linear" if exponent < 1.3 else "superlinear", exponent=exponent)
+    fit.interval, fit.depths, fit.values = [exponent, exponent], [1, 2, 4, 8], [8.0 * d**exponent for d in (1, 2, 4, 8)]
+    r.verdict.memory = model.MemoryVerdict(kind=kind, measured=True, decided_by=model.SAVED_BYTES, fit=fit)
+    return r
+
+
+def test_a_baseline_guard_fails_a_memory_regression_the_time_verdict_does_not_show():
+    base = _with_memory(result(kind=model.LINEAR, rate=1.0, interval=(0.99, 1.01)), model.MEMORY_LINEAR, 1.0)
+    worse = _with_memory(result(kind=model.LINEAR, rate=1.0), model.SUPERLINEAR_MEMORY, 2.0)
+    guard = guard_checks(report(worse), LIMITS, report(base), 0.1, "the baseline b.json")
+    (check,) = guard.checks
+    assert check.time_ok and not check.ok and check.memory is not None and not check.memory.ok
+    assert "worse memory verdict" in check.memory.reason and "the baseline b.json's memory linear" in check.memory.limit
+    same = _with_memory(result(kind=model.LINEAR, rate=1.0), model.MEMORY_LINEAR, 1.05)
+    assert guard_checks(report(same), LIMITS, report(base), 0.1).ok
+    unmeasured = result(kind=model.LINEAR, rate=1.0)  # this report did not measure memory: nothing to compare
+    check = guard_checks(report(unmeasured), LIMITS, report(base), 0.1).checks[0]
+    assert check.ok and check.memory is None
+
+
+MEMORY_KINDS = [k for k in MEMORY_SEVERITY if k != model.LEAK_PER_CALL]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.sampled_from(MEMORY_KINDS),
+    st.sampled_from(MEMORY_KINDS),
+    st.floats(0.0, 3.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 3.0, allow_nan=False, allow_subnormal=False),
+    st.floats(0.0, 0.5, allow_nan=False, allow_subnormal=False),
+)
+def test_the_baseline_guard_fails_memory_exactly_where_compare_says_it_regressed(before, after, x, y, tol):
+    base = _with_memory(result(kind=model.LINEAR, rate=1.0, interval=(0.9, 1.1)), before, x)
+    new = _with_memory(result(kind=model.LINEAR, rate=1.0), after, y)
+    check = guard_checks(report(new), LIMITS, report(base), tol).checks[0]
+    state, _ = classify_memory(Side.of(base), Side.of(new), tol)
+    assert check.ok == (state is not State.REGRESSED), (check.memory, state)
 
 
 # --------------------------------------------------------------------------- JUnit XML and Markdown

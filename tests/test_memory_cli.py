@@ -167,10 +167,7 @@ def _zoo_cases() -> list[tuple[str, str, str]]:
 
 
 #: Where the zoo's expectation and the memory verdict differ, and why (strict: a fixed case must drop its entry).
-ZOO_DISAGREES = {
-    ("create_graph_leak", "torch/eager[form=add]"): "x + 1 saves no tensor: 0 saved bytes at every depth reads "
-    "flat, not linear (no leak, as the case says)",
-}
+ZOO_DISAGREES: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.slow

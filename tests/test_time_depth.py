@@ -46,6 +46,20 @@ def test_a_chain_without_declared_depths_may_go_deeper_where_time_decides():
     assert not any(s.deepen for (_, b), s in specs.items() if b == "engine")  # the counters decide there
 
 
+def test_a_chain_along_derivative_orders_goes_deeper_only_to_a_few_dozen_orders():
+    """Each order nests the whole program once more: a layer chain may go to 65536, an order chain to 32."""
+    from adprof.measure.config import MeasureConfig
+    from adprof.measure.series import time_schedule
+    from adprof.measure.time_schedule import AXIS_DEEPEST, DEEPEST
+
+    layers = plan_series([_meta("free", False)], ["torch"], None, None, [])[0]
+    orders = plan_series([{**_meta("free", False), "axis": "order"}], ["torch"], None, None, [])[0]
+    assert layers.deepen and orders.deepen and orders.axis == "order"
+    assert time_schedule(layers, MeasureConfig()).limit == DEEPEST
+    sched = time_schedule(orders, MeasureConfig())
+    assert sched.limit == AXIS_DEEPEST and sched.hi <= AXIS_DEEPEST
+
+
 def _points(depths, cost):
     return [Point(depth=d, times={"transform": cost(d)}) for d in depths]
 

@@ -21,13 +21,18 @@ from hypothesis import strategies as st
 from adprof.analysis.costs import assess_series
 from adprof.analysis.growth import fit_growth
 from adprof.measure.time_schedule import (
+    CONFIRM,
     EXPLORE,
     FILL,
     REFINE,
+    REPEAT,
+    SHAKY_CHANCE,
     SWEEP,
     Deepening,
+    Step,
     TimeSchedule,
     informative,
+    shaky_chance,
     time_decided,
 )
 from adprof.model import CHOICE_EDGE, MODEL_CHOICES, Fit, Point, PointStatus, Series
@@ -87,7 +92,59 @@ def test_the_growth_emerging_from_the_overhead_is_bisected_before_the_next_doubl
     sched = TimeSchedule(1, 256, "traced", CAP, TIMEOUT)
     pts = [_point(d, 0.5 + (0.07 if d == 8 else 0.0)) for d in (1, 2, 4, 8)]  # +14% at 8 only
     step = sched.next_step(pts, None)
+    # one run above the overhead may be a slow run (one in five 30-60% slower): a second run there first
+    assert step is not None and step.why == CONFIRM and step.depth == 8
+    step = sched.next_step([*pts, _point(8, 0.57)], None)  # it holds: the growth has emerged
     assert step is not None and step.why == FILL and 4 < step.depth < 8
+    step = sched.next_step([*pts, _point(8, 0.5)], None)  # a slow run: deeper, no bisecting towards it
+    assert step is not None and step.why == EXPLORE and step.depth > 8
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    fast=st.integers(1, 6),
+    slow=st.integers(0, 8),
+    lift=st.floats(1.3, 1.6, allow_subnormal=False),
+)
+def test_a_minimum_resting_on_few_fast_runs_is_shaky(fast, slow, lift):
+    """The chance that as many new runs all miss the fast mode, at the slow share measured: what the bootstrap of
+    a minimum sees (2 fast of 4: 6%, a resample of 4 misses both that often)."""
+    runs = [1.0 + 0.01 * i for i in range(fast)] + [lift] * slow
+    n = fast + slow
+    assert shaky_chance(runs) == pytest.approx((slow / n) ** n if n >= 2 else 0.0)
+    assert (shaky_chance(runs) > SHAKY_CHANCE) == (n >= 2 and (slow / n) ** n > SHAKY_CHANCE)
+
+
+def _open_linear(depths: list[int]) -> Fit:
+    fit = Fit(metric="t", kind="inconclusive", model="a + c*d^p", exponent=1.05, overhead=0.4, scale=0.6)
+    fit.depths, fit.interval = depths, [0.7, 1.45]
+    return fit
+
+
+def test_an_open_reading_repeats_its_deepest_depths_whose_minimum_is_shaky_and_passes_ignore_those_runs():
+    sched = TimeSchedule(1, 4096, "traced", CAP, TIMEOUT)
+    depths = [1, 2, 3, 256, 512, 1024, 2048, 4096]
+    pts = [_point(d, 0.4 + 0.00015 * d) for d in depths for _ in range(2)]
+    pts += [_point(4096, 1.55), _point(4096, 1.35)]  # 4096: two fast runs of four (a bootstrap of it is shaky)
+    fit = _open_linear(depths)
+    step = sched.next_step(pts, fit)
+    assert step is not None and step.why == REPEAT and step.depth == 4096
+    sched.measured(step)
+    pts.append(_point(4096, 1.01))  # a third fast run of five: (2/5)^5 = 1%, firm
+    step = sched.next_step(pts, fit)
+    assert step is not None and step.why != REPEAT
+    # the passes count without the repeats: two passes of every depth, and one more run of 4096
+    two = [_point(d, 0.4 + 0.00015 * d) for d in depths for _ in range(2)]
+    counting = TimeSchedule(1, 4096, "traced", CAP, TIMEOUT)
+    assert counting.passes([*two, _point(4096, 1.0)], fit) == 0
+    counting.measured(Step(4096, REPEAT))
+    assert counting.passes([*two, _point(4096, 1.0)], fit) == 2
+    settled = Fit(metric="t", kind="linear", model="a + c*d^p", exponent=1.0, overhead=0.4, scale=0.6)
+    settled.depths, settled.interval = depths, [0.95, 1.05]
+    fresh = TimeSchedule(1, 4096, "traced", CAP, TIMEOUT)
+    shaky = [_point(d, 0.4 + 0.00015 * d) for d in depths for _ in range(2)] + [_point(4096, 1.5), _point(4096, 1.4)]
+    step = fresh.next_step(shaky, settled)  # a settled reading spends nothing on repeats
+    assert step is None or step.why != REPEAT
 
 
 def test_a_model_pinned_at_its_grid_edge_predicts_nothing_and_stops_nothing():

@@ -10,7 +10,7 @@ import numpy as np
 
 from adprof.analysis.bands import band
 from adprof.analysis.models import model_at
-from adprof.model import Fit
+from adprof.model import CHOICE_FLAT, Fit
 
 
 def halving_pair(depths: Sequence[float]) -> tuple[float, float] | None:
@@ -65,6 +65,11 @@ def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit
         lt = np.log(np.maximum(reps[:, -1], 1e-300) / np.maximum(reps[:, -2], 1e-300)) / math.log(d[-1] / d[-2])
         tol_t = max(tol_t, 2.5 * float(np.std(lt)))
     fit.halving_tolerance = tol_h
+    if fit.model_choice == CHOICE_FLAT:
+        # the flat reading bounded each of the deepest depths (and their pooled repeats) against the shallowest:
+        # a growth cannot hide there. What the halving and tail readings add is the noise of two points, down as
+        # often as up (a run of fast forks at the deepest depths read 'tail exponent 1.74' on `true`)
+        return False
     misfit, contradicts = [], False
     if fit.halving_ratio and fit.model_halving_ratio:
         if abs(math.log(fit.halving_ratio / fit.model_halving_ratio)) > tol_h:

@@ -260,43 +260,28 @@ def memory_calls(
     the calls must agree (the figure is exact): the first call's are kept, and a disagreement is recorded in
     ``extra["saved_bytes_calls"]``."""
     with memory_time(pt):
-        _calls(pt, leaf, forward, backward, saved, retained, made, forward_context, calls, on_phase)
-
-
-def _calls(
-    pt: Point,
-    leaf: Callable[[], Any],
-    forward: Callable[[Any], tuple[Any, Any]],
-    backward: Callable[[Any, Any], Any],
-    saved: Callable[[Any, Any], int | None],
-    retained: Retained | None,
-    made: Callable[[Any, Any, Any, Any], Iterable[Any]],
-    forward_context: Callable[[], contextlib.AbstractContextManager[Any]],
-    calls: int,
-    on_phase: Callable[[str, int | None], None] | None,
-) -> None:
-    gc.collect()
-    gc.freeze()  # what exists now is not the calls': the full collections after each call then scan theirs only
-    figures: list[int] = []
-    for i in range(calls):
-        if on_phase is not None:
-            on_phase("memory", i)
-        x = leaf()
-        with forward_context():
-            loss, state = forward(x)
-        s = saved(loss, state)
-        if s is not None:
-            figures.append(int(s))
-        g = backward(x, state)
-        if retained is not None:
-            retained.track(made(x, loss, state, g))
-        del x, loss, state, g
-        if retained is not None:
-            pt.retained.append(float(retained.held()))
-    if figures:
-        pt.memory[SAVED] = float(figures[0])
-        if len(set(figures)) > 1:
-            pt.extra["saved_bytes_calls"] = figures
+        gc.collect()
+        gc.freeze()  # what exists now is not the calls': the full collections after each call then scan theirs only
+        figures: list[int] = []
+        for i in range(calls):
+            if on_phase is not None:
+                on_phase("memory", i)
+            x = leaf()
+            with forward_context():
+                loss, state = forward(x)
+            s = saved(loss, state)
+            if s is not None:
+                figures.append(int(s))
+            g = backward(x, state)
+            if retained is not None:
+                retained.track(made(x, loss, state, g))
+            del x, loss, state, g
+            if retained is not None:
+                pt.retained.append(float(retained.held()))
+        if figures:
+            pt.memory[SAVED] = float(figures[0])
+            if len(set(figures)) > 1:
+                pt.extra["saved_bytes_calls"] = figures
 
 
 __all__ = [

@@ -34,11 +34,13 @@ from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
 from adprof.measure.schedule import UNIT_UNTIL, Schedule, geometric_depths, over_cap, point_cost, predict_next
 from adprof.measure.time_schedule import (
+    AXIS_DEEPEST,
     DEEPEST,
     MAX_KILLS,
     MAX_PASSES,
     MAX_POINTS,
     MIN_PASSES,
+    REPEAT,
     SWEEP,
     TIME_DEPTH,
     Deepening,
@@ -80,6 +82,9 @@ REFIT_AFTER = 3  # time schedule: new depths (not deeper than the deepest) befor
 #: Time schedule: an open decision goes deeper, then gets up to MAX_OPEN_PASSES passes, while more than this share
 #: of the series' budget is left.
 OPEN_SHARE = 0.5
+#: ... and deeper still, with less left, while this many points of the next doubling fit in what is left: under
+#: a heavy overhead a point costs about the same at any depth, and the deepest depths tell the most
+DEEPER_POINTS = 8
 MAX_OPEN_PASSES = 12
 ESTIMATE_MARGIN = 1.5  # time schedule: a point's budget estimate over its expected cost (a burst of load)
 
@@ -558,8 +563,9 @@ def time_schedule(spec: SeriesSpec, cfg: MeasureConfig) -> TimeSchedule:
     neither the chain nor ``--max-depth`` gave a deepest depth."""
     lo, hi = _time_range(spec, cfg)
     deepen = spec.deepen and not cfg.max_depth
-    top = max(hi, TIME_DEPTH) if deepen else hi
-    return TimeSchedule(lo, top, spec.mode, cfg.cap, cfg.timeout, limit=DEEPEST if deepen else top)
+    deepest = DEEPEST if spec.axis == "layer" else max(AXIS_DEEPEST, hi)
+    top = min(max(hi, TIME_DEPTH), deepest) if deepen else hi
+    return TimeSchedule(lo, top, spec.mode, cfg.cap, cfg.timeout, limit=deepest if deepen else top)
 
 
 def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
@@ -583,7 +589,7 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         if step is None:
             end = _end_of(sched, series, fit)
             break
-        if step.why == SWEEP and _deeper_first(run, sched, fit):
+        if step.why in (SWEEP, REPEAT) and _deeper_first(run, sched, fit):
             continue  # open, and nothing left but repeats: deeper first while cheap (the repeats tell more there)
         done = sched.passes(series.points, fit) if step.why == SWEEP else 0
         if done and len(series.points) != assessed:  # a pass is complete: has the decision settled?
@@ -594,7 +600,7 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             same = full is not None and last is not None and full.kind == last.kind
             roomy = run.left() > OPEN_SHARE * run.allowance  # more than half of the share left
             # open: undecided, or flat (a growth under the overhead shows deeper, and a flat cost is cheap there)
-            if open_reading(full) and roomy and sched.extend(series.points, full):
+            if open_reading(full) and _room_deeper(run, sched) and sched.extend(series.points, full):
                 last = full  # one doubling deeper first, then the passes go on there
                 step = sched.next_step(series.points, fit) or step
             elif (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
@@ -612,7 +618,9 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             series.stop, end = stop, ScheduleEnd.BUDGET
             break
         run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why == SWEEP else ""))
-        if not run.measure(step.depth, top, stop_at_cap=False):
+        measured = run.measure(step.depth, top, stop_at_cap=False)
+        sched.measured(step)
+        if not measured:
             killed = series.killed
             kills = sum(p.status is PointStatus.KILLED for p in series.points)
             if series.error or killed is None or kills > MAX_KILLS:
@@ -632,9 +640,16 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
 def _deeper_first(run: _SeriesRun, sched: TimeSchedule, fit: Fit | None) -> bool:
     """An open reading (undecided, or flat) with more than half of the share left moves the deepest depth one
     doubling deeper when the next doubling is cheap (:meth:`TimeSchedule.extend`)."""
-    if fit is None or not open_reading(fit) or run.left() <= OPEN_SHARE * run.allowance:
+    if fit is None or not open_reading(fit) or not _room_deeper(run, sched):
         return False
     return sched.extend(run.series.points, fit)
+
+
+def _room_deeper(run: _SeriesRun, sched: TimeSchedule) -> bool:
+    """Room to go one doubling deeper: more than half of the share left, or room for :data:`DEEPER_POINTS`
+    points of the next doubling (pessimistically extrapolated)."""
+    left = run.left()
+    return left > OPEN_SHARE * run.allowance or left > DEEPER_POINTS * sched.doubling_cost(run.series.points)
 
 
 def _end_of(sched: TimeSchedule, series: Series, fit: Fit | None) -> ScheduleEnd:

@@ -20,7 +20,11 @@ is a pure function of the points measured so far and the current fit (:meth:`Tim
    consecutive depths.
 3. **refine**: gaps wider than :data:`REFINE_RATIO` are bisected (geometrically), deepest first, where the
    growth shows (:func:`informative`), for enough depths to bound the model's parameter.
-4. **sweep**: every informative depth is measured again, alternately downwards and upwards, so that a
+4. **repeat**: while the reading is open, a deep informative depth whose minimum rests on few runs (a second
+   mode of the noise: runs within :data:`FAST_WITHIN` of the minimum are few) is run again, deepest first,
+   until measuring it again would most likely not move its minimum (the chance that as many runs all miss
+   the fast mode under :data:`SHAKY_CHANCE`): the bootstrap interval of the fit rests on these depths.
+5. **sweep**: every informative depth is measured again, alternately downwards and upwards, so that a
    drift of the machine does not look like growth, and each depth gets repeats for a robust statistic.
    The series loop ends the sweeps once the decision holds over two passes (or at the budget).
 """
@@ -50,9 +54,17 @@ MAX_PASSES = 6
 MAX_POINTS = 240  # points per series at most (a program of microseconds would otherwise sweep for ever)
 TIME_DEPTH = 256  # where a series free to go deeper first stops deepening (then deeper while the verdict is open)
 DEEPEST = 65536  # the deepest depth a series free to go deeper may reach (a flat cost would double for ever)
+#: ... along another axis than layers (derivative order, unroll count): each step nests the whole program once more
+#: (a 512th derivative overflows the interpreter's stack long before it tells anything)
+AXIS_DEEPEST = 32
 
 EXPLORE, DEEPEN, FILL, REFINE, SWEEP = "explore", "deepen", "fill", "refine", "sweep"
 CONFIRM = "confirm"  # a second run at the deepest depth of an open reading, before refining or sweeping
+REPEAT = "repeat"  # another run of a deep depth whose minimum rests on few runs (an open reading)
+FAST_WITHIN = 1.05  # runs within this factor of a depth's minimum are its fast mode
+SHAKY_CHANCE = 0.025  # a depth's minimum is shaky while (slow share)^(runs) is above this
+SHAKY_DEPTHS = 3  # the deepest informative depths whose minimum is made firm
+MAX_REPEATS = 10  # runs of one depth at most for its minimum (beyond, the noise is continuous: the fit's own)
 
 
 @dataclass
@@ -60,7 +72,7 @@ class Step:
     """The next point of a time-decided series: its depth, why, and the cost it is expected to take."""
 
     depth: int
-    why: str  # EXPLORE | DEEPEN | FILL | REFINE | SWEEP | CONFIRM
+    why: str  # EXPLORE | DEEPEN | FILL | REFINE | SWEEP | CONFIRM | REPEAT
     expected: float | None = None  # seconds of its cost phases (measured there before, or extrapolated)
 
 
@@ -133,6 +145,17 @@ class TimeSchedule:
         #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
+        #: Runs beyond the passes per depth (REPEAT steps): sweeps and passes count without them.
+        self.extra: dict[int, int] = {}
+
+    def doubling_cost(self, points: Sequence[Point]) -> float:
+        """The pessimistic cost of one point at the next doubling of the deepest depth (inf: none measured)."""
+        costs, over, _ = self._by_depth(points)
+        under = sorted(d for d in costs if d not in over)
+        if not under:
+            return math.inf
+        depths, low = thinned(under, [min(costs[d]) for d in under])
+        return self.pessimistic(depths, low, min(2 * self.hi, self.limit))
 
     def extend(self, points: Sequence[Point], fit: Fit | None) -> bool:
         """Move the deepest depth one doubling deeper, when the frontier is there, the limit allows it, and the
@@ -230,7 +253,7 @@ class TimeSchedule:
         low = [min(costs[d]) for d in under]
         front = self.frontier(points, fit)
         if front.reason is Deepening.OPEN:
-            step = self._deepen(under, low, fit)
+            step = self._deepen(under, low, fit, len(costs[under[-1]]))
             if step is not None:
                 return step
         keep = informative(under, fit, {d: len(costs[d]) for d in under})
@@ -240,9 +263,22 @@ class TimeSchedule:
         if fit is not None and front.reason is not Deepening.OPEN and open_reading(fit) and len(costs[under[-1]]) < 2:
             # the deepest depth decides most (and whether to go deeper): a second run there before the rest
             return Step(under[-1], CONFIRM, low[-1])
+        if fit is not None and front.reason is not Deepening.OPEN and open_reading(fit) and not flat(fit):
+            shaky = shaky_depth(costs, keep)
+            if shaky is not None:
+                return Step(shaky, REPEAT, min(costs[shaky]))
         return (None if flat(fit) or self._crowded(under) else self._refine(under, low, keep)) or self._sweep(
-            costs, keep
+            self._passed(costs), keep
         )
+
+    def measured(self, step: Step) -> None:
+        """Note that ``step`` was measured (a REPEAT run is not a pass's)."""
+        if step.why == REPEAT:
+            self.extra[step.depth] = self.extra.get(step.depth, 0) + 1
+
+    def _passed(self, costs: dict[int, list[float]]) -> dict[int, list[float]]:
+        """The costs per depth without the REPEAT runs (the passes' own count)."""
+        return {d: c[: max(len(c) - self.extra.get(d, 0), 1)] for d, c in costs.items()}
 
     @staticmethod
     def _below(under: list[int], low: list[float], over: set[int], costs: dict[int, list[float]]) -> Step | None:
@@ -262,12 +298,18 @@ class TimeSchedule:
             return Step((top + c) // 2, FILL, None)
         return None
 
-    def _deepen(self, under: list[int], low: list[float], fit: Fit | None) -> Step | None:
+    def _deepen(self, under: list[int], low: list[float], fit: Fit | None, top_runs: int = 2) -> Step | None:
         top = under[-1]
-        if len(under) >= 2 and top - under[-2] >= 2:
+        if len(under) >= 2:
             base = overhead_level(low)
             g_top, g_prev = low[-1] - base, low[-2] - base
-            if g_top > EMERGE_SHARE * base and g_prev <= EMERGE_SHARE * base:
+            emerged = g_top > EMERGE_SHARE * base and g_prev <= EMERGE_SHARE * base
+            if emerged and top_runs < 2:
+                # one run that rose above the overhead may be a slow run (a frequency step, a busy core: one in
+                # five, 30-60% slower): a second run there (interference only slows) before any bisecting towards
+                # it, or extrapolating from it
+                return Step(top, CONFIRM, low[-1])
+            if emerged and top - under[-2] >= 2:
                 # the growth has just emerged above the overhead: its rate is not measured yet, and an exponential
                 # hidden under the overhead would pass any cap one doubling later: bisect the step first
                 return Step((under[-2] + top) // 2, FILL, math.sqrt(low[-2] * low[-1]))
@@ -334,11 +376,35 @@ class TimeSchedule:
         return Step(d, SWEEP, sorted(costs[d])[len(costs[d]) // 2])
 
     def passes(self, points: Sequence[Point], fit: Fit | None) -> int:
-        """Measurements per informative depth when they all have the same number (a finished pass), else 0."""
+        """Measurements per informative depth when they all have the same number (a finished pass; REPEAT runs
+        not counted), else 0."""
         costs, over, _ = self._by_depth(points)
+        costs = self._passed(costs)
         under = sorted(d for d in costs if d not in over)
         counts = {len(costs[d]) for d in informative(under, fit, {d: len(costs[d]) for d in under})}
         return counts.pop() if len(counts) == 1 else 0
+
+
+def shaky_chance(runs: Sequence[float]) -> float:
+    """The chance that as many new runs of a depth all miss its fast mode (the runs within :data:`FAST_WITHIN`
+    of its minimum), at the share of slow runs measured there: how likely its minimum would move if measured
+    again (the bootstrap's view of it)."""
+    n = len(runs)
+    if n < 2:
+        return 0.0
+    low = min(runs)
+    fast = sum(r <= FAST_WITHIN * low for r in runs)
+    return ((n - fast) / n) ** n
+
+
+def shaky_depth(costs: dict[int, list[float]], keep: set[int]) -> int | None:
+    """The deepest of the :data:`SHAKY_DEPTHS` deepest informative depths whose minimum is shaky
+    (:func:`shaky_chance` over :data:`SHAKY_CHANCE`, under :data:`MAX_REPEATS` runs), else None."""
+    for d in sorted((d for d in keep if d in costs), reverse=True)[:SHAKY_DEPTHS]:
+        runs = costs[d]
+        if len(runs) < MAX_REPEATS and shaky_chance(runs) > SHAKY_CHANCE:
+            return d
+    return None
 
 
 def thinned(depths: list[int], low: list[float], ratio: float = 1.5) -> tuple[list[int], list[float]]:
