@@ -413,6 +413,9 @@ class Fit:
     #: The time schedule's view of a change of regime: the last depth of the line a growth sets in after, when
     #: too few depths past it read the law (the schedule measures there first). None: no such knee.
     knee: int | None = None
+    #: The shallowest depth of the reading when it is of the deepest depths only (the model of all the depths
+    #: misfit them: the local exponent changes with depth, as d log d's does). None: all the depths.
+    tail_from: int | None = None
 
 
 #: Evidence that chose the family of a noisy reading (``Fit.model_choice``), as the evidence line names it.
@@ -542,14 +545,24 @@ class Verdict:
     memory: MemoryVerdict | None = None
 
     @property
+    def reading(self) -> Fit | None:
+        """The fit the verdict's rate is read from: the law past a knee where the verdict reads it (the deepest
+        well-measured segment), else the deciding model."""
+        if self.knee is not None and self.knee.after is not None and self.kind not in (LINEAR, INCONCLUSIVE):
+            return self.knee.after
+        return self.fit
+
+    @property
     def base(self) -> float | None:
-        """The per-layer base of an exponential deciding model, else None."""
-        return self.fit.base if self.fit is not None and self.fit.kind == "exponential" else None
+        """The per-layer base of an exponential reading (:attr:`reading`), else None."""
+        fit = self.reading
+        return fit.base if fit is not None and fit.kind == "exponential" else None
 
     @property
     def exponent(self) -> float | None:
-        """The power-law exponent of the deciding model (0 for flat), else None."""
-        return self.fit.exponent if self.fit is not None else None
+        """The power-law exponent of the reading (:attr:`reading`; 0 for flat), else None."""
+        fit = self.reading
+        return fit.exponent if fit is not None else None
 
     @property
     def halving_ratio(self) -> float | None:
@@ -564,8 +577,8 @@ class Verdict:
     def interval_text(self) -> str:
         """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
         or, where a proxy decided the class, the cost's own: :attr:`rate_fit`)."""
-        if self.knee is not None and self.knee.after is not None and self.kind not in (LINEAR, INCONCLUSIVE):
-            return f"{fit_figure(self.knee.after)} past {self.knee.depth}"
+        if self.reading is not self.fit and self.knee is not None:
+            return f"{fit_figure(self.reading)} past {self.knee.depth}"
         fit = self.rate_fit or self.fit
         return fit_figure(fit) if fit is not None else ""
 

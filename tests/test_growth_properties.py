@@ -172,6 +172,33 @@ def test_exact_power_laws_over_irregular_depths_are_never_exponential(p, overhea
     assert fit.kind != "exponential", (depths, p, fit.base, fit.tail_ratios)
 
 
+GRID_512 = sorted({int(round(2 ** (k / 3))) for k in range(0, 28)})  # 1 .. 512, 3 per doubling (refined)
+
+
+@SETTINGS
+@given(c=st.floats(1e-6, 1e-3, allow_subnormal=False), sigma=st.sampled_from([0.0, 0.005]), seed=st.integers(0, 3))
+def test_d_log_d_reads_its_deepest_segment_mild_not_inconclusive(c, sigma, seed):
+    """d ln(d+1): its local exponent 1 + 1/ln d falls from 2 to 1.16 over 1..512, so no single power law fits the
+    tail (d^1.32 misfits it); the deepest segment reads mildly superlinear."""
+    rng = np.random.default_rng(seed)
+    law = lambda d: c * d * math.log(d + 1.0)  # noqa: E731
+    fit = fit_growth(GRID_512, _series(law, GRID_512, sigma, 3, None, rng), seed=seed)
+    _invariants(fit)
+    assert fit.kind in ("mild", "superlinear"), (fit.kind, fit.reason, fit.interval)
+    if fit.tail_from is not None:
+        assert fit.tail_from >= GRID_512[-1] / 4 and min(fit.depths) == fit.tail_from
+        assert any("read over the deepest depths" in n for n in fit.notes)
+
+
+@SETTINGS
+@given(p=st.sampled_from([1.0, 1.5, 2.0, 3.0]), sigma=st.sampled_from([0.0, 0.02]), seed=st.integers(0, 3))
+def test_a_single_power_law_is_read_over_all_its_depths(p, sigma, seed):
+    rng = np.random.default_rng(seed)
+    fit = fit_growth(GRID_512, _series(lambda d: 1e-4 * d**p, GRID_512, sigma, 3, None, rng), seed=seed)
+    assert fit.tail_from is None and fit.depths == GRID_512, (fit.kind, fit.notes)
+    assert fit.kind == ("linear" if p == 1.0 else "superlinear")
+
+
 def test_killed_point_after_healthy_points_is_a_runaway_not_linear():
     depths = [1, 2, 3, 4, 5, 6, 7]
     vals = [[1e-3 * d] * 3 for d in depths[:-1]] + [[3.0]]

@@ -73,6 +73,8 @@ __all__ = [
 ]
 
 MIN_POINTS = 3  # fewer exact depths: inconclusive
+TAIL_SPAN = 4.0  # a misfit reading is read again over the deepest depths spanning this ratio ...
+TAIL_DEPTHS = 5  # ... when they are at least this many
 STATISTIC = "minimum"
 
 
@@ -150,6 +152,7 @@ def fit_growth(
     bootstrap: bool = True,
     coarse: bool = False,
     family: str | None = None,
+    tail: bool = True,
 ) -> Fit:
     """Decide the growth of ``values`` against ``depths`` (see the module docstring).
 
@@ -157,7 +160,8 @@ def fit_growth(
     exact: deterministic values (the marginal reading); else noisy (models with an overhead, bootstrap).
     censored: per point, True for a lower bound (killed at the cap); kept apart, never fitted as a value.
     Repeated depths are merged (their repeats pooled). family (noisy values): fitted in that family only
-    (``power`` or ``exponential``: the cost's rate of a class decided elsewhere).
+    (``power`` or ``exponential``: the cost's rate of a class decided elsewhere). tail: a noisy reading whose
+    model misfits its deepest points is read again over its deepest depths (:func:`tail_reading`).
     """
     obs = _observations(depths, values, censored)
     exact_obs = [o for o in obs if not o.censored]
@@ -173,6 +177,10 @@ def fit_growth(
     reps = _read(exact_obs, d, v, fit, exact, seed, bootstrap, coarse, family)
     if len(d) and check_consistency(d, v, reps, fit, exact):
         fit.predicts = False  # a model that misses the deepest points predicts nothing deeper
+        if tail and not exact and bootstrap and not coarse and family is None:
+            deepest = tail_reading(obs, fit, metric=metric, source=source, clock=clock, seed=seed)
+            if deepest is not None:
+                return deepest
     if not exact and bootstrap and not coarse and family is None:
         _rests_on_the_deepest(exact_obs, fit, seed)
     if fit.depths:
@@ -180,6 +188,39 @@ def fit_growth(
     _curve(fit)
     _finite(fit)
     return fit
+
+
+def tail_reading(obs: list[Observation], misfit: Fit, **kw: object) -> Fit | None:
+    """The reading of the deepest :data:`TAIL_SPAN`-fold of depths (at least :data:`TAIL_DEPTHS` of them), when
+    the model of all the depths misfits the deepest points and that reading fits them: a local exponent that
+    falls with depth (``d log d``: 1 + 1/ln d) or rises is no single power law, and the verdict is that of the
+    deepest well-measured segment. None when the tail has too few depths or misfits too."""
+    exact_depths = sorted({o.depth for o in obs if not o.censored})
+    if not exact_depths:
+        return None
+    start = exact_depths[-1] / TAIL_SPAN
+    kept = [o for o in obs if o.depth >= start]
+    if len({o.depth for o in kept if not o.censored}) < TAIL_DEPTHS or len(kept) == len(obs):
+        return None
+    t = fit_growth(
+        [o.depth for o in kept],
+        [list(o.repeats) for o in kept],
+        censored=[o.censored for o in kept],
+        tail=False,
+        **kw,  # type: ignore[arg-type]
+    )
+    if t.kind == "inconclusive":
+        return None
+    lo, hi = int(min(t.depths)), int(max(t.depths))
+    t.notes = [
+        *misfit.notes,
+        f"read over the deepest depths {lo}..{hi}: the model of all the depths misfits them "
+        f"({fit_figure(misfit) or misfit.kind} over {int(min(misfit.depths))}..{int(max(misfit.depths))}; "
+        "the local exponent changes with depth)",
+        *t.notes,
+    ]
+    t.tail_from = lo
+    return t
 
 
 def _observations(
