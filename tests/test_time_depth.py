@@ -211,6 +211,30 @@ def test_a_noisy_knee_is_never_read_linear(knee, law, noise, seed):
         )
     v = decide(s)
     assert v.kind != model.LINEAR, (law, knee, noise, v.interval_text)
+    if v.knee is not None and v.knee.after is not None and v.kind != model.INCONCLUSIVE:
+        # the verdict's numbers are those of the law its growth column reads (past the knee), never the whole
+        # series' model: the JSON's base, the guard and compare read them
+        assert v.reading is v.knee.after and f"past {v.knee.depth}" in v.interval_text
+        assert (v.base, v.exponent) == (
+            v.knee.after.base if v.knee.after.kind == "exponential" else None,
+            v.knee.after.exponent,
+        )
+
+
+@pytest.mark.parametrize("b", [1.5, 2.0, 3.0])
+@pytest.mark.parametrize("share", [0.5, 0.9])
+def test_an_exponential_under_an_overhead_is_one_law_not_a_knee(b, share):
+    """a + c*b^d is flat, then grows: the whole series reads b, and the few depths past a "knee" read about b (their
+    interval holds it): the verdict's base is the whole series' (x3.56 [1.80, 7.03] past 5 read 3^d before)."""
+    top = {1.5: 16, 2.0: 11, 3.0: 7}[b]
+    a = share / (1 - share) * b**top  # the overhead: share of the cost at the deepest depth
+    s = Series("e", "cmd", None, "traced")
+    for d in range(1, top + 1):
+        r = [(a + b**d) * (1 + 0.01 * k) for k in range(3)]
+        samples = {"transform": [1e-6 * x for x in r]}
+        s.points.append(Point(depth=d, times={"transform": 1e-6 * min(r)}, samples=samples))
+    v = decide(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.base == pytest.approx(b, rel=0.05), (v.interval_text, v.knee)
 
 
 def test_the_schedule_measures_past_a_knee_first():

@@ -341,6 +341,10 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
     decided = after is not None and after.kind in rank
     if growing and not (after is not None and decided and rank.index(after.kind) >= rank.index(fit.kind)):
         return  # the whole series reads a growth no law past a knee exceeds: the whole reading stands
+    if growing and after is not None and after.kind == fit.kind and _rate_within(fit, after):
+        # one law over all the depths, its rate within that of the law past the "knee" (an exponential under an
+        # overhead is flat, then grows: a + c*b^d over every depth reads b, the few depths past the knee about b)
+        return
     if after is not None and decided:
         v.knee, v.kind = knee, _reading(after, backward_kind)
         v.reason = ""
@@ -358,6 +362,12 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
         v.evidence.insert(0, v.reason)
     knee.evidence = v.evidence[0]
     v.key_evidence.insert(0, knee.evidence)
+
+
+def _rate_within(whole: Fit, after: Fit) -> bool:
+    """The whole series' rate (base or exponent) inside the interval of the law past a knee."""
+    rate = whole.base if whole.kind == "exponential" else whole.exponent
+    return rate is not None and bool(after.interval) and after.interval[0] <= rate <= after.interval[1]
 
 
 def _deeper_advice(series: Series) -> str:
