@@ -128,7 +128,8 @@ class Side:
                 rate_kind, rate = "base", v.base
             elif v.exponent is not None and v.kind not in (model.ERROR, model.RUNAWAY):
                 rate_kind, rate = "exponent", v.exponent
-        interval = list(v.fit.interval) if rate_kind and v.fit is not None and v.fit.interval else None
+        reading = v.reading  # the rate and its interval from one fit (past a knee where the verdict reads it)
+        interval = list(reading.interval) if rate_kind and reading is not None and reading.interval else None
         mv = v.memory if v.memory is not None and v.memory.measured else None
         memory: dict[str, object] = {}
         if mv is not None:

@@ -100,6 +100,9 @@ class Point:
     #: Wall seconds of the runs of a point that jumped far over its prediction, re-measured to confirm it (a
     #: one-off slow run is not a jump): the point kept is the fastest of them.
     confirm_walls: list[float] = field(default_factory=list)
+    #: Why a time schedule measured this point (``explore``, ``fill``, ``sweep``, ``repeat``, ...; "" for the other
+    #: schedules): a ``repeat`` run firms up a depth's minimum and is not one of the sweeps' passes.
+    scheduled: str = ""
     #: Memory of the point in bytes, where the backend measures it: ``saved_bytes`` (what the gradient keeps alive
     #: between forward and backward: deterministic, identical in two runs) and ``peak_bytes`` (the worker's
     #: high-water mark over the point: measured, noisy, a cross-check of the deterministic figure).

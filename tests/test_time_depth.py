@@ -237,6 +237,23 @@ def test_an_exponential_under_an_overhead_is_one_law_not_a_knee(b, share):
     assert v.kind == model.EXPONENTIAL_TRANSFORM and v.base == pytest.approx(b, rel=0.05), (v.interval_text, v.knee)
 
 
+def test_a_knee_verdicts_rate_and_interval_come_from_one_fit_in_json_and_compare():
+    """The rate past a knee with the interval of the whole series' model would read "base 3.50 within [1.90, 3.50]"."""
+    from adprof.comparison import Side
+    from adprof.model import Knee, Result
+    from adprof.render.jsonout import result_to_json
+
+    whole = Fit(metric="time", kind="exponential", base=2.0, interval=[1.9, 2.1], depths=[1, 2, 3])
+    after = Fit(metric="time", kind="exponential", base=3.5, interval=[3.2, 3.9], depths=[5, 6, 7])
+    v = model.Verdict(kind=model.EXPONENTIAL_TRANSFORM, fit=whole)
+    v.knee = Knee(depth=4, next_depth=5, before=Fit(metric="time", kind="linear", depths=[1, 2, 3, 4]), after=after)
+    r = Result(series=Series("k", "cmd", None, "traced"), verdict=v)
+    assert v.reading is after and v.base == 3.5 and v.interval_text.endswith("past 4")
+    assert Side.of(r).rate == 3.5 and Side.of(r).interval == [3.2, 3.9]
+    out = result_to_json(r)
+    assert out["base"] == 3.5 and out["interval"] == [3.2, 3.9]
+
+
 def test_the_schedule_measures_past_a_knee_first():
     sched = TimeSchedule(1, 256, "traced", 1.5, 6.0)
     pts = _points([1, 2, 4, 8, 16, 32, 48, 64], lambda d: 1e-3 * d + (0.01 * (d - 48) ** 2 if d > 48 else 0.0))

@@ -29,7 +29,6 @@ from adprof.measure.time_schedule import (
     SHAKY_CHANCE,
     SWEEP,
     Deepening,
-    Step,
     TimeSchedule,
     informative,
     shaky_chance,
@@ -129,16 +128,19 @@ def test_an_open_reading_repeats_its_deepest_depths_whose_minimum_is_shaky_and_p
     fit = _open_linear(depths)
     step = sched.next_step(pts, fit)
     assert step is not None and step.why == REPEAT and step.depth == 4096
-    sched.measured(step)
-    pts.append(_point(4096, 1.01))  # a third fast run of five: (2/5)^5 = 1%, firm
+    repeat = _point(4096, 1.01)  # a third fast run of five: (2/5)^5 = 1%, firm
+    repeat.scheduled = REPEAT  # as the series loop marks the point
+    pts.append(repeat)
     step = sched.next_step(pts, fit)
     assert step is not None and step.why != REPEAT
     # the passes count without the repeats: two passes of every depth, and one more run of 4096
     two = [_point(d, 0.4 + 0.00015 * d) for d in depths for _ in range(2)]
     counting = TimeSchedule(1, 4096, "traced", CAP, TIMEOUT)
     assert counting.passes([*two, _point(4096, 1.0)], fit) == 0
-    counting.measured(Step(4096, REPEAT))
-    assert counting.passes([*two, _point(4096, 1.0)], fit) == 2
+    extra = _point(4096, 1.0)
+    extra.scheduled = REPEAT
+    assert counting.passes([*two, extra], fit) == 2
+    assert TimeSchedule(1, 4096, "traced", CAP, TIMEOUT).passes([*two, extra], fit) == 2  # the points say it: resumable
     settled = Fit(metric="t", kind="linear", model="a + c*d^p", exponent=1.0, overhead=0.4, scale=0.6)
     settled.depths, settled.interval = depths, [0.95, 1.05]
     fresh = TimeSchedule(1, 4096, "traced", CAP, TIMEOUT)

@@ -96,8 +96,9 @@ def exact_base(ratio: float, gap1: float, gap2: float) -> float:
         return lb * gap1 + math.log(math.expm1(lb * gap2) / gap2) - math.log(math.expm1(lb * gap1) / gap1)
 
     target, lo, hi = math.log(ratio), 1e-12, 1.0
-    while log_ratio(hi) < target and hi < 700.0 / max(gap1, gap2):
-        hi *= 2.0
+    top = 700.0 / max(gap1, gap2)  # expm1 overflows past e^709
+    while hi < top and log_ratio(hi) < target:
+        hi = min(2.0 * hi, top)
     for _ in range(200):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if log_ratio(mid) < target else (lo, mid)

@@ -137,7 +137,7 @@ def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
         # the whole series reads one law whose tail has converged (exact bytes): that law, not the excess past a knee
         v.evidence = [e for e in v.evidence if e != v.knee.evidence]
         mv.knee, kind = None, _MEMORY_KIND[v.fit.kind]
-    read = v.knee.after if v.knee is not None and v.knee.after is not None else v.fit
+    read = mv.knee.after if mv.knee is not None and mv.knee.after is not None else v.fit
     mv.growth = depth_kind(read, kind) if read is not None else kind
     if mv.growth == INCONCLUSIVE:
         mv.reason = v.reason or (v.fit.reason if v.fit is not None else "") or "the saved bytes read no law"

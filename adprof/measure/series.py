@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -617,10 +618,8 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         if stop is not None:
             series.stop, end = stop, ScheduleEnd.BUDGET
             break
-        run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why == SWEEP else ""))
-        measured = run.measure(step.depth, top, stop_at_cap=False)
-        sched.measured(step)
-        if not measured:
+        run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why in (SWEEP, REPEAT) else ""))
+        if not _measure_step(run, step, top):
             killed = series.killed
             kills = sum(p.status is PointStatus.KILLED for p in series.points)
             if series.error or killed is None or kills > MAX_KILLS:
@@ -637,6 +636,15 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         series.stop = _time_stop(sched.frontier(series.points, fit), series, fit, cfg.cap)
 
 
+def _measure_step(run: _SeriesRun, step: Step, top: int) -> bool:
+    """Measure ``step`` (:meth:`_SeriesRun.measure`), marking the points it adds with why it was scheduled."""
+    before = len(run.series.points)
+    measured = run.measure(step.depth, top, stop_at_cap=False)
+    for p in run.series.points[before:]:
+        p.scheduled = step.why
+    return measured
+
+
 def _deeper_first(run: _SeriesRun, sched: TimeSchedule, fit: Fit | None) -> bool:
     """An open reading (undecided, or flat) with more than half of the share left moves the deepest depth one
     doubling deeper when the next doubling is cheap (:meth:`TimeSchedule.extend`)."""
@@ -647,9 +655,19 @@ def _deeper_first(run: _SeriesRun, sched: TimeSchedule, fit: Fit | None) -> bool
 
 def _room_deeper(run: _SeriesRun, sched: TimeSchedule) -> bool:
     """Room to go one doubling deeper: more than half of the share left, or room for :data:`DEEPER_POINTS`
-    points of the next doubling (pessimistically extrapolated)."""
+    points of the next doubling (its cost extrapolated pessimistically, charged as the last points were)."""
     left = run.left()
-    return left > OPEN_SHARE * run.allowance or left > DEEPER_POINTS * sched.doubling_cost(run.series.points)
+    if left > OPEN_SHARE * run.allowance:
+        return True
+    # the budget charges a point its wall time when that is larger (a process's start-up, a JIT's warm-up)
+    mode = run.spec.mode
+    walls = [
+        p.wall_seconds / secs
+        for p in run.series.points[-3:]
+        if p.wall_seconds and not p.censored and (secs := point_seconds(p, mode))
+    ]
+    charge = max(1.0, statistics.median(walls)) if walls else 1.0
+    return left > DEEPER_POINTS * charge * sched.doubling_cost(run.series.points)
 
 
 def _end_of(sched: TimeSchedule, series: Series, fit: Fit | None) -> ScheduleEnd:

@@ -145,8 +145,6 @@ class TimeSchedule:
         #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
-        #: Runs beyond the passes per depth (REPEAT steps): sweeps and passes count without them.
-        self.extra: dict[int, int] = {}
 
     def doubling_cost(self, points: Sequence[Point]) -> float:
         """The pessimistic cost of one point at the next doubling of the deepest depth (inf: none measured)."""
@@ -268,17 +266,14 @@ class TimeSchedule:
             if shaky is not None:
                 return Step(shaky, REPEAT, min(costs[shaky]))
         return (None if flat(fit) or self._crowded(under) else self._refine(under, low, keep)) or self._sweep(
-            self._passed(costs), keep
+            self._passed(points, costs), keep
         )
 
-    def measured(self, step: Step) -> None:
-        """Note that ``step`` was measured (a REPEAT run is not a pass's)."""
-        if step.why == REPEAT:
-            self.extra[step.depth] = self.extra.get(step.depth, 0) + 1
-
-    def _passed(self, costs: dict[int, list[float]]) -> dict[int, list[float]]:
-        """The costs per depth without the REPEAT runs (the passes' own count)."""
-        return {d: c[: max(len(c) - self.extra.get(d, 0), 1)] for d, c in costs.items()}
+    def _passed(self, points: Sequence[Point], costs: dict[int, list[float]]) -> dict[int, list[float]]:
+        """The costs per depth without the REPEAT runs (``Point.scheduled``): the passes' own count. A depth whose
+        runs were all repeats keeps them (it is measured)."""
+        own, _, _ = self._by_depth([p for p in points if p.scheduled != REPEAT])
+        return {d: own.get(d) or c for d, c in costs.items()}
 
     @staticmethod
     def _below(under: list[int], low: list[float], over: set[int], costs: dict[int, list[float]]) -> Step | None:
@@ -379,7 +374,7 @@ class TimeSchedule:
         """Measurements per informative depth when they all have the same number (a finished pass; REPEAT runs
         not counted), else 0."""
         costs, over, _ = self._by_depth(points)
-        costs = self._passed(costs)
+        costs = self._passed(points, costs)
         under = sorted(d for d in costs if d not in over)
         counts = {len(costs[d]) for d in informative(under, fit, {d: len(costs[d]) for d in under})}
         return counts.pop() if len(counts) == 1 else 0

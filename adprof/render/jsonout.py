@@ -26,7 +26,8 @@ READ_SCHEMAS = (2, 3)
 #: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
 _MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
 
-#: Written from the verdict (the first five are read from its deciding fit); the settable ones load back.
+#: Written from the verdict (base and exponent from its reading, :attr:`Verdict.reading`; the next three from its
+#: deciding fit); the settable ones load back.
 _VERDICT_FIELDS = (
     "base",
     "exponent",
@@ -98,7 +99,8 @@ def result_to_json(result: Result) -> dict[str, Any]:
     for name in _SERIES_FIELDS:
         val = getattr(s, name)
         out[name] = type(val)(val) if isinstance(val, list | dict) else val
-    out["interval"] = list(v.fit.interval) if v.fit is not None and v.fit.interval else None
+    reading = v.reading  # the fit the rate is read from (past a knee where the verdict reads it)
+    out["interval"] = list(reading.interval) if reading is not None and reading.interval else None
     out["fit"] = _fit_to(v.fit)  # THE deciding model, once; the slots below hold the fits beside it
     slots = _slots(v)
     out["decided_by"] = next((k for k, f in slots.items() if f is not None and f is v.fit), "")
