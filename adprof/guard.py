@@ -410,6 +410,8 @@ def check_result(
     failed = _undecided(result, limits, limit, budget)
     if failed is not None:
         return failed
+    # a verdict read past a knee: its rate is the law of the cost over the line past that depth
+    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is not v.fit else ""
     if _is_exponential(v.kind):
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
@@ -417,20 +419,21 @@ def check_result(
             result,
             limits,
             ok,
-            f"base {base:.2f} per layer",
+            f"base {base:.2f} per layer{past}",
             limit,
-            f"{v.kind}: cost x{base:.2f} per layer" + ("" if ok else f" > {max_base:.2f}"),
+            f"{v.kind}: cost x{base:.2f} per layer{past}" + ("" if ok else f" > {max_base:.2f}"),
             metric,
         )
     exponent = v.exponent if v.exponent is not None else 1.0
     ok = exponent <= max_exp
+    what = f"(depth - {v.knee.depth})" if past and v.knee is not None else "depth"
     return GuardCheck(
         result,
         limits,
         ok,
-        f"exponent {exponent:.2f}",
+        f"exponent {exponent:.2f}{past}",
         limit,
-        f"{v.kind}: cost ~ depth^{exponent:.2f}" + ("" if ok else f" > {max_exp:.2f}"),
+        f"{v.kind}: cost ~ {what}^{exponent:.2f}" + ("" if ok else f" > {max_exp:.2f}"),
         metric,
     )
 

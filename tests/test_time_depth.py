@@ -252,6 +252,14 @@ def test_a_knee_verdicts_rate_and_interval_come_from_one_fit_in_json_and_compare
     assert Side.of(r).rate == 3.5 and Side.of(r).interval == [3.2, 3.9]
     out = result_to_json(r)
     assert out["base"] == 3.5 and out["interval"] == [3.2, 3.9]
+    from adprof.guard import GuardLimits, check_result
+
+    check = check_result(r, GuardLimits())  # the guard says which law it held to the limit
+    assert not check.ok and check.measured == "base 3.50 per layer past depth 4", check.measured
+    v.kind, v.fit = model.SUPERLINEAR_TRANSFORM, Fit(metric="time", kind="superlinear", exponent=1.5)
+    v.knee.after = Fit(metric="time", kind="superlinear", exponent=2.0, interval=[1.9, 2.1])
+    check = check_result(r, GuardLimits())
+    assert "cost ~ (depth - 4)^2.00" in check.reason and check.measured == "exponent 2.00 past depth 4"
 
 
 def test_the_schedule_measures_past_a_knee_first():
