@@ -161,11 +161,8 @@ class TimeSchedule:
         front = self.frontier(points, fit)
         if front.reason is not Deepening.MAX_DEPTH or self.hi >= self.limit or front.depth is None:
             return False
-        costs, over, _ = self._by_depth(points)
-        under = sorted(d for d in costs if d not in over)
-        depths, low = thinned(under, [min(costs[d]) for d in under])
         x = min(2 * self.hi, self.limit)
-        if not self._ok(x, self.pessimistic(depths, low, x), fit):
+        if not self._ok(x, self.doubling_cost(points), fit):
             return False
         self.hi = x
         return True
