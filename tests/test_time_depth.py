@@ -95,14 +95,15 @@ def test_an_inconclusive_reading_says_why_more_budget_would_not_have_helped():
     seed=st.integers(0, 2**16),
 )
 def test_a_constant_over_a_wide_span_reads_flat(level, noise, seed):
-    """Every run slowed by up to ``noise``: flat with three repeats up to 10% (beyond, the bound on the deepest
-    depths' cost is too wide to say flat: more repeats would), never a pathology at any noise."""
+    """Every run slowed by up to ``noise``: flat with three repeats up to 7% (beyond, the minimum of three runs at
+    each of the deepest depths passes the 5% bound now and then: 3 and 5 of 60 seeds at 9% and 10%, none at 7%;
+    more repeats would say flat), never a pathology at any noise."""
     rng = random.Random(seed)
     depths = [2**k for k in range(0, 13)]  # 1..4096
     values = [[level * (1 + noise * rng.random()) for _ in range(3)] for _ in depths]
     fit = fit_growth(depths, values, source="time", seed=seed)
     assert fit.kind in ("linear", "inconclusive"), (fit.kind, fit.notes)
-    if noise <= 0.1:
+    if noise <= 0.07:
         assert fit.kind == "linear" and fit.exponent == 0.0 and model.fit_figure(fit) == "flat", fit.notes
 
 

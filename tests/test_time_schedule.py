@@ -108,6 +108,8 @@ def test_the_growth_emerging_from_the_overhead_is_bisected_before_the_next_doubl
 def test_a_minimum_resting_on_few_fast_runs_is_shaky(fast, slow, lift):
     """The chance that as many new runs all miss the fast mode, at the slow share measured: what the bootstrap of
     a minimum sees (2 fast of 4: 6%, a resample of 4 misses both that often)."""
+    assert shaky_chance([1.0, 1.01, 1.4, 1.5]) == pytest.approx(0.0625)  # 2 fast of 4: a resample misses both
+    assert shaky_chance([1.0, 1.01, 1.02, 1.4, 1.5]) == pytest.approx(0.4**5) and 0.4**5 < SHAKY_CHANCE
     runs = [1.0 + 0.01 * i for i in range(fast)] + [lift] * slow
     n = fast + slow
     assert shaky_chance(runs) == pytest.approx((slow / n) ** n if n >= 2 else 0.0)
