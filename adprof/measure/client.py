@@ -161,6 +161,13 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _how(end: procs.Exited) -> str:
+    """How a worker ended: killed by adprof (it closed its protocol stream but lived on), its signal, its exit code."""
+    if end.killed or end.code is None:
+        return "it closed its pipe to adprof and kept running: killed"
+    return _signal_name(end.code) if end.code < 0 else f"exit code {end.code}"
+
+
 class Worker:
     """One ``python -P -m adprof.measure.worker`` child in its own process group; started lazily,
     killed as a group on timeout. Thread-safe against :meth:`interrupt` from another thread."""
@@ -239,12 +246,12 @@ class Worker:
         try:
             line = self._readline(proc, time.monotonic() + timeout)
         except EOFError:
-            code = proc.wait()
+            end = procs.wait_exit(proc, time.monotonic() + timeout)
             tail = self.stderr_tail()
             self.kill()
             if self.interrupted:
                 raise WorkerCrashed("interrupted", interrupted=True) from None
-            msg = f"worker failed to start (exit code {code})" + (f": {tail}" if tail else "")
+            msg = f"worker failed to start ({_how(end)})" + (f": {tail}" if tail else "")
             raise WorkerCrashed(msg) from None
         if line is None:
             self.kill()
@@ -345,17 +352,21 @@ class Worker:
         line, _, self._buf = self._buf.partition(b"\n")
         return line
 
-    def _crashed(self, proc: subprocess.Popen[bytes], phase: str | None, chain_file: str | None) -> WorkerCrashed:
-        """The worker died during a request: its exit status and the chain's frame of the crash."""
-        code = proc.wait()
+    def _crashed(
+        self, proc: subprocess.Popen[bytes], phase: str | None, chain_file: str | None, deadline: float
+    ) -> WorkerCrashed:
+        """The worker closed its protocol stream during a request: it died (its exit status and the chain's
+        frame of the crash), or it lives on without answering (a chain that turns into another program by ``os.execv``):
+        it is given until ``deadline`` (the point's) and at most :data:`procs.EXIT_WAIT` s, then killed."""
+        end = procs.wait_exit(proc, deadline)
         tail = self.stderr_tail(chain_file=chain_file)
         self.kill()
         if self.interrupted:
             return WorkerCrashed("interrupted", phase, interrupted=True)
-        how = _signal_name(code) if code < 0 else f"exit code {code}"
         where = f" in {phase}" if phase else ""
         sep = " " if tail.startswith("in ") else ": "
-        return WorkerCrashed(f"worker crashed{where} ({how})" + (sep + tail if tail else ""), phase)
+        what = "stopped answering" if end.killed else "crashed"
+        return WorkerCrashed(f"worker {what}{where} ({_how(end)})" + (sep + tail if tail else ""), phase)
 
     def _limits(self, timeout: float, first_timeout: float | None) -> tuple[float, float | None]:
         """The request's timeouts: under callgrind scaled up (valgrind's slowdown is not the chain's cost)."""
@@ -414,7 +425,7 @@ class Worker:
             try:
                 line = self._readline(proc, deadline)
             except EOFError:
-                raise self._crashed(proc, phase, msg.get("file")) from None
+                raise self._crashed(proc, phase, msg.get("file"), deadline) from None
             if line is None:
                 now = time.monotonic()
                 self.kill()

@@ -278,6 +278,39 @@ def kill_family(proc: subprocess.Popen[Any], token: str | None = None) -> None:
     _reap({p for p in killed if p not in _own})
 
 
+#: Seconds a process that stopped talking to us (closed its pipes) gets to exit before it is killed: it
+#: will not answer any more, whatever it does (e.g. a chain that turns into ``sleep`` by ``os.execv``).
+EXIT_WAIT = 5.0
+#: Seconds to reap a process once SIGKILL was sent (only a process in uninterruptible sleep takes longer).
+REAP_WAIT = 5.0
+
+
+@dataclass
+class Exited:
+    """How :func:`wait_exit` ended: the exit status (None: not even reaped), and whether adprof killed it."""
+
+    code: int | None
+    killed: bool = False
+
+
+def wait_exit(proc: subprocess.Popen[Any], deadline: float | None = None, grace: float = EXIT_WAIT) -> Exited:
+    """Wait for ``proc`` to exit until ``deadline`` (``time.monotonic()``) or ``grace`` seconds, whichever
+    comes first; past that, kill its family (:func:`kill_family`) and reap it. Every wait on a process
+    adprof started goes through here or has its own timeout: none waits forever."""
+    end = time.monotonic() + grace
+    if deadline is not None:
+        end = min(end, deadline)
+    try:
+        return Exited(proc.wait(timeout=max(0.0, end - time.monotonic())))
+    except subprocess.TimeoutExpired:
+        pass
+    kill_family(proc)
+    try:
+        return Exited(proc.wait(timeout=REAP_WAIT), killed=True)
+    except subprocess.TimeoutExpired:  # pragma: no cover - uninterruptible sleep
+        return Exited(None, killed=True)
+
+
 def release(proc: subprocess.Popen[Any]) -> None:
     """Forget ``proc`` (reaped by its Popen): its group is no longer the guardian's business."""
     with _lock:
@@ -343,7 +376,7 @@ def stop(proc: subprocess.Popen[Any]) -> int | None:
     """Kill ``proc`` with its family, reap it, forget it; its exit status."""
     kill_family(proc)
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
+        proc.wait(timeout=REAP_WAIT)
     kill_family(proc)  # anything it forked between the first kill and its death
     release(proc)
     return proc.returncode
@@ -403,7 +436,8 @@ def run(
         kill_family(proc)
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
-        proc.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # killed: only uninterruptible sleep delays it
+            proc.wait(timeout=REAP_WAIT)
         kill_family(proc)
         release(proc)
         assert proc.stdout is not None and proc.stderr is not None
