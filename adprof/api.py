@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,8 +44,8 @@ from adprof.chain import ChainError, as_chain, chain
 from adprof.chain.ship import Shipment, file_target
 from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
 from adprof.comparison import Comparison as _Comparison
-from adprof.guard import GuardConfigError, GuardReport
-from adprof.measure import LoadError
+from adprof.guard import GUARD_BUDGET, GuardConfigError, GuardReport
+from adprof.measure import DEFAULT_BUDGET, LoadError
 from adprof.measure.plan import UsageError
 from adprof.util import procs
 
@@ -240,9 +242,12 @@ def _target(obj: Any, options: dict[str, Any], shipment: Shipment) -> str:
 
 
 @contextlib.contextmanager
-def _shipped_targets(target: Any, options: dict[str, Any], ship: str) -> Iterator[tuple[list[str], Shipment]]:
-    """The targets' strings, with the chains that live in no file shipped; the files removed on exit."""
-    with Shipment(ship) as shipment:
+def _shipped_targets(
+    target: Any, options: dict[str, Any], ship: str, deadline: float | None = None
+) -> Iterator[tuple[list[str], Shipment]]:
+    """The targets' strings, with the chains that live in no file shipped by ``deadline`` (the run's end: the
+    budget covers shipping); the files removed on exit."""
+    with Shipment(ship, deadline=deadline) as shipment:
         targets = [_target(t, options, shipment) for t in _listed(target)]
         if not targets:
             raise UsageError("no target: give a chain, a function f(xp, x, depth) or 'FILE::CHAIN'")
@@ -270,6 +275,13 @@ def _rename_shipped(report: model.Report, shipment: Shipment) -> None:
     argv = report.environment.get("argv")
     if isinstance(argv, list):
         report.environment["argv"] = [fix(str(a)) for a in argv]
+
+
+def _ends(started: float, budget: float | None, default: float) -> float:
+    """The run's end (``time.monotonic()``) for shipping: ``budget`` seconds after ``started`` (the command's
+    ``default`` when None or not a positive number: the command itself rejects a bad one, in one line)."""
+    seconds = budget if isinstance(budget, int | float) and 0 < budget < math.inf else default
+    return started + float(seconds)
 
 
 def _options_argv(**options: Any) -> list[str]:
@@ -355,7 +367,14 @@ def check(
     from adprof.cli import parse_command
     from adprof.cli.check import check_report
 
-    with _run(), _shipped_targets(target, chain_options, ship) as (targets, shipment):
+    started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
+    with (
+        _run(),
+        _shipped_targets(target, chain_options, ship, _ends(started, budget, DEFAULT_BUDGET)) as (
+            targets,
+            shipment,
+        ),
+    ):
         argv = [
             "check",
             *targets,
@@ -374,6 +393,7 @@ def check(
             ),
         ]
         args = parse_command(argv)
+        args.started = started
         report, interrupted = check_report(args, argv, _err_console())
         _rename_shipped(report, shipment)
         result = Report.of(report)
@@ -413,8 +433,10 @@ def guard(
     from adprof.cli import parse_command
     from adprof.cli.guard import guard_outcome
 
+    started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
     with _run(), contextlib.ExitStack() as stack:
-        targets, shipment = stack.enter_context(_shipped_targets(target, chain_options, ship))
+        deadline = _ends(started, budget, GUARD_BUDGET)
+        targets, shipment = stack.enter_context(_shipped_targets(target, chain_options, ship, deadline))
         base_path = baseline
         if isinstance(baseline, model.Report):  # a report in memory: through a file, as the command reads it
             directory = stack.enter_context(_temporary_directory())
@@ -440,6 +462,7 @@ def guard(
             ),
         ]
         args = parse_command(argv)
+        args.started = started
         outcome, _, interrupted = guard_outcome(args, argv, _err_console())
         if outcome.report is not None:
             _rename_shipped(outcome.report, shipment)

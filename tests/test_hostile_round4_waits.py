@@ -9,10 +9,12 @@ from __future__ import annotations
 import signal
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from extras import requires
 from fault_helpers import assert_clean, load_json, rows, run_adprof
 
 FAST = ["--profile", "fixed", "--mode", "traced", "--no-color", "--no-structure"]
@@ -95,3 +97,84 @@ def test_item1_wait_exit_kills_at_the_deadline() -> None:
     finally:
         procs.stop(quick)
     assert (end.code, end.killed) == (7, False)
+
+
+# --------------------------------------------------------------------------- item 3: the budget covers shipping
+
+
+class _SlowPickle:
+    """An object whose pickling blocks until the test releases it (a ``__reduce__`` that takes its time)."""
+
+    release = threading.Event()
+    entered = threading.Event()
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        _SlowPickle.entered.set()
+        _SlowPickle.release.wait(120)
+        return (_SlowPickle, ())
+
+
+def _closure_over(obj: object):
+    def slow_closure(xp, x, depth):
+        """A chain living in no file, closing over ``obj``."""
+        assert obj is not None
+        y = x
+        for _ in range(depth):
+            y = xp.sin(y)
+        return xp.sum(y)
+
+    return slow_closure
+
+
+@requires("cloudpickle")
+def test_item3_api_budget_covers_shipping_a_slow_pickle() -> None:
+    """Item 3: a closure whose pickling blocks made `check(budget=5)` wait for it (fc6d0bb: 21.6 s for a 20 s
+    pickle). The budget covers shipping: the call ends, one line naming the budget, while the pickle is still
+    blocked (asserted on the event, not on a clock)."""
+    import adprof
+
+    _SlowPickle.release.clear()
+    _SlowPickle.entered.clear()
+    outcome: dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            outcome["report"] = adprof.check(
+                _closure_over(_SlowPickle()), input_shape=(3,), budget=2, ship="cloudpickle"
+            )
+        except BaseException as exc:  # the test reads it
+            outcome["error"] = exc
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(60)
+    returned_while_blocked = not t.is_alive() and not _SlowPickle.release.is_set()
+    _SlowPickle.release.set()
+    t.join(60)
+    assert _SlowPickle.entered.is_set(), "the pickle never ran (test set-up)"
+    assert returned_while_blocked, "check() waited for the pickle past its budget"
+    err = outcome.get("error")
+    assert isinstance(err, adprof.UsageError), outcome
+    assert "did not finish within" in str(err) and "budget" in str(err) and "\n" not in str(err), str(err)
+
+
+def test_item3_class_call_within_bounds_any_call_and_keeps_its_errors() -> None:
+    """The shared bounded call: a blocked call is given up on at its time; a MemoryError (as Dask's comms raise on
+    garbage) comes back as itself; a value that comes after the caller gave up is handed to ``on_late``."""
+    from adprof.util.bounded import CallTimeout, call_within
+
+    gate, late = threading.Event(), []
+    with pytest.raises(CallTimeout):
+        call_within(lambda: gate.wait(60) and "value", 0.1, "a blocked call", on_late=late.append)
+    gate.set()
+    end = time.monotonic() + 10
+    while not late and time.monotonic() < end:
+        time.sleep(0.01)
+    assert late == ["value"]
+
+    def garbage() -> None:
+        raise MemoryError("Unable to allocate 5.72 PiB")
+
+    with pytest.raises(MemoryError):
+        call_within(garbage, 10, "garbage")
+    assert call_within(lambda: 7, 10, "quick") == 7

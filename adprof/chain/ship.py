@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof.chain.spec import Chain, ChainError, as_chain
+from adprof.util.bounded import CallTimeout, call_within
 
 SHIP_METHODS = ("auto", "cloudpickle", "source")
 #: What the file's first line says (a reader of a stray file knows where it came from).
@@ -87,6 +89,8 @@ class Shipment:
     method: str = "auto"
     directory: str | None = None
     shipped: list[Shipped] = field(default_factory=list)
+    #: ``time.monotonic()`` by which shipping must be done (the run's budget covers it); None: unbounded
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in SHIP_METHODS:
@@ -110,7 +114,7 @@ class Shipment:
         why: list[str] = []
         for method in methods:
             try:
-                text = (pickled_file if method == "cloudpickle" else source_file)(ch)
+                text = pickled_file(ch, self.deadline) if method == "cloudpickle" else source_file(ch)
             except ShipError as exc:
                 why.append(f"{method}: {exc}")
                 continue
@@ -167,25 +171,36 @@ def _by_value_modules(fn: Callable[..., Any]) -> list[types.ModuleType]:
     return [module]
 
 
-def pickled_file(ch: Chain) -> str:
-    """The text of a chain file that unpickles ``ch`` (raises :class:`ShipError`)."""
+def pickled_file(ch: Chain, deadline: float | None = None) -> str:
+    """The text of a chain file that unpickles ``ch`` (raises :class:`ShipError`); pickling runs user code (a
+    ``__reduce__``, a ``__getstate__``): past ``deadline`` (``time.monotonic()``) it is given up on."""
     try:
         import cloudpickle
     except ImportError:
         raise ShipError("cloudpickle is not installed (pip install 'adprof[notebook]')") from None
     fn = inspect.unwrap(ch.fn)
     modules = _by_value_modules(fn)
-    for m in modules:
-        cloudpickle.register_pickle_by_value(m)
+
+    def dumps() -> bytes:
+        for m in modules:
+            cloudpickle.register_pickle_by_value(m)
+        try:
+            return bytes(cloudpickle.dumps(ch))
+        finally:
+            for m in modules:
+                with contextlib.suppress(ValueError):
+                    cloudpickle.unregister_pickle_by_value(m)
+
     try:
-        payload = cloudpickle.dumps(ch)
+        if deadline is None:
+            payload = dumps()
+        else:
+            payload = call_within(dumps, deadline - time.monotonic(), "pickling it")
+    except CallTimeout as exc:
+        raise ShipError(f"{exc} (the budget's end)") from None
     except Exception as exc:  # what cloudpickle cannot pickle: a lock, an open file, a generator ...
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ShipError(msg) from None
-    finally:
-        for m in modules:
-            with contextlib.suppress(ValueError):
-                cloudpickle.unregister_pickle_by_value(m)
     data = base64.b64encode(payload).decode("ascii")
     lines = [
         HEADER.format(method="cloudpickle"),
