@@ -474,9 +474,7 @@ def guard(
 
 @contextlib.contextmanager
 def _temporary_directory() -> Iterator[str]:
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="adprof-baseline-") as d:
+    with procs.temporary_dir("adprof-baseline-") as d:
         yield d
 
 

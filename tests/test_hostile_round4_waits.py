@@ -6,16 +6,28 @@ time (the machine is shared); each fault has a bounded timeout of its own so tha
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import textwrap
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from extras import requires
-from fault_helpers import assert_clean, load_json, rows, run_adprof
+from fault_helpers import (
+    assert_clean,
+    base_env,
+    command,
+    kill_tagged,
+    load_json,
+    rows,
+    run_adprof,
+    tagged_pids,
+)
 
 FAST = ["--profile", "fixed", "--mode", "traced", "--no-color", "--no-structure"]
 
@@ -178,3 +190,78 @@ def test_item3_class_call_within_bounds_any_call_and_keeps_its_errors() -> None:
     with pytest.raises(MemoryError):
         call_within(garbage, 10, "garbage")
     assert call_within(lambda: 7, 10, "quick") == 7
+
+
+# --------------------------------------------------------------------------- item 5: temporary directories
+
+
+def _adprof_dirs(where: Path, pattern: str = "adprof-*") -> list[Path]:
+    return sorted(where.glob(pattern))
+
+
+def test_item5_hunt_killed_by_sigkill_leaves_no_temp_dir(tmp_path: Path) -> None:
+    """Item 5: `hunt` killed by SIGKILL left `/tmp/adprof-hunt-*` behind. Now the guardian, which outlives adprof,
+    removes every temporary directory adprof registered (TMPDIR points at the test's own directory)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    tag = uuid.uuid4().hex
+    env = {**base_env(tag, None), "TMPDIR": str(tmp)}
+    args = ["hunt", "--backend", "engine", "--profile", "fixed", "--budget", "60", "--jobs", "1", "--out", "found"]
+    proc = subprocess.Popen(
+        command(args),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        end = time.monotonic() + 60
+        while not (_adprof_dirs(tmp, "adprof-hunt-*") and len(tagged_pids(tag)) >= 3):  # adprof, guardian, worker
+            assert proc.poll() is None, f"the hunt ended (exit {proc.returncode}) before it was killed (test set-up)"
+            assert time.monotonic() < end, "the hunt never started a worker (test set-up)"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the guardian has read the directory's line
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        end = time.monotonic() + 15
+        while _adprof_dirs(tmp) and time.monotonic() < end:
+            time.sleep(0.1)
+        left = _adprof_dirs(tmp)
+    finally:
+        kill_tagged(tag)
+    assert not left, f"left behind by a SIGKILLed hunt: {left}"
+
+
+def test_item5_class_the_guardian_removes_registered_dirs_only(tmp_path: Path) -> None:
+    """The guardian's protocol, driven directly: at end of file it removes the `adprof-*` directories registered
+    (``D``) and not taken back (``d``); a directory of another name, or one taken back, is left alone."""
+    from adprof.util import guardian, procs
+
+    kept, gone, foreign, back = (tmp_path / n for n in ("adprof-kept-1", "adprof-x-2", "mine", "adprof-back-3"))
+    for d in (kept, gone, foreign, back):
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "f").write_text("x")
+    lines = [procs._dir_line("D", str(p)) for p in (gone, foreign, back)] + [procs._dir_line("d", str(back))]
+    run = subprocess.run(
+        [sys.executable, "-S", "-I", guardian.__file__, uuid.uuid4().hex],
+        input="\n".join(lines) + "\n",
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0
+    assert not gone.exists()
+    assert kept.exists() and foreign.exists() and back.exists()
+
+
+def test_item5_class_temp_dir_is_registered_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every temporary directory of adprof goes through procs.temp_dir: named adprof-*, removed by remove_dir."""
+    from adprof.util import procs
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    with procs.temporary_dir("adprof-test-") as d:
+        assert Path(d).parent == tmp_path and Path(d).name.startswith("adprof-test-") and d in procs._dirs
+    assert not Path(d).exists() and d not in procs._dirs
+    with pytest.raises(ValueError):
+        procs.temp_dir("other-")

@@ -41,9 +41,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import inspect
-import shutil
 import sys
-import tempfile
 import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -63,6 +61,7 @@ from adprof.backends.base import (
 from adprof.backends.peer_common import check_finite, check_output, failure, first_time
 from adprof.chain import Chain
 from adprof.model import TORCH_COMPILE_PHASES, Point
+from adprof.util import procs
 
 #: ``compile_times()`` keys summed into each phase (``inductor_codegen`` = ``compile_fx_inner`` minus the C++).
 DYNAMO_KEYS = ("bytecode_tracing", "build_guards")
@@ -122,7 +121,7 @@ def fresh_compile(directory: str | None = None, keep: bool = False) -> Iterator[
     from torch._dynamo import utils as dynamo_utils
     from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
 
-    directory = directory or tempfile.mkdtemp(prefix="adprof-inductor-")
+    directory = directory or procs.temp_dir("adprof-inductor-")  # removed even if the worker is killed
     try:
         torch._dynamo.reset()
         dynamo_utils.counters.clear()
@@ -133,7 +132,7 @@ def fresh_compile(directory: str | None = None, keep: bool = False) -> Iterator[
     finally:
         torch._dynamo.reset()
         if not keep:
-            shutil.rmtree(directory, ignore_errors=True)
+            procs.remove_dir(directory)
 
 
 def compile_phases(times: Mapping[str, float]) -> dict[str, float]:
@@ -255,7 +254,7 @@ def _measure(
         while more_repeats(walls, repeats):
             fn = x = None
             if last_dir:
-                shutil.rmtree(last_dir, ignore_errors=True)
+                procs.remove_dir(last_dir)
             with fresh_compile(keep=True) as last_dir:
                 x = torch.tensor(a, requires_grad=True)
                 fn = torch.compile(bind(chain, depth))
@@ -296,7 +295,7 @@ def _measure(
         raise failure(exc, chain, depth, phase, pt) from None
     finally:
         if last_dir:
-            shutil.rmtree(last_dir, ignore_errors=True)
+            procs.remove_dir(last_dir)
     return pt
 
 

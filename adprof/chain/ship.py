@@ -22,9 +22,7 @@ import builtins
 import contextlib
 import inspect
 import keyword
-import shutil
 import sys
-import tempfile
 import textwrap
 import time
 import types
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof.chain.spec import Chain, ChainError, as_chain
+from adprof.util import procs
 from adprof.util.bounded import CallTimeout, call_within
 
 SHIP_METHODS = ("auto", "cloudpickle", "source")
@@ -104,7 +103,7 @@ class Shipment:
 
     def close(self) -> None:
         if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            procs.remove_dir(self.directory)
             self.directory = None
 
     def add(self, ch: Chain) -> Shipped:
@@ -126,7 +125,7 @@ class Shipment:
 
     def _write(self, ch: Chain, text: str, method: str) -> Shipped:
         if self.directory is None:
-            self.directory = tempfile.mkdtemp(prefix="adprof-shipped-")
+            self.directory = procs.temp_dir("adprof-shipped-")
         stem = f"chain_{len(self.shipped)}"
         path = Path(self.directory) / f"{stem}.py"
         path.write_text(text, encoding="utf-8")

@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +32,7 @@ from adprof.hunt.run import Hunt, HuntConfig
 from adprof.hunt.targets import expand_backends, hunt_targets
 from adprof.measure import MeasureConfig
 from adprof.measure.pool import LanePool
+from adprof.util import procs
 from adprof.util.files import OutputPathError, check_output_path, write_atomic
 
 DEFAULT_HUNT_BUDGET = 600.0
@@ -199,7 +198,7 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     _check_files(args)
     targets = hunt_targets(expand_backends(args.backend), args.profile, args.mode)
     started = args.started
-    workdir = Path(tempfile.mkdtemp(prefix="adprof-hunt-"))
+    workdir = Path(procs.temp_dir("adprof-hunt-"))  # the guardian removes it if adprof is killed
     cfg = HuntConfig(
         targets=targets,
         seed=args.seed,
@@ -224,7 +223,7 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     finally:
         SIGNALS.defer()
         progress.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        procs.remove_dir(str(workdir))
     report.environment = environment(argv)
     if getattr(report, "interrupted", None) is None and SIGNALS.received is not None:
         report.interrupted = SIGNALS.received

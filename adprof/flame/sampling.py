@@ -7,7 +7,6 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +119,7 @@ def sample_probe(
     if not py_spy:
         raise FlameError(f"adprof flame: py-spy not found; {INSTALL_FIX}")
     cap = int(math.ceil(2 * seconds + 5))
-    with tempfile.TemporaryDirectory(prefix="adprof-flame-") as tmp:
+    with procs.temporary_dir("adprof-flame-") as tmp:
         raw_path = os.path.join(tmp, "stacks.txt")
         status_path = os.path.join(tmp, "status.json")
         crash_path = os.path.join(tmp, "crash.txt")

@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -180,13 +179,13 @@ class Worker:
         self.interrupted = False  # set by interrupt(): every later request fails at once
         #: --metric instructions: the next worker starts under callgrind (:meth:`count_instructions`)
         self.counting = False
-        self._count_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._count_dir: str | None = None  # procs.temp_dir: removed by the guardian if adprof is killed
 
     @property
     def count_file(self) -> str:
         """callgrind's ``--callgrind-out-file`` of this counting worker (its dumps are ``<file>.<n>``)."""
         assert self._count_dir is not None
-        return os.path.join(self._count_dir.name, "callgrind.out")
+        return os.path.join(self._count_dir, "callgrind.out")
 
     def _answer(self, data: dict[str, Any]) -> dict[str, Any]:
         """A counted point's dumps read into its metrics (here, not in the worker: see fill_counts)."""
@@ -214,7 +213,7 @@ class Worker:
             argv, env = [sys.executable, "-P", "-m", "adprof.measure.worker"], worker_env()
             preexec = None
             if self.counting:
-                self._count_dir = tempfile.TemporaryDirectory(prefix="adprof-callgrind-")
+                self._count_dir = procs.temp_dir("adprof-callgrind-")
                 argv = callgrind_argv(self.count_file)
                 env = counting_env({**env, COUNT_ENV: "callgrind"})  # the (random) path stays out of it
                 if not scaled:
@@ -285,7 +284,7 @@ class Worker:
                         pass
             self._err = None  # its thread ends at end of file: every writer is dead
             if self._count_dir is not None:
-                self._count_dir.cleanup()
+                procs.remove_dir(self._count_dir)
                 self._count_dir = None
 
     def interrupt(self) -> None:

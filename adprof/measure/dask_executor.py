@@ -30,9 +30,7 @@ import hashlib
 import math
 import os
 import queue
-import shutil
 import signal
-import tempfile
 import threading
 import time
 import uuid
@@ -44,6 +42,7 @@ from typing import Any
 from adprof.constants import __version__
 from adprof.measure.client import Worker
 from adprof.measure.executor import SlotStatus, Task, TaskContext, WorkerLost
+from adprof.util import procs
 
 #: Seconds after the run's deadline after which a task that has not answered is given up on (a worker
 #: starting up is not bounded by the deadline: 60 s, see ``STARTUP_TIMEOUT``).
@@ -492,7 +491,7 @@ def _materialize(run: _RunOnWorker, run_id: str, file: str, source: tuple[str, s
             continue
     with _RUNS_LOCK:
         if run.temp is None:
-            run.temp = tempfile.mkdtemp(prefix=f"adprof-{run_id}-")
+            run.temp = procs.temp_dir(f"adprof-{run_id}-")
     target = Path(run.temp) / digest[:16] / Path(file).name
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -549,7 +548,7 @@ def end_run(run_id: str) -> None:
         w.interrupt()  # the subprocess is idle (or its task is being given up on): kill, no goodbye
         w.kill()
     if run.temp is not None:
-        shutil.rmtree(run.temp, ignore_errors=True)
+        procs.remove_dir(run.temp)
 
 
 __all__ = ["DaskExecutor", "SchedulerError", "parse_scheduler"]

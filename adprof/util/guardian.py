@@ -4,18 +4,21 @@
 read end of a pipe as stdin whose write end only adprof holds. adprof writes ``+PGID`` / ``-PGID`` lines
 as it starts and reaps process groups. At end of file (adprof exited, however it exited) the guardian
 SIGKILLs the groups still registered and every process whose environment carries ``ADPROF_RUN=RUN_ID``
-(inherited by everything adprof started, detached or not), until a few scans find nothing; then it exits.
+(inherited by everything adprof started, detached or not), until a few scans find nothing; then it removes the
+temporary directories adprof registered (``D<hex path>`` lines, ``d`` when adprof removed one itself) and exits.
 It ignores the terminal's signals: a Ctrl-C or a hang-up meant for adprof must not stop it first.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
 
 RUN_VAR = "ADPROF_RUN"
+TEMP_PREFIX = b"adprof-"
 
 
 def marked(marker: bytes, me: int) -> list[int]:
@@ -34,9 +37,11 @@ def marked(marker: bytes, me: int) -> list[int]:
     return found
 
 
-def read_groups() -> set[int]:
-    """Follow adprof's ``+PGID`` / ``-PGID`` lines until end of file; the groups still registered."""
+def read_groups(dirs: set[bytes] | None = None) -> set[int]:
+    """Follow adprof's ``+PGID`` / ``-PGID`` lines until end of file; the groups still registered. ``D<hex path>`` /
+    ``d<hex path>`` lines add a temporary directory to ``dirs`` / take it away."""
     groups: set[int] = set()
+    dirs = set() if dirs is None else dirs
     buf = b""
     while True:
         try:
@@ -50,6 +55,13 @@ def read_groups() -> set[int]:
         buf += chunk
         *lines, buf = buf.split(b"\n")
         for line in lines:
+            if line[:1] in (b"D", b"d"):
+                try:
+                    path = bytes.fromhex(line[1:].decode("ascii"))
+                except ValueError:
+                    continue
+                (dirs.add if line[:1] == b"D" else dirs.discard)(path)
+                continue
             try:
                 pgid = int(line[1:])
             except ValueError:
@@ -92,9 +104,18 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, signal.SIG_IGN)
     if len(argv) != 2:
         return 2
-    groups = read_groups()
+    dirs: set[bytes] = set()
+    groups = read_groups(dirs)
     sweep(groups, f"{RUN_VAR}={argv[1]}".encode())
+    remove_dirs(dirs)
     return 0
+
+
+def remove_dirs(dirs: set[bytes]) -> None:
+    """Remove adprof's temporary directories (only directories named ``adprof-*``, never through a symlink)."""
+    for path in dirs:
+        if os.path.basename(path).startswith(TEMP_PREFIX) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 if __name__ == "__main__":

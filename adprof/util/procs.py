@@ -26,13 +26,15 @@ import contextlib
 import errno
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,9 @@ EXIT_GRACE = 0.1
 
 _lock = threading.RLock()
 _own: dict[int, str] = {}  # pid -> owner token of every process spawn() started and nobody reaped yet
+_dirs: set[str] = set()  # temporary directories of this process (temp_dir), removed by the guardian if it dies
+#: Every temporary directory adprof makes starts with this (the guardian removes nothing else).
+TEMP_PREFIX = "adprof-"
 _state: dict[str, Any] = {
     "pid": None,
     "run": "",
@@ -84,6 +89,7 @@ def run_id() -> str:
         _state.update(
             pid=os.getpid(), run=uuid.uuid4().hex, subreaper=False, guardian=None, pipe=None, supervised=False
         )
+        _dirs.clear()  # a forked child's guardian must not remove its parent's directories
     return str(_state["run"])
 
 
@@ -122,6 +128,8 @@ def _start_guardian() -> None:
         for pid, token in list(_own.items()):  # the groups started before it was up
             if token:
                 _tell_guardian(f"+{pid}")
+        for path in _dirs:
+            _tell_guardian(_dir_line("D", path))
 
 
 def _tell_guardian(line: str) -> None:
@@ -140,6 +148,43 @@ def _supervise() -> None:
         # started beside the first process, not before it: a run's first worker does not wait for it
         threading.Thread(target=_start_guardian, daemon=True, name="adprof-guardian").start()
         atexit.register(sweep)
+
+
+def _dir_line(op: str, path: str) -> str:
+    """The guardian's line for a directory: ``D`` (remove it if adprof dies) or ``d`` (forget it), hex path."""
+    return op + os.fsencode(path).hex()
+
+
+def temp_dir(prefix: str) -> str:
+    """``tempfile.mkdtemp(prefix=...)`` that the guardian removes if this process dies before
+    :func:`remove_dir` (a SIGKILL leaves nothing in ``/tmp``); ``prefix`` starts with :data:`TEMP_PREFIX`."""
+    if not prefix.startswith(TEMP_PREFIX):
+        raise ValueError(f"temporary directory prefix {prefix!r} must start with {TEMP_PREFIX!r}")
+    path = tempfile.mkdtemp(prefix=prefix)
+    with _lock:
+        _supervise()
+        _dirs.add(path)
+        _tell_guardian(_dir_line("D", path))
+    return path
+
+
+def remove_dir(path: str) -> None:
+    """Remove a :func:`temp_dir` (whatever it holds) and tell the guardian it is gone."""
+    shutil.rmtree(path, ignore_errors=True)
+    with _lock:
+        if path in _dirs:
+            _dirs.discard(path)
+            _tell_guardian(_dir_line("d", path))
+
+
+@contextlib.contextmanager
+def temporary_dir(prefix: str) -> Iterator[str]:
+    """A :func:`temp_dir` for the ``with`` block (as ``tempfile.TemporaryDirectory``)."""
+    path = temp_dir(prefix)
+    try:
+        yield path
+    finally:
+        remove_dir(path)
 
 
 # --------------------------------------------------------------------------- the process tree

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from adprof.backends.cmd.process import (
     expand,
     run_process,
 )
+from adprof.util import procs
 
 
 def _valgrind() -> str:
@@ -61,7 +61,7 @@ def _dump_files(out_dir: str) -> list[Path]:
 def run_callgrind(
     argv: list[str], options: list[str], *, timeout: float, output_limit: int, env: Mapping[str, str] | None
 ) -> tuple[Completed, list[int], str]:
-    with tempfile.TemporaryDirectory(prefix="adprof-callgrind-") as out_dir:
+    with procs.temporary_dir("adprof-callgrind-") as out_dir:
         run_env = {**(env or {}), METRIC_ENV: "instructions"}
         done = run_process(
             _callgrind_argv(argv, out_dir, options),
