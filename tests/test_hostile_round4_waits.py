@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import fault_helpers
 import pytest
 from extras import requires
 from fault_helpers import (
@@ -30,6 +31,15 @@ from fault_helpers import (
 )
 
 FAST = ["--profile", "fixed", "--mode", "traced", "--no-color", "--no-structure"]
+
+
+@pytest.fixture(autouse=True)
+def _adprof_under_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adprof a subprocess runs is the one this test imported (so the file can be run against another
+    checkout: ``-c OTHER/pyproject.toml --rootdir OTHER``)."""
+    import adprof
+
+    monkeypatch.setattr(fault_helpers, "REPO", Path(adprof.__file__).resolve().parents[1])
 
 
 def _chain_file(tmp_path: Path, name: str, body: str) -> Path:
@@ -265,3 +275,100 @@ def test_item5_class_temp_dir_is_registered_and_removed(tmp_path: Path, monkeypa
     assert not Path(d).exists() and d not in procs._dirs
     with pytest.raises(ValueError):
         procs.temp_dir("other-")
+
+
+# --------------------------------------------------------------------------- item 4 (R10): strays without markers
+
+
+def _by_cmdline(needle: str) -> set[int]:
+    """Live processes whose command line holds ``needle`` (an argument unique to the test)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and needle.encode() in cmd:
+            found.add(int(entry))
+    return found
+
+
+def _kill_all(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _gone_by_cmdline(needle: str, seconds: float = 5.0) -> set[int]:
+    end = time.monotonic() + seconds
+    while (left := _by_cmdline(needle)) and time.monotonic() < end:
+        time.sleep(0.05)
+    return left
+
+
+def test_item4_r10_detached_env_cleared_sleep_does_not_outlive_adprof(tmp_path: Path) -> None:
+    """R10: a chain that starts `setsid -f env -i sleep 999` (its own session, its parent gone, no environment:
+    no marker) left it running after adprof exited. Now such an orphan, re-parented to adprof (the subreaper)
+    in a session of its own, is killed while adprof lives."""
+    seconds = f"999.{uuid.uuid4().int % 10**9:09d}"  # a unique argument: the sleep carries no marker
+    body = f'subprocess.Popen(["setsid", "-f", "env", "-i", "sleep", "{seconds}"]).wait()\n'
+    chain = _chain_file(tmp_path, "detaches", body)
+    try:
+        run = run_adprof(["check", str(chain), *FAST, "--budget", "20", "--depths", "1,2"], tmp_path, 90)
+        left = _gone_by_cmdline(seconds)
+    finally:
+        _kill_all(_by_cmdline(seconds))
+    assert run.code == 0, run.summary()
+    assert not left, "an environment-cleared detached sleep outlived adprof"
+
+
+def test_item4_class_kill_family_finds_strays_of_an_exited_program() -> None:
+    """A case nobody listed: a program that double-forks a child which calls setsid and execs with an empty
+    environment, then exits at once; kill_family (the program already gone) still finds and kills the child."""
+    from adprof.util import procs
+
+    seconds = f"998.{uuid.uuid4().int % 10**9:09d}"
+    script = (
+        "import os\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execve('/bin/sleep', ['sleep', '{seconds}'], {{}})\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    assert procs.become_subreaper()
+    proc = procs.spawn([sys.executable, "-c", script])
+    try:
+        proc.wait(timeout=30)
+        end = time.monotonic() + 10
+        while not _by_cmdline(seconds) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert _by_cmdline(seconds), "the detached child never ran (test set-up)"
+        procs.stop(proc)
+        left = _gone_by_cmdline(seconds)
+    finally:
+        _kill_all(_by_cmdline(seconds))
+    assert not left, "kill_family missed an environment-cleared orphan"
+
+
+def test_item4_class_a_child_in_our_own_session_is_never_a_stray() -> None:
+    """What the rule must leave alone: a child this process started itself in its own session before the run."""
+    from adprof.util import procs
+
+    mine = subprocess.Popen(["sleep", "30"])  # same session as this process
+    try:
+        assert procs.become_subreaper()
+        proc = procs.spawn([sys.executable, "-c", "pass"])
+        proc.wait(timeout=30)
+        procs.stop(proc)
+        procs.sweep()
+        assert mine.poll() is None, "a child of our own session was taken for a stray"
+    finally:
+        mine.kill()
+        mine.wait()

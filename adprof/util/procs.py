@@ -49,6 +49,7 @@ EXIT_GRACE = 0.1
 
 _lock = threading.RLock()
 _own: dict[int, str] = {}  # pid -> owner token of every process spawn() started and nobody reaped yet
+_born: dict[int, int] = {}  # pid -> start time (clock ticks) of every process spawned since the last sweep()
 _dirs: set[str] = set()  # temporary directories of this process (temp_dir), removed by the guardian if it dies
 #: Every temporary directory adprof makes starts with this (the guardian removes nothing else).
 TEMP_PREFIX = "adprof-"
@@ -90,6 +91,7 @@ def run_id() -> str:
             pid=os.getpid(), run=uuid.uuid4().hex, subreaper=False, guardian=None, pipe=None, supervised=False
         )
         _dirs.clear()  # a forked child's guardian must not remove its parent's directories
+        _born.clear()
     return str(_state["run"])
 
 
@@ -259,6 +261,50 @@ def orphans(token: str | None = None) -> list[int]:
     return [p for p in pool if p not in own and p != me and _carries(p, var, value)]
 
 
+def _stat(pid: int) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), or [] when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None."""
+    fields = _stat(pid)
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def strays(since: int | None) -> list[int]:
+    """Orphans that shed every marker: children of this process (the subreaper) it did not start, in a session of
+    their own (a process adprof starts runs in its own session, and so does anything it detaches), with no owner
+    token in their environment (``env -i``), started at or after ``since`` (clock ticks: the first process spawned
+    since the last :func:`sweep`). A child this process started itself shares its session (or is in ``_own``);
+    only a child it started in a new session during a run is mistaken for one. Without the subreaper: none."""
+    if since is None or not _state["subreaper"] or not _HAVE_PROC:
+        return []
+    with _lock:
+        own = set(_own)
+    me, session = os.getpid(), os.getsid(0)
+    found = []
+    for pid in children(me):
+        fields = _stat(pid)
+        if pid in own or len(fields) <= 19 or fields[0] in (b"Z", b"X"):
+            continue
+        if int(fields[3]) == session or int(fields[19]) < since:
+            continue
+        if any(entry.startswith(OWNER_VAR.encode() + b"=") for entry in _environ(pid)):
+            continue  # carries a token: its owner's kill_family finds it
+        found.append(pid)
+    return found
+
+
+def _since() -> int | None:
+    with _lock:
+        return min(_born.values(), default=None)
+
+
 def _alive(pid: int) -> bool:
     """Running or sleeping (not a zombie, not gone)."""
     if not _HAVE_PROC:
@@ -308,7 +354,7 @@ def kill_family(proc: subprocess.Popen[Any], token: str | None = None) -> None:
         alive = proc.poll() is None
         victims = descendants(proc.pid) if alive else []
         if token:
-            for pid in orphans(token):
+            for pid in [*orphans(token), *strays(_born.get(proc.pid))]:
                 victims.append(pid)
                 victims.extend(descendants(pid))
         with contextlib.suppress(OSError):
@@ -364,16 +410,21 @@ def release(proc: subprocess.Popen[Any]) -> None:
 
 
 def sweep() -> None:
-    """Kill every orphan of this run (an atexit hook, and a backstop at the end of a command)."""
+    """Kill every orphan of this run, with or without its markers (:func:`strays`): an atexit hook, and a backstop
+    at the end of a command."""
     if _state["pid"] != os.getpid():
         return
+    since = _since()
     for _ in range(20):
-        found = orphans()
+        found = [*orphans(), *strays(since)]
         victims = [p for pid in found for p in (pid, *descendants(pid))]
         hit = {p for p in victims if _signal(p)}
         if not hit:
-            return
+            break
         _reap(hit & set(found))
+    with _lock:  # the next run's strays are the ones born after its own first process
+        for pid in [p for p in _born if p not in _own]:
+            del _born[pid]
 
 
 # --------------------------------------------------------------------------- starting and running
@@ -413,6 +464,9 @@ def spawn(
 
         proc = subprocess.Popen(list(argv), env=full, start_new_session=True, preexec_fn=child_setup, **popen)
         _own[proc.pid] = token
+        ticks = _start_ticks(proc.pid) if _HAVE_PROC else None
+        if ticks is not None:
+            _born[proc.pid] = ticks
         _tell_guardian(f"+{proc.pid}")
     return proc
 
