@@ -6,8 +6,10 @@ time (the machine is shared); each fault has a bounded timeout of its own so tha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -372,3 +374,106 @@ def test_item4_class_a_child_in_our_own_session_is_never_a_stray() -> None:
     finally:
         mine.kill()
         mine.wait()
+
+
+# --------------------------------------------------------------------------- item 2: a scheduler that never answers
+
+
+class _FakeScheduler:
+    """A loopback server on 127.0.0.1 that accepts and then stays silent, or sends garbage, or HTTP; it drops
+    every connection after ``life`` seconds (so a regression fails instead of hanging), and says whether it did."""
+
+    REPLIES = {"silent": b"", "garbage": b"\xff" * 64, "http": b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"}
+
+    def __init__(self, mode: str, life: float = 40.0) -> None:
+        self.reply = self.REPLIES[mode]
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = threading.Event()
+        self.expired = threading.Event()  # the server gave up first: the client waited for it
+        self.stop = threading.Event()
+        self.end = time.monotonic() + life
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conns = []
+        while not self.stop.is_set():
+            if time.monotonic() > self.end:
+                self.expired.set()
+                break
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted.set()
+            conns.append(conn)
+            if self.reply:
+                with contextlib.suppress(OSError):
+                    conn.sendall(self.reply)
+        for c in conns:
+            c.close()
+        self.sock.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+@requires("distributed")
+@pytest.mark.parametrize("mode", ["silent", "garbage", "http"])
+def test_item2_scheduler_that_never_answers_is_one_line_exit_2(
+    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 2: `--scheduler` to a server that accepts and never answers hung past SIGTERM; one that sends garbage
+    or HTTP gave `MemoryError: Unable to allocate 5.72 PiB` and a traceback after 42 s. Now connecting is bounded
+    by min(connect timeout, budget) and ends in one line, exit 2, before the server gives up on its own."""
+    from adprof.cli import main
+
+    chain = _chain_file(tmp_path, "calm", "pass\n")
+    server = _FakeScheduler(mode)
+    try:
+        code = main(["check", str(chain), *FAST, "--budget", "8", "--scheduler", server.address])
+        expired = server.expired.is_set()
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert server.accepted.is_set(), "adprof never connected (test set-up)"
+    assert not expired, "adprof waited until the server dropped the connection"
+    assert code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"adprof: error: --scheduler {server.address}"), err
+    assert "Traceback" not in err
+
+
+@requires("distributed")
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_item2_a_signal_ends_adprof_while_it_connects(sig: int, tmp_path: Path) -> None:
+    """Item 2: SIGTERM while connecting to a silent server did not stop adprof (SIGKILL was needed); SIGINT ended
+    it 40 s later with a `Client.__del__` traceback. Now the signal ends it: 143/130, no traceback, before the
+    server drops the connection on its own."""
+    chain = _chain_file(tmp_path, "calm", "pass\n")
+    server = _FakeScheduler("silent", life=60)
+    tag = uuid.uuid4().hex
+    args = ["check", str(chain), *FAST, "--budget", "300", "--scheduler", server.address]
+    proc = subprocess.Popen(
+        command(args), cwd=tmp_path, env=base_env(tag, None), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.accepted.wait(60), "adprof never connected (test set-up)"
+        time.sleep(0.2)
+        proc.send_signal(sig)
+        try:
+            _, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        expired = server.expired.is_set()
+    finally:
+        server.close()
+        kill_tagged(tag)
+    assert not expired, f"adprof outlived the server's own limit after {signal.Signals(sig).name}: {err[-1500:]}"
+    assert proc.returncode == 128 + sig, err[-1500:]
+    assert "Traceback" not in err and "Exception ignored" not in err, err[-1500:]

@@ -62,7 +62,7 @@ def open_executor(args: argparse.Namespace, cfg: MeasureConfig, tasks: int | Non
     from adprof.measure.dask_executor import DaskExecutor, SchedulerError
 
     try:
-        executor = DaskExecutor(scheduler, workers=cfg.jobs, most=tasks)
+        executor = DaskExecutor(scheduler, workers=cfg.jobs, most=tasks, deadline=cfg.deadline)
     except SchedulerError as exc:
         raise UsageError(str(exc)) from None
     try:

@@ -43,12 +43,16 @@ from adprof.constants import __version__
 from adprof.measure.client import Worker
 from adprof.measure.executor import SlotStatus, Task, TaskContext, WorkerLost
 from adprof.util import procs
+from adprof.util.bounded import CallTimeout, call_within
 
 #: Seconds after the run's deadline after which a task that has not answered is given up on (a worker
 #: starting up is not bounded by the deadline: 60 s, see ``STARTUP_TIMEOUT``).
 LATE_GRACE = 90.0
-#: Seconds the steering process waits for the tasks in progress to come back after an interrupt.
-INTERRUPT_WAIT = 10.0
+#: Seconds the steering process gives everything after an interrupt (telling the workers, the tasks in progress
+#: coming back, closing the client): a signal ends adprof at once, whatever Dask is doing.
+INTERRUPT_WAIT = 5.0
+#: Seconds any other call to the scheduler may take (a scheduler that stops answering cannot hang adprof).
+CALL_TIMEOUT = 15.0
 #: Seconds between two status events of one task.
 STATUS_INTERVAL = 0.2
 #: A run's subprocesses on a worker are closed this long after its deadline when no task of it is left
@@ -117,10 +121,17 @@ class DaskExecutor:
     """Runs tasks on a Dask cluster (see the module docstring); a context manager."""
 
     def __init__(
-        self, scheduler: str, workers: int = 2, connect_timeout: float = 20.0, most: int | None = None
+        self,
+        scheduler: str,
+        workers: int = 2,
+        connect_timeout: float = 20.0,
+        most: int | None = None,
+        deadline: float | None = None,
     ) -> None:
         """``workers``: an embedded cluster's size without ``local:N``; ``most``: the tasks of the run, an embedded
-        cluster's largest size (``local:100000`` for 3 series starts 3 workers, as the local lanes do)."""
+        cluster's largest size (``local:100000`` for 3 series starts 3 workers, as the local lanes do);
+        ``deadline``: the run's end (``time.monotonic()``): connecting takes at most the connect timeout and at
+        most what is left of the budget, and ends in :class:`SchedulerError` (one line) past it."""
         try:
             from dask import config as dask_config
             from distributed import Client, LocalCluster
@@ -132,6 +143,9 @@ class DaskExecutor:
         self.interrupted: BaseException | None = None
         self.run_id = uuid.uuid4().hex[:12]
         self._sources: dict[str, Any] = {}
+        self._hurry: float | None = None  # after an interrupt: the end of every wait (INTERRUPT_WAIT)
+        self._nthreads: dict[str, int] = {}
+        self.deadline = deadline
         self.allowed_failures = int(dask_config.get("distributed.scheduler.allowed-failures", 3))
         try:
             if kind == "local":
@@ -148,10 +162,13 @@ class DaskExecutor:
                     signal.raise_signal(held[0])
                 self.client = Client(self.cluster, set_as_default=False)
             else:
-                self.client = Client(kind, timeout=connect_timeout, set_as_default=False)
+                self.client = self._connect(kind, connect_timeout)
+        except CallTimeout as exc:
+            self.close()
+            raise SchedulerError(f"--scheduler {scheduler}: no answer ({exc})") from None
         except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address Dask's comms refuse
             self.close()
-            raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+            raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({_one_line(exc)})") from None
         except RuntimeError as exc:  # a LocalCluster whose worker processes did not start
             self.close()
             raise SchedulerError(
@@ -165,14 +182,49 @@ class DaskExecutor:
             self.close()
             raise
 
+    def _left(self, seconds: float) -> float:
+        """``seconds``, or less: what is left of the budget (after an interrupt, of :data:`INTERRUPT_WAIT`)."""
+        ends = [e for e in (self.deadline, self._hurry) if e is not None]
+        if ends:
+            seconds = min(seconds, max(0.5, min(ends) - time.monotonic()))
+        return seconds
+
+    def _call(self, fn: Callable[[], Any], what: str, seconds: float = CALL_TIMEOUT) -> Any:
+        """``fn()`` (a call to the scheduler) bounded by ``seconds`` and the budget; raises CallTimeout past it."""
+        return call_within(fn, self._left(seconds), what)
+
+    def _connect(self, address: str, connect_timeout: float) -> Any:
+        """A client of the scheduler at ``address``, within min(``connect_timeout``, the budget left).
+
+        First a probe on a private event loop: a handshake and an ``identity`` call; a server that accepts and
+        never answers, or answers garbage or HTTP, fails here (one line) and leaves no client behind to clean up.
+        Then the client, bounded the same way (given up on: closed in its own thread if it ever connects)."""
+        from distributed import Client
+
+        seconds = self._left(connect_timeout)
+        limit = "the connect timeout" if seconds >= connect_timeout else "what was left of the budget"
+        call_within(lambda: _probe(address, seconds, limit), seconds + 1.0, f"connecting ({limit})")
+        seconds = self._left(connect_timeout)
+        return call_within(
+            lambda: Client(address, timeout=seconds, set_as_default=False),
+            seconds + 1.0,
+            f"starting the client within {seconds:.1f} s",
+            on_late=_close_quietly,
+        )
+
     def _check_workers(self) -> None:
+        wait = self._left(30.0)
         try:
-            self.client.wait_for_workers(1, timeout=30)
-        except (OSError, TimeoutError):
+            self._call(lambda: self.client.wait_for_workers(1, timeout=wait), "waiting for a worker", wait + 1.0)
+        except (OSError, TimeoutError):  # CallTimeout is a TimeoutError
             self.close()
-            raise SchedulerError(f"--scheduler {self.scheduler}: no worker joined within 30 s") from None
+            raise SchedulerError(f"--scheduler {self.scheduler}: no worker joined within {wait:.0f} s") from None
         try:
-            versions = self.client.run(worker_identity)
+            versions = self._call(lambda: self.client.run(worker_identity), "asking the workers for adprof")
+            self._nthreads = dict(self._call(self.client.nthreads, "asking for the workers' threads"))
+        except CallTimeout as exc:
+            self.close()
+            raise SchedulerError(f"--scheduler {self.scheduler}: no answer ({exc})") from None
         except Exception as exc:  # the workers cannot import adprof: the function does not unpickle there
             self.close()
             raise SchedulerError(
@@ -184,11 +236,14 @@ class DaskExecutor:
 
     @property
     def lanes(self) -> int:
-        """Threads of the cluster's workers (tasks in flight at once)."""
-        return max(1, sum(self.client.nthreads().values()))
+        """Threads of the cluster's workers (tasks in flight at once): asked again, bounded (the last answer if
+        the scheduler does not give one in time)."""
+        with contextlib.suppress(Exception):
+            self._nthreads = dict(self._call(self.client.nthreads, "asking for the workers' threads", 5.0))
+        return max(1, sum(self._nthreads.values()))
 
     def describe(self) -> str:
-        n = len(self.client.nthreads())
+        n = len(self._nthreads)
         where = "an embedded LocalCluster" if self.cluster is not None else self.address
         return f"dask: {where}, {n} worker{'s' if n != 1 else ''}, {self.lanes} thread{'s' if self.lanes != 1 else ''}"
 
@@ -208,7 +263,7 @@ class DaskExecutor:
                 self._sources[file] = None
             else:
                 src = (os.path.abspath(file), hashlib.sha256(data).hexdigest(), data)
-                self._sources[file] = self.client.scatter(src, hash=False)
+                self._sources[file] = self._call(lambda: self.client.scatter(src, hash=False), f"sending {file}")
         return self._sources[file]
 
     def _submit(self, i: int, task: Task, allowance: float, slot: int, topic: str) -> Any:
@@ -239,34 +294,38 @@ class DaskExecutor:
         :class:`~adprof.measure.executor.Executor`)."""
         return _Run(self, tasks, on_done, poll, status).go()
 
-    def _on_workers(self, fn: Callable[[str], None], timeout: float = 15.0) -> None:
+    def _on_workers(self, fn: Callable[[str], None], timeout: float = CALL_TIMEOUT) -> None:
         """``fn(run_id)`` on every worker, waited for at most ``timeout`` (a lost scheduler cannot hang adprof)."""
         client = getattr(self, "client", None)
         if client is None:
             return
-
-        def call() -> None:
-            with contextlib.suppress(Exception):
-                client.run(fn, self.run_id, on_error="ignore")
-
-        t = threading.Thread(target=call, name="adprof-dask-call", daemon=True)
-        t.start()
-        t.join(timeout)
+        with contextlib.suppress(Exception):  # CallTimeout included: given up on
+            self._call(lambda: client.run(fn, self.run_id, on_error="ignore"), f"{fn.__name__} on the workers", timeout)
 
     def interrupt(self) -> None:
-        """Kill every adprof subprocess of this run on every worker (they answer "interrupted")."""
+        """Kill every adprof subprocess of this run on every worker (they answer "interrupted"); from now on every
+        wait of this executor ends within :data:`INTERRUPT_WAIT` s."""
+        if self._hurry is None:
+            self._hurry = time.monotonic() + INTERRUPT_WAIT
         self._on_workers(interrupt_run)
 
+    def cancel(self, fut: Any) -> None:
+        """Cancel a future (a call to the scheduler: bounded, and its failure ignored)."""
+        with contextlib.suppress(Exception):
+            self._call(fut.cancel, "cancelling a task", 5.0)
+
     def close(self) -> None:
-        """End the run on the workers (subprocesses, copied files), then the client and any LocalCluster."""
+        """End the run on the workers (subprocesses, copied files), then the client and any LocalCluster; each step
+        bounded (after an interrupt, all of them together by :data:`INTERRUPT_WAIT`)."""
         client = getattr(self, "client", None)
         if client is not None:
             self._on_workers(end_run)
             with contextlib.suppress(Exception):
-                client.close(timeout=10)
+                self._call(lambda: client.close(timeout=self._left(10.0)), "closing the client", 12.0)
         if self.cluster is not None:
+            cluster = self.cluster
             with contextlib.suppress(Exception):
-                self.cluster.close(timeout=20)
+                self._call(lambda: cluster.close(timeout=self._left(20.0)), "closing the local cluster", 25.0)
             self.cluster = None
 
 
@@ -352,13 +411,13 @@ class _Run:
         except KeyboardInterrupt as exc:
             self.ex.interrupted = exc
             self.ex.interrupt()
-            self._drain(time.monotonic() + INTERRUPT_WAIT)
+            self._drain(time.monotonic() + self.ex._left(INTERRUPT_WAIT))
         finally:
             with contextlib.suppress(Exception):
                 self.ex.client.unsubscribe_topic(self.topic)
         for fut, (i, _) in list(self.inflight.items()):  # never answered: given up on
             self._settle(fut, self.results[i])
-            fut.cancel()
+            self.ex.cancel(fut)
         return self.results
 
     def _loop(self) -> None:
@@ -379,7 +438,7 @@ class _Run:
     def _give_up(self, why: str) -> None:
         for fut in list(self.inflight):
             self._settle(fut, WorkerLost(why))
-            fut.cancel()
+            self.ex.cancel(fut)
 
     def _drain(self, until: float) -> None:
         """After an interrupt: the tasks in progress come back (interrupted) until ``until``."""
@@ -392,6 +451,45 @@ class _Run:
                 return
             if fut in self.inflight:
                 self._settle(fut, _outcome(fut, self.ex.allowed_failures))
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: its first line, else its class name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _probe(address: str, seconds: float, limit: str = "the connect timeout") -> None:
+    """Connect to the scheduler at ``address`` (Dask's handshake) and ask for its ``identity`` on a private event
+    loop, all within ``seconds``; raises OSError (one line) for anything but a scheduler's answer."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def ask() -> Any:
+        comm = await connect(address, timeout=seconds)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        answer = asyncio.run(asyncio.wait_for(ask(), seconds))
+    except TimeoutError:
+        raise OSError(f"no answer within {seconds:.1f} s, {limit}") from None
+    except Exception as exc:  # garbage, HTTP, a reset: whatever the comms raise (MemoryError included)
+        raise OSError(f"not a Dask scheduler ({type(exc).__name__}: {_one_line(exc)})") from None
+    if not isinstance(answer, dict):
+        raise OSError(f"not a Dask scheduler (it answered a {type(answer).__name__})")
+    if answer.get("type") in ("Worker", "Nanny"):
+        raise OSError(f"a Dask {answer['type'].lower()}, not the scheduler")
+
+
+def _close_quietly(client: Any) -> None:
+    """Close a client that connected after adprof gave up on it (in the thread that made it)."""
+    with contextlib.suppress(Exception):
+        client.close(timeout=2)
 
 
 def _outcome(fut: Any, allowed_failures: int) -> Any:
