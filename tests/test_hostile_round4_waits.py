@@ -477,3 +477,45 @@ def test_item2_a_signal_ends_adprof_while_it_connects(sig: int, tmp_path: Path) 
     assert not expired, f"adprof outlived the server's own limit after {signal.Signals(sig).name}: {err[-1500:]}"
     assert proc.returncode == 128 + sig, err[-1500:]
     assert "Traceback" not in err and "Exception ignored" not in err, err[-1500:]
+
+
+# --------------------------------------------------------------------------- item 6 (R26): a killed Dask worker
+
+KILLS_ITS_DASK_WORKER = """
+import os
+import signal
+
+import adprof
+
+
+@adprof.chain(input_shape=(3,), reuse=1, depths=(1, 2, 3, 4), modes=("traced",))
+def kills_once(xp, x, depth):
+    \"\"\"At depth 3, the first time only: SIGKILL of the Dask worker process measuring it (its adprof worker's
+    parent).\"\"\"
+    mark = os.path.join(os.environ["ADPROF_FAULT_DIR"], "killed")
+    if depth == 3 and not os.path.exists(mark):
+        open(mark, "w").close()
+        os.kill(os.getppid(), signal.SIGKILL)
+    y = x
+    for _ in range(depth):
+        y = xp.sin(y)
+    return xp.sum(y)
+"""
+
+
+@requires("distributed")
+@pytest.mark.slow
+def test_item6_r26_a_killed_dask_worker_reruns_the_series(tmp_path: Path) -> None:
+    """R26: a Dask worker killed mid-series cancelled the series ("the cluster cancelled the task (scheduler or
+    connection lost)"): the chain file was scattered to that worker and died with it. docs/scale-out.md promises
+    reruns up to `allowed-failures`: the series is measured again elsewhere, whole, exit 0."""
+    chain, marks, out = tmp_path / "kills.py", tmp_path / "marks", tmp_path / "r.json"
+    chain.write_text(KILLS_ITS_DASK_WORKER)
+    marks.mkdir()
+    args = ["check", str(chain), "--profile", "fixed", "--no-structure", "--budget", "120", "--scheduler", "local:2"]
+    run = run_adprof([*args, "--json", str(out)], tmp_path, 240, mark_dir=marks)
+    assert run.marked("killed"), "the Dask worker was never killed (test set-up)"
+    assert_clean(run)
+    assert run.code == 0, run.summary()
+    (row,) = rows(load_json(out))
+    assert row["error"] is None and [p["depth"] for p in row["points"]] == [1, 2, 3, 4], row["error"]

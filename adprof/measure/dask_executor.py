@@ -11,7 +11,8 @@ the same run, and closed at the run's end).
   series claims its share when it is submitted, like a lane does when it starts one. The run's
   deadline travels with the task as wall-clock time (clocks in sync, as Dask assumes) and as seconds
   left, the earlier of the two on the worker's clock; a series past it stops as it does locally.
-* **Chain files.** The file's bytes travel with the run (scattered once per file); a worker loads the
+* **Chain files.** The file's bytes travel with each task (in its arguments, not scattered: scattered data dies
+  with the worker that holds it, and the scheduler then cancels the task instead of rerunning it); a worker loads the
   file at its own path when the same bytes are there (a shared filesystem, a local cluster), else from
   a copy in a temporary directory of this run; the report keeps the path as given.
 * **Streaming.** Results come back as they finish; what each task is doing is sent as Dask events
@@ -255,7 +256,8 @@ class DaskExecutor:
 
     # -- one run -------------------------------------------------------------------------------------
     def _source(self, file: str) -> Any:
-        """The file's (absolute path, sha256, bytes), scattered once; None when it cannot be read here."""
+        """The file's (absolute path, sha256, bytes), read once; None when it cannot be read here. Sent inside each
+        task's arguments: a task rerun after its worker died finds them in its own specification."""
         if file not in self._sources:
             try:
                 data = Path(file).read_bytes()
@@ -263,7 +265,7 @@ class DaskExecutor:
                 self._sources[file] = None
             else:
                 src = (os.path.abspath(file), hashlib.sha256(data).hexdigest(), data)
-                self._sources[file] = self._call(lambda: self.client.scatter(src, hash=False), f"sending {file}")
+                self._sources[file] = src
         return self._sources[file]
 
     def _submit(self, i: int, task: Task, allowance: float, slot: int, topic: str) -> Any:
@@ -505,7 +507,10 @@ def _outcome(fut: Any, allowed_failures: int) -> Any:
         )
     except Exception as exc:  # the task raised (a bug of ours), or the cluster dropped it
         if type(exc).__name__ in ("CancelledError", "FutureCancelledError"):
-            return WorkerLost("worker lost: the cluster cancelled the task (scheduler or connection lost)")
+            return WorkerLost(
+                "worker lost: the cluster cancelled the task (the scheduler dropped it: the connection to it, "
+                "or something the task needed, was lost)"
+            )
         return exc
 
 
