@@ -519,3 +519,40 @@ def test_item6_r26_a_killed_dask_worker_reruns_the_series(tmp_path: Path) -> Non
     assert run.code == 0, run.summary()
     (row,) = rows(load_json(out))
     assert row["error"] is None and [p["depth"] for p in row["points"]] == [1, 2, 3, 4], row["error"]
+
+
+# --------------------------------------------------------------------------- the class: no wait without a deadline
+
+#: Blocking calls that wait until something else happens: each must be given a timeout.
+_WAITS = {"wait", "join", "result", "communicate", "get", "acquire", "recv", "accept"}
+_RUNS = {"run", "call", "check_call", "check_output"}
+
+
+def _unbounded_waits(root: Path) -> list[str]:
+    """Calls in ``root``'s ``adprof/`` that may wait forever: ``x.wait()``, ``x.join()``, ``x.result()``,
+    ``x.communicate()``, ``q.get()`` ... with no argument and no ``timeout=``; ``subprocess.run(...)`` and its
+    kin without ``timeout=``; ``os.waitpid(pid, 0)``."""
+    import ast
+
+    found = []
+    for path in sorted((root / "adprof").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            attr, owner = node.func.attr, ast.unparse(node.func.value)
+            keywords = {k.arg for k in node.keywords}
+            bare = attr in _WAITS and not node.args and "timeout" not in keywords
+            run = owner == "subprocess" and attr in _RUNS and "timeout" not in keywords
+            waitpid = owner == "os" and attr == "waitpid" and ast.unparse(node.args[-1]) == "0"
+            if bare or run or waitpid:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_every_wait_in_adprof_has_a_deadline() -> None:
+    """The class of item 1 (and of hunt's costly lane, `side.join()`): no blocking wait in adprof without a
+    timeout. fc6d0bb had four (Worker.start and Worker._crashed's `proc.wait()`, procs.run's `proc.wait()`, the
+    hunt's `side.join()`)."""
+    import adprof
+
+    assert _unbounded_waits(Path(adprof.__file__).resolve().parents[1]) == []

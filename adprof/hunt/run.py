@@ -56,6 +56,8 @@ SEARCH_SHARE = 0.35
 #: Seconds kept at the end for the report (at most this share of the budget).
 RESERVE = 3.0
 RESERVE_SHARE = 0.05
+#: Seconds the costly side lane may take past the hunt's deadline before it is interrupted (and again after).
+SIDE_GRACE = 10.0
 #: A candidate's share of the time left, by its target's tier (a torch.compile confirmation costs a minute).
 WEIGHT = {"screen": 1.0, "sample": 2.0, COSTLY: 5.0}
 #: A candidate's share for shrinking (and at most these seconds, by its target's tier), and the most seconds its
@@ -393,7 +395,11 @@ class Hunt:
             if side is not None:
                 if self._stopped() and self.costly_pool is not None:
                     self.costly_pool.interrupt()
-                side.join()
+                # bounded: the hunt's deadline (its workers honour it), then the costly lane is killed
+                side.join(timeout=max(0.0, self.cfg.deadline - time.monotonic()) + SIDE_GRACE)
+                if side.is_alive() and self.costly_pool is not None:
+                    self.costly_pool.interrupt()
+                    side.join(timeout=SIDE_GRACE)
         for run in runs:
             prog.results.update(run.results)
             for t, why in run.skipped.items():

@@ -46,9 +46,10 @@ from adprof.measure.executor import SlotStatus, Task, TaskContext, WorkerLost
 from adprof.util import procs
 from adprof.util.bounded import CallTimeout, call_within
 
-#: Seconds after the run's deadline after which a task that has not answered is given up on (a worker
-#: starting up is not bounded by the deadline: 60 s, see ``STARTUP_TIMEOUT``).
-LATE_GRACE = 90.0
+#: Seconds after the run's deadline after which a task that has not answered is given up on: a task ends at the
+#: deadline (its worker's start-up and every request are bounded by it), then kills its worker and sends its
+#: result; past this the Dask worker is not answering.
+LATE_GRACE = 30.0
 #: Seconds the steering process gives everything after an interrupt (telling the workers, the tasks in progress
 #: coming back, closing the client): a signal ends adprof at once, whatever Dask is doing.
 INTERRUPT_WAIT = 5.0
