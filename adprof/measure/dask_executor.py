@@ -162,7 +162,8 @@ class DaskExecutor:
                 if held:  # stopped while it started: close it whole, then stop as the signal says
                     self.close()
                     signal.raise_signal(held[0])
-                self.client = Client(self.cluster, set_as_default=False)
+                cluster = self.cluster
+                self.client = self._call(lambda: Client(cluster, set_as_default=False), "connecting to it", 60.0)
             else:
                 self.client = self._connect(kind, connect_timeout)
         except CallTimeout as exc:
