@@ -96,11 +96,13 @@ def parse_scheduler(value: str) -> tuple[str, int | None]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[list[int]]:
-    """While the LocalCluster's processes start: SIGINT ignored (they inherit it, so Ctrl-C reaches only adprof,
-    which then ends the run in order: the processes would otherwise die with tracebacks), SIGTERM and SIGHUP
-    remembered, not raised (raised inside Dask's start-up, they leave a half-started cluster that Dask's own exit
-    handler cannot close: an AssertionError traceback). Yields the signals remembered: the caller closes the
-    cluster, whole, then sends the first one again."""
+    """While the LocalCluster's processes start: SIGINT, SIGTERM and SIGHUP remembered, not raised (raised inside
+    Dask's start-up, they leave a half-started cluster that Dask's own exit handler cannot close: an AssertionError
+    traceback). SIGINT is also blocked in this thread, and the threads and processes Dask starts meanwhile inherit
+    the block: Ctrl-C reaches only adprof, which then ends the run in order (the processes would otherwise die with
+    tracebacks); adprof itself still sees it, when it is unblocked (an ignored SIGINT would be lost: the run went
+    on to its end). Yields the signals remembered: the caller closes the cluster, whole, then sends the first one
+    again."""
     held: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield held
@@ -109,12 +111,12 @@ def _signals_held() -> Iterator[list[int]]:
     def remember(signum: int, frame: Any) -> None:
         held.append(signum)
 
-    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN)}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        previous[sig] = signal.signal(sig, remember)
+    previous = {sig: signal.signal(sig, remember) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield held
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending SIGINT is remembered here, on unblocking
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
