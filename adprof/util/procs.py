@@ -8,10 +8,12 @@ daemon's double fork). So, on Linux, three mechanisms, from the one that knows m
 * Everything :func:`spawn` starts carries two environment markers that its descendants inherit: the
   run's id (``ADPROF_RUN``) and its own token (``ADPROF_OWNER``). :func:`kill_family` kills a process,
   its descendants (by parent links, while they are attached), its process group, and the orphans it left
-  (children of ours that we did not start, carrying its token), and reaps those orphans.
+  (children of ours that we did not start, carrying its token, or carrying no token at all but in a session
+  of their own and born during the run: :func:`strays`), and reaps those orphans.
 * A **guardian** (:mod:`adprof.util.guardian`, standard library only, in its own session) reads a pipe
   whose write end only this process holds. When this process dies, even by SIGKILL, the guardian kills
-  every process group still registered and every process carrying the run's marker.
+  every process group still registered and every process carrying the run's marker, and removes the
+  temporary directories still registered (:func:`temp_dir`).
 
 :func:`run` runs one program to completion (bounded outputs, a timeout, a cancel check) on top of it:
 it waits for the exit status (a program may close its pipes and keep working), and stops reading a
