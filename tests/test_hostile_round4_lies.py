@@ -338,3 +338,57 @@ def test_r22_the_budget_never_stops_a_series_on_a_prediction_from_one_point():
     assert run.budget_stop(Step(2, EXPLORE, 12.0), 1) is None
     run.allowance = 2.0  # what it took no longer fits: a stop
     assert run.budget_stop(Step(2, EXPLORE, 12.0), 1) is not None
+
+
+# ------------------------------------------------------------------ a cause names the source that decided
+
+
+@pytest.mark.parametrize("kind", [model.EXPONENTIAL_BACKWARD, model.SUPERLINEAR_BACKWARD, model.MILD_TRANSFORM])
+def test_r21_a_cause_never_says_no_counters_were_measured_when_counters_decided(kind):
+    """R21: the eager cause "no engine counters were measured" sat on a row decided by engine counters (counters
+    decided but named no dominant counter). The claim follows the source: counters, a metric, or time."""
+    from adprof.analysis import explain
+
+    kw = {"base": 2.0, "exponent": 2.0, "mode": "eager", "backend": "engine", "label": "steady backward counters"}
+    by_counters = explain.cause(kind, source="counters", dominant=None, **kw)
+    assert "no engine counters were measured" not in by_counters and "counters that decided" in by_counters
+    assert "no engine counters were measured" not in explain.cause(kind, source="metric", dominant=None, **kw)
+    assert "no engine counters were measured" in explain.cause(kind, source="time", dominant=None, **kw)
+
+
+# ------------------------------------------------------------ an interrupted hunt counts what it found
+
+
+def test_item10_an_interrupted_hunt_reports_the_candidates_its_search_found(tmp_path, monkeypatch):
+    """Issue 39 (new): interrupted after its search, a hunt reported 0 candidates where its progress line said 8.
+    The report counts the candidates the search found (the ones it would have confirmed), as the progress does."""
+    from types import SimpleNamespace
+
+    from adprof.hunt.evaluate import Evaluation
+    from adprof.hunt.fitness import Archive, best_per_target
+    from adprof.hunt.gen import Generator, Node
+    from adprof.hunt.run import Hunt, HuntConfig
+    from adprof.hunt.targets import Target
+
+    target = Target("engine", "v08", "traced")
+    archive = Archive()
+    for gen, law in (
+        (Generator((Node("mul", (0, 0)),)), lambda d: 2.0**d),
+        (Generator((Node("sin", (0,)),)), lambda d: float(d * d)),
+    ):
+        pts = [Point(depth=d, counters={"transform": {"key_comparisons": law(d)}}) for d in (1, 2, 4, 8, 16, 32)]
+        archive.offer(gen, Evaluation(target=target, points=pts))
+    found = len(best_per_target(archive.candidates(), [target]))
+    assert found >= 2
+    executor = SimpleNamespace(interrupted=None)
+
+    def interrupted_search(self):
+        self.search = SimpleNamespace(archive=archive)
+        executor.interrupted = "SIGINT"  # Ctrl-C as the search's last generation ends
+        return archive
+
+    monkeypatch.setattr(Hunt, "_search", interrupted_search)
+    cfg = HuntConfig(targets=[target], seed=0, budget=30.0, out=tmp_path / "out", workdir=tmp_path)
+    report = Hunt(cfg, executor, check_executor=SimpleNamespace(interrupted=None)).run()  # type: ignore[arg-type]
+    assert report.interrupted == "SIGINT"
+    assert report.stats.candidates == found
