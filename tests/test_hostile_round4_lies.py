@@ -301,14 +301,15 @@ def test_item4_compare_never_calls_an_open_verdict_unchanged_against_a_closed_on
 
 def test_r18_an_eager_program_without_a_backward_phase_stops_after_its_first_point(capsys, monkeypatch):
     """R18: `--cmd --mode eager` with a program that prints no backward phase measured depth 1 27 times and said
-    "no cost was measured" (exit 0). Now its first point ends the series with one line naming the missing phase."""
+    "no cost was measured" (exit 0). Now its first point ends the run: one line naming the missing phase, exit 2
+    (bad input); the guard too."""
     monkeypatch.setenv("NOPHASE", "1")
-    code = main(["check", "--cmd", f"{sys.executable} {KNEE} {{depth}}", "--mode", "eager", "--budget", "20"])
-    out, err = capsys.readouterr()
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 1, (out, err)
-    assert len(lines) == 1 and "no backward phase, which eager mode classifies" in lines[0], err
-    assert "no cost was measured" not in out
+    for command in ("check", "guard"):
+        code = main([command, "--cmd", f"{sys.executable} {KNEE} {{depth}}", "--mode", "eager", "--budget", "20"])
+        out, err = capsys.readouterr()
+        lines = [ln for ln in (out + err).splitlines() if ln.strip()]
+        assert code == 2, (command, out, err)
+        assert len(lines) == 1 and "no backward phase, which eager mode classifies" in lines[0], (command, err)
 
 
 def test_r18_a_point_reporting_none_of_the_phases_fails_in_the_command_runner():

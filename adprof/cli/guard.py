@@ -132,6 +132,9 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
+    bad = next((s for s in measured.series if s.bad_input), None)
+    if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a failed guard
+        raise UsageError(f"--cmd: {bad.error}")
     measured.series.extend(unguarded)
     measured.notes.extend(notes)
     report = make_report(measured, cfg, argv, args.trust)

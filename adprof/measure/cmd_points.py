@@ -108,7 +108,7 @@ class CommandPoints:
             reported = ", ".join(sorted({*pt.times, *pt.counters, *pt.metrics})) or "nothing"
             return {
                 "ok": False,
-                "kind": "cmd",
+                "kind": "usage",
                 "error": (
                     f"depth {depth}: the program reports {reported} but no {' or '.join(self.phases)} phase, which "
                     f"{msg['mode']} mode classifies: report it (docs/native.md), or measure the mode whose phases it "

@@ -523,6 +523,8 @@ class _SeriesRun:
                 series.error = f"depth {depth}: key-comparison budget exceeded in {phase}"
         elif kind == "resource":
             series.error = f"depth {depth}: worker ran out of a resource: {msg}"
+        elif kind == "usage":  # the program's output cannot be measured in this mode: bad input, not a finding
+            series.error, series.bad_input = msg, True
         else:
             # formatting only: the backends' messages name the depth where they say where in the chain it failed
             series.error = msg if msg.startswith(f"depth {depth}") else f"depth {depth}: {msg}"
