@@ -11,7 +11,9 @@ decision object the renderers read:
 * ``regressed``: a worse verdict (:data:`SEVERITY`), or the same verdict with a rate (the base of an
   exponential, else the exponent) above the old interval's top by more than the tolerance;
 * ``improved``: a better verdict, or a rate below the old interval's bottom by more than the tolerance;
-* ``unchanged``: neither (and every pair where one side is ``inconclusive``: it has no rate to compare);
+* ``unchanged``: neither (and a pair ``inconclusive`` on both sides). An open verdict is never unchanged against a
+  closed one: ``inconclusive`` after a decided base is ``regressed`` (the decision was lost); a decided verdict
+  after an ``inconclusive`` base is ``regressed`` for a pathology, ``improved`` for ``linear``;
 * ``new`` / ``gone``: a series in one report only.
 
 Layer: report (reads results; imports the model and the report's labels).
@@ -278,9 +280,14 @@ def classify_memory(before: Side, after: Side, tolerance: float = DEFAULT_TOLERA
 def classify_time(before: Side, after: Side, tolerance: float = DEFAULT_TOLERANCE) -> tuple[State, str]:
     """The state of a pair's time verdicts and its sentence."""
     rb, ra = SEVERITY.get(before.verdict), SEVERITY.get(after.verdict)
-    if rb is None or ra is None:
-        which = " and ".join(w for w, r in (("before", rb), ("after", ra)) if r is None)
-        return State.UNCHANGED, f"not compared: inconclusive {which} (no verdict to compare)"
+    if rb is None and ra is None:
+        return State.UNCHANGED, "not compared: inconclusive before and after (no verdict to compare)"
+    if ra is None:  # an open verdict is never unchanged against a closed one: the new report lost the decision
+        return State.REGRESSED, f"inconclusive now, where the base read {before.verdict}: no longer decided"
+    if rb is None:  # decided now: a pathology is no improvement on an open verdict; linear is
+        if ra > SEVERITY[model.LINEAR]:
+            return State.REGRESSED, f"{after.verdict} now, where the base was inconclusive"
+        return State.IMPROVED, f"{after.verdict} now, where the base was inconclusive"
     if ra > rb:
         return State.REGRESSED, "worse verdict"
     if ra < rb:
@@ -387,15 +394,15 @@ def compare_reports(
     if loose:
         n = sum(bool(c.matched_without) for c in changes)
         notes.append(f"{n} series paired without their {' and '.join(loose)} (each the only one of its name there)")
-    undecided = [
-        c
-        for c in changes
-        if c.before is not None and c.after is not None and model.INCONCLUSIVE in (c.before.verdict, c.after.verdict)
-    ]
-    if undecided:
+    paired = [(c.before.verdict, c.after.verdict) for c in changes if c.before is not None and c.after is not None]
+    both = sum(b == a == model.INCONCLUSIVE for b, a in paired)
+    one = sum((b == model.INCONCLUSIVE) != (a == model.INCONCLUSIVE) for b, a in paired)
+    if both:
+        notes.append(f"{both} series not compared: inconclusive in both reports (each report says why)")
+    if one:
         notes.append(
-            f"{len(undecided)} series not compared: inconclusive in one report (its data could not decide: that report "
-            "says why)"
+            f"{one} series inconclusive in one report only: an open verdict against a decided one is a change "
+            "(its data could not decide: that report says why)"
         )
     vb, va = report_versions(base), report_versions(new)
     if not vb or not va:

@@ -352,6 +352,12 @@ def missing_text(result: Result, missing: Sequence[int], budget: float | None) -
     head = f"depth{'s' if len(missing) > 1 else ''} {depth_ranges(missing)} not measured{why}"
     if stop is not None and stop.reason in (model.StopReason.CAP, model.StopReason.PREDICTED_CAP):
         need = max(stop.seconds or 0.0, stop.limit or 0.0)
+        if not math.isfinite(need) or (budget is not None and need * 1.5 > budget):
+            # no cap within the run's budget measures it: advise none (never a cap of 10^20 seconds)
+            took = f"{need:.3g} s" if math.isfinite(need) else "longer than any cap"
+            within = f"the {budget:g} s budget" if budget is not None else "any budget"
+            at = stop.depth if stop.depth is not None else stop.after
+            return f"{head}; depth {at} would take about {took}, past {within}: a cost this steep fails"
         return f"{head}; a cap above {need:.3g} s would measure them (--cap {math.ceil(need * 1.5):d})"
     secs = needed_seconds(result, missing)
     if secs is None or budget is None:
@@ -651,17 +657,45 @@ def guard_specs(
     modes: str | None,
     depths: Sequence[int] | None,
     notes: list[str],
+    skipped: dict[tuple[str, str], list[str]] | None = None,
 ) -> list[SeriesSpec]:
     """The guarded series: every chain x backend x profile x mode at fixed depths (``depths``, else the chain's
-    declared ones, else :data:`DEFAULT_DEPTHS`). Profiles default to ``fixed`` on the engine."""
+    declared ones, else :data:`DEFAULT_DEPTHS`, which reach past the schedule's unit steps: a chain that explodes
+    past depth 8 fails). Profiles default to ``fixed`` on the engine. ``skipped``: why each chain was skipped on a
+    backend (:func:`unguarded_series`)."""
     if profiles is None and "engine" in backends:
         profiles = "fixed"
-    specs = plan_series(metas, backends, profiles, modes, notes)
+    specs = plan_series(metas, backends, profiles, modes, notes, skipped)
     by_key = {(m["file"], m["name"]): m for m in metas}  # one name may be in two files
     for spec in specs:
-        declared = tuple(by_key[spec.file, spec.chain].get("depths") or ())
+        meta = by_key[spec.file, spec.chain]
+        declared = tuple(meta.get("depths") or ()) if meta.get("declared_depths", True) else ()
         spec.depths = spec.required_depths = tuple(depths or declared or DEFAULT_DEPTHS)
     return specs
+
+
+def unguarded_series(
+    metas: list[dict[str, Any]], specs: Sequence[SeriesSpec], skipped: dict[tuple[str, str], list[str]]
+) -> list[model.Series]:
+    """A failed series for each chain of ``metas`` that no spec measures (restricted to another backend, or to
+    modes not selected): a guard cannot pass a chain it does not measure, so each one fails it with one line."""
+    seen = {(s.file, s.chain) for s in specs}  # measured, or already failed (a target given twice)
+    out = []
+    for m in metas:
+        key = (m["file"], m["name"])
+        if key in seen:
+            continue
+        seen.add(key)
+        why = "; ".join(skipped.get(key) or ["no series to measure"])
+        per_backend = m.get("backend_modes") or {}
+        backend = next(iter(per_backend), "engine") if per_backend else "engine"
+        modes = list(per_backend.get(backend) or m.get("modes") or ["traced"])
+        error = (
+            f"not guarded: {why}; a guard fails a chain it cannot measure (select the chains to guard with "
+            "FILE::CHAIN, or guard it with its --backend/--mode)"
+        )
+        out.append(model.Series(m["name"], backend, None, modes[0], file=m["file"], error=error))
+    return out
 
 
 def guard_checks(
@@ -741,14 +775,15 @@ def guard_targets(
     names = [target_of(t) for t in targets]
     metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)
     notes: list[str] = []
-    specs = guard_specs(metas, [check_backend(backend)], profile, mode, depths, notes)
+    skipped: dict[tuple[str, str], list[str]] = {}
+    specs = guard_specs(metas, [check_backend(backend)], profile, mode, depths, notes, skipped)
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes" + "".join(f"; {n}" for n in notes))
     measured = measure_all(specs, cfg)
     if measured.interrupted is not None:
         raise KeyboardInterrupt(measured.interrupted)
     report = build_report(
-        measured.series,
+        [*measured.series, *unguarded_series(metas, specs, skipped)],
         measured.structures,
         notes=measured.notes + notes,
         budget_seconds=cfg.budget,

@@ -280,6 +280,9 @@ class Series:
     points: list[Point] = field(default_factory=list)
     stop: Stop | None = None  # why the depth schedule stopped before it was exhausted (None: it was not)
     error: str | None = None  # one-line error if the chain failed
+    #: The error is bad input, not a finding: a ``--cmd`` program whose output the mode cannot measure (it reports
+    #: none of the mode's classified phases); the command ends with that one line, exit 2.
+    bad_input: bool = False
     declared_reuse: float | None = None
     params: dict[str, Any] = field(default_factory=dict)  # sweep values, e.g. {"k": 2}
     #: Names of the deterministic metrics in ``Point.metrics`` that see the measured phase's work and may

@@ -353,7 +353,9 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
         return  # past the knee about as steep as the line before it: no change of regime to read
     else:
         v.knee, v.kind = knee, model.INCONCLUSIVE
-        slope = f"its slope {knee.slope_ratio:.1f}x the line's" if knee.slope_ratio is not None else "it grows"
+        ratio = knee.slope_ratio
+        slope = f"its slope {ratio:.1f}x the line's" if ratio is not None and math.isfinite(ratio) else "it grows"
+        slope = "it grows off a flat line" if ratio == math.inf else slope
         more = knee.after_reason or f"a steeper line so far over {len(knee.depths)} depths"
         v.reason = (
             f"{line}, then {slope} over {_depths_text(knee.depths)}: {more}; measure deeper depths to read the "

@@ -259,6 +259,30 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
     return max(then / now, 1.0), interval_text(fit) or fit.model
 
 
+#: An exact power law read this steep over uneven depth steps is likelier an exponential (a power's marginal ratio
+#: falls with depth, an exponential's does not): consecutive depths tell them apart.
+STEEP_POWER = 4.0
+
+
+def open_exact(series: Series) -> bool:
+    """The exact reading that decides ``series`` (counters or a deterministic metric) is still open: undecided
+    with no law past a change of regime, linear over a knee whose law past it is unread (too few depths past it),
+    or a power law steeper than :data:`STEEP_POWER` read over uneven steps at its tail. Time-decided series: False
+    (the time schedule has its own rule)."""
+    fit = quick_deciding_fit(series)
+    if fit is None or fit.source == "time" or len(fit.depths) < 2:
+        return False
+    tail = sorted(fit.depths)[-4:]
+    if fit.kind in ("superlinear", "mild") and (fit.exponent or 0.0) > STEEP_POWER:
+        return any(b - a > 1 for a, b in zip(tail, tail[1:], strict=False))
+    if fit.kind not in ("inconclusive", "linear"):
+        return False
+    knee = find_knee(fit)
+    if fit.kind == "linear":
+        return knee is not None and knee.after is None
+    return knee is None or knee.after is None
+
+
 def assess_series(series: Series, full: bool = False) -> Fit | None:
     """The deciding time fit of a series (the time schedule's view of it): ``full`` with the bootstrap, as the
     verdict will be; else the point estimate with its profile interval. None when a counter or a

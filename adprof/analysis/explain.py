@@ -135,9 +135,10 @@ def _measured_cause(
     phase: str = "",
     share: float | None = None,
     bound: str = "",
+    source: str = "time",
 ) -> str:
-    """A cause that names only what was measured (no engine counters: no mechanism is claimed beyond what a
-    lower-bound metric shows), and the growing phase where one grows."""
+    """A cause that names only what was measured (no mechanism is claimed beyond what a lower-bound metric shows;
+    ``source``: what decided, which the claim names truly), and the growing phase where one grows."""
     what = _PHASE_WORDS.get(mode, "the measured phase")
     if phase:
         what = phase_name(backend, mode, phase)
@@ -153,11 +154,14 @@ def _measured_cause(
             "linearly: pointwise producers are inlined into each consumer, a tree of the shared values"
         )
     mild = "mildly (n log n-like) " if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD) else ""
-    claim = (
-        f"{bound} counts work the phase must do, so the work grows at least this fast"
-        if bound
-        else "no engine counters were measured, so no mechanism is claimed"
-    )
+    if bound:
+        claim = f"{bound} counts work the phase must do, so the work grows at least this fast"
+    elif source == "counters":  # counters decided, but none of them dominates to name a mechanism
+        claim = "the counters that decided name no one mechanism, so none is claimed"
+    elif source == "metric":
+        claim = "a deterministic work metric decided; it names no mechanism, so none is claimed"
+    else:
+        claim = "no engine counters were measured, so no mechanism is claimed"
     return f"{what}{who} grows {mild}{growth} ({label}{of_growth}){tail}; {claim}"
 
 
@@ -202,6 +206,7 @@ def cause(
             phase=phase,
             share=phase_share,
             bound=bound,
+            source=source,
         )
     mech = _COUNTER_WORDS.get(dominant or "", "structural key comparison")
     b = f"x{base:.1f}" if base is not None else "exponentially"

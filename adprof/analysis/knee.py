@@ -116,7 +116,10 @@ def find_knee(fit: Fit) -> Knee | None:
     past_d, past_v = d[i + 1 :], v[i + 1 :]
     slope = (past_v[-1] - v[i]) / (past_d[-1] - d[i])  # the slope past the knee, over the line's
     line_slope = (before.scale or 0.0) / max(d[i], 1)
-    knee = Knee(d[i], past_d[0], before, past_d, excess, slope_ratio=slope / line_slope if line_slope > 0 else None)
+    # a flat line (its rise over its depths within rounding): any growth past it is infinitely steeper
+    flat_line = (before.scale or 0.0) <= EXACT_EXCESS * max(abs(x) for x in v)
+    ratio = math.inf if flat_line and slope > 0 else slope / line_slope if line_slope > 0 else None
+    knee = Knee(d[i], past_d[0], before, past_d, excess, slope_ratio=ratio)
     if len(past_d) >= MIN_AFTER:
         after = fit_growth(
             [x - d[i] for x in past_d], excess, exact=exact, source=fit.source, metric=f"{fit.metric} past {d[i]}"

@@ -52,9 +52,15 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
         fit.kind, fit.model = "exponential", "a + c*b^d"
         gt = bases
         fit.tail_ratios = [float(a) for a in gt]
-        # the deepest step's base: lower-order terms (a + c*b^d + e*d) fade with depth, so it is the least biased
-        fit.base = float(gt[-1])
-        fit.interval = [float(gt[-2:].min()), float(gt[-2:].max())]
+        # the deepest step's base: lower-order terms (a + c*b^d + e*d) fade with depth, so it is the least biased.
+        # The second differences' base is exact under a line (a + e*d + c*b^d) but reaches one depth further back
+        # (past a kink, that depth biases it): of the two readings, the one whose last two steps agree best gives
+        # the base, and the interval spans both, so it holds the base whichever of them a kink biases.
+        second = second_difference_bases(d, v, n)
+        steady = second is not None and len(second) >= 2 and np.ptp(second[-2:]) <= np.ptp(gt[-2:])
+        fit.base = float(second[-1] if steady and second is not None else gt[-1])
+        both = gt[-2:] if second is None else np.concatenate([gt[-2:], second[-2:]])
+        fit.interval = [float(both.min()), float(both.max())]
         return
     if n >= 2 and rise > EMERGING_RATE:
         fit.kind = "inconclusive"
@@ -70,6 +76,56 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
         fit.kind, fit.reason = "inconclusive", "too few growing steps to tell an exponential from a power law"
         return
     fit.kind, fit.reason = power_kind(p, *fit.interval)
+
+
+def second_difference_bases(d: np.ndarray, v: np.ndarray, n: int) -> np.ndarray | None:
+    """The last ``n`` per-layer bases of ``a + e*d + c*b^d`` read exactly from the second divided differences of
+    the tail (any depth steps): over three depths they are ``c`` times those of ``b^d``, so the ratio of two
+    adjacent ones fixes ``b`` whatever the line under the exponential (a first difference keeps ``e``: a cost with
+    a linear part reads ``x1.86``, or past a knee whose line is a little off ``x2.02``, for an exact ``2^d``). Each
+    is solved by bisection in ``ln b``. Fewer than ``n`` over a shorter tail whose second differences are positive
+    (at least two: one base; a line before the growth has none); None without them, or where a ratio no base > 1
+    gives."""
+    x, y = d[-(n + 3) :].astype(float), v[-(n + 3) :].astype(float)
+    if len(x) < 4:
+        return None
+    first = np.diff(y) / np.diff(x)
+    second = np.diff(first) / (x[2:] - x[:-2])
+    pos = second > 1e-12 * max(float(np.max(np.abs(y))), 1e-300)
+    k = len(pos) - (int(np.nonzero(~pos)[0].max()) + 1 if not pos.all() else 0)  # the positive tail (past a line)
+    m = k - 1
+    if m < 1:
+        return None
+    x, second = x[-(m + 3) :], second[-(m + 1) :]
+    out = []
+    for i in range(m):
+        base = _second_ratio_base(float(second[i + 1] / second[i]), x[i : i + 4])
+        if base is None:
+            return None
+        out.append(base)
+    return np.array(out)
+
+
+def _second_ratio_base(ratio: float, x: np.ndarray) -> float | None:
+    """The base ``b > 1`` whose ``b^d`` has this ratio of second divided differences over the four depths ``x``
+    (the ratio rises with ``b`` from 1); None when ``ratio <= 1``."""
+    if not ratio > 1.0:
+        return None
+
+    def log_ratio(lb: float) -> float:
+        p = np.exp(lb * (x - x[-1]))  # scaled by b^-x[-1]: no overflow (the ratio does not change)
+        f = np.diff(p) / np.diff(x)
+        s2 = np.diff(f) / (x[2:] - x[:-2])
+        return math.log(s2[1] / s2[0]) if s2[0] > 0 and s2[1] > 0 else -math.inf
+
+    target, lo, hi = math.log(ratio), 1e-9, 1.0
+    top = 700.0 / max(float(x[-1] - x[0]), 1.0)
+    while hi < top and log_ratio(hi) < target:
+        hi = min(2.0 * hi, top)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if log_ratio(mid) < target else (lo, mid)
+    return math.exp((lo + hi) / 2)
 
 
 def _constant_base(bases: np.ndarray, xt: np.ndarray, gaps: np.ndarray) -> bool:

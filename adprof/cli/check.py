@@ -95,6 +95,9 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
         if executor is not None:
             report.environment["executor"] = executor.describe()
     report.shard = shard
+    bad = next((r.series for r in report.results if r.series.bad_input), None)
+    if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a finding
+        raise UsageError(f"--cmd: {bad.error}")
     return report, measured.interrupted
 
 

@@ -361,11 +361,13 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
         raise UsageError("--jobs must be at least 1")
     kw.setdefault("jobs", args.jobs)
     from adprof.analysis.classify import assess_series, predicted_growth
+    from adprof.analysis.costs import open_exact
     from adprof.analysis.jumps import unconfirmed_jumps
 
     kw.setdefault("predictor", predicted_growth)
     kw.setdefault("assess", assess_series)
     kw.setdefault("jumps", unconfirmed_jumps)
+    kw.setdefault("open_exact", open_exact)
     kw.setdefault("cap_given", bool(getattr(args, "cap_given", False)))
     kw.setdefault("memory", getattr(args, "memory", None))
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)

@@ -39,8 +39,10 @@ from adprof.guard import (
     GuardReport,
     guard_checks,
     guard_specs,
+    unguarded_series,
 )
 from adprof.measure.plan import load_targets
+from adprof.model import Series
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -117,16 +119,24 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
     baseline = read_report(args.baseline) if args.baseline else None  # a bad file: one line, before measuring
     cfg = measure_config(args, structure=False, counter_budget=GUARD_COUNTER_BUDGET)
     notes: list[str] = []
+    unguarded: list[Series] = []  # chains that no series measures: each fails the guard
     if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
         specs = cmd_specs(args, depths=args.depths or DEFAULT_DEPTHS)
         for spec in specs:  # a guard measures every one of its depths
             spec.required_depths = tuple(spec.depths or ())
     else:
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
-        specs = guard_specs(metas, backends_arg(args.backend), args.profile, args.mode, args.depths, notes)
+        skipped: dict[tuple[str, str], list[str]] = {}
+        specs = guard_specs(metas, backends_arg(args.backend), args.profile, args.mode, args.depths, notes, skipped)
+        unguarded = unguarded_series(metas, specs, skipped)
     if not specs:
         raise UsageError("nothing to guard: no chain supports the selected modes")
     measured = measure_specs(specs, cfg, err, args.verbose)
+    bad = next((s for s in measured.series if s.bad_input), None)
+    if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a failed guard
+        raise UsageError(f"--cmd: {bad.error}")
+    measured.series.extend(unguarded)
+    measured.notes.extend(notes)
     report = make_report(measured, cfg, argv, args.trust)
     guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}")
     limit_text = f"max base {limits.max_base:g}, max exponent {limits.max_exponent:g}"

@@ -155,6 +155,8 @@ class Hunt:
                 self.costly_pool.close()
             if own_checks and isinstance(self.check_executor, LanePool):
                 self.check_executor.close()
+        if self.search is not None and not self.report.stats.candidates:  # interrupted in or right after the search
+            self.report.stats.candidates = len(best_per_target(self.search.archive.candidates(), self.cfg.targets))
         interrupted = getattr(self.executor, "interrupted", None) or getattr(self.check_executor, "interrupted", None)
         if interrupted is not None and self.report.interrupted is None:
             self.report.interrupted = getattr(interrupted, "signal_name", None) or "SIGINT"

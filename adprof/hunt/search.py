@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof.hunt.evaluate import evaluation_of, evaluation_task
-from adprof.hunt.fitness import Archive
+from adprof.hunt.fitness import Archive, best_per_target
 from adprof.hunt.gen import Generator
 from adprof.hunt.mutate import mutate, random_generator
 from adprof.hunt.targets import SCREEN, Target, runs_on, search_plan, tier
@@ -176,7 +176,9 @@ class Search:
             self._record(gen, where, res)
         self._promote()
         if self.progress is not None:
-            self.progress("search", {"tried": self.stats.tried, "candidates": len(self.archive.candidates())})
+            # the candidates the hunt would confirm (the best per target and family), as its report counts them
+            found = len(best_per_target(self.archive.candidates(), self.targets))
+            self.progress("search", {"tried": self.stats.tried, "candidates": found})
 
     def _record(self, gen: Generator, where: list[Target], res: Any) -> None:
         if not isinstance(res, list):  # lost, interrupted or internal: nothing measured

@@ -21,6 +21,7 @@ from adprof.backends.cmd import CommandFailure, run_command_point
 from adprof.backends.cmd.point import CountTimeout
 from adprof.backends.cmd.process import cancel_when
 from adprof.measure.client import WorkerCrashed, WorkerTimeout
+from adprof.model import Point
 
 
 @dataclass
@@ -32,11 +33,19 @@ class CommandSettings:
     phases: dict[str, str] = field(default_factory=dict)  # phase -> callgrind function pattern
 
 
+def reports_any(point: Point, phases: tuple[str, ...]) -> bool:
+    """The point carries a time, counters or a metric of one of ``phases``."""
+    return any(ph in point.times or ph in point.counters or ph in point.metrics for ph in phases)
+
+
 class CommandPoints:
     """Stands in for a :class:`~adprof.measure.client.Worker` for one ``--cmd`` series."""
 
-    def __init__(self, settings: CommandSettings, lane: Any = None) -> None:
+    def __init__(self, settings: CommandSettings, lane: Any = None, phases: tuple[str, ...] = ()) -> None:
         self.settings = settings
+        #: The classified phases of the series: a point whose protocol reports none of them fails at once (the
+        #: series could never be classified: measuring depth 1 over and over would only spend the budget).
+        self.phases = phases
         #: The lane's worker handle: its ``interrupted`` flag (set by the pool on SIGINT/SIGTERM) kills
         #: the command in progress at once, with everything it started.
         self.lane = lane
@@ -88,10 +97,24 @@ class CommandPoints:
         except CommandFailure as exc:
             if exc.kind == "interrupted":
                 raise WorkerCrashed("interrupted", phase[0], interrupted=True) from None
-            if exc.kind == "timeout":
-                raise WorkerTimeout(phase[0], None, time.monotonic() - t0, limit) from None
+            if exc.kind == "timeout":  # at its own timeout (a hang), or cut short by the budget's end
+                to = WorkerTimeout(phase[0], None, time.monotonic() - t0, limit)
+                cut = hard_deadline is not None and (limit < timeout or time.monotonic() >= hard_deadline)
+                to.total, to.by_deadline = to.elapsed, cut
+                raise to from None
             return {"ok": False, "kind": "cmd", "error": f"depth {depth}: {exc.message}"}
         self.expect_json = self.expect_json or set(pt.times) != {"process"}
+        if self.phases and "process" not in pt.times and not reports_any(pt, self.phases):
+            reported = ", ".join(sorted({*pt.times, *pt.counters, *pt.metrics})) or "nothing"
+            return {
+                "ok": False,
+                "kind": "usage",
+                "error": (
+                    f"depth {depth}: the program reports {reported} but no {' or '.join(self.phases)} phase, which "
+                    f"{msg['mode']} mode classifies: report it (docs/native.md), or measure the mode whose phases it "
+                    "reports (--mode)"
+                ),
+            }
         pt.calls = msg.get("calls")
         return {"ok": True, "point": dataclasses.asdict(pt)}
 

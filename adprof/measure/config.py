@@ -52,6 +52,10 @@ class MeasureConfig:
     #: not re-measured (``jumps(series)``; ``confirmed=True``: re-measured or not): the series re-measures them
     #: once it is measured (a burst of load is over by then).
     jumps: Callable[..., list[int]] | None = field(default=None, repr=False, compare=False)
+    #: The exact (counted) reading of a series is still open (``open_exact(series)``: undecided, or a change of
+    #: regime with too few depths past it): the adaptive schedule fills in the unmeasured depths below its deepest
+    #: before it ends (a verdict never asks for a larger cap while the budget could measure those).
+    open_exact: Callable[[Series], bool] | None = field(default=None, repr=False, compare=False)
 
     @property
     def deadline(self) -> float | None:

@@ -59,8 +59,16 @@ def backend_modes(backend: str) -> tuple[str, ...]:
 
 
 def plan_series(
-    metas: list[dict[str, Any]], backends: list[str], profiles: str | None, modes: str | None, notes: list[str]
+    metas: list[dict[str, Any]],
+    backends: list[str],
+    profiles: str | None,
+    modes: str | None,
+    notes: list[str],
+    skipped: dict[tuple[str, str], list[str]] | None = None,
 ) -> list[SeriesSpec]:
+    """The series of ``metas`` on ``backends`` (chain x backend x profile x mode). A chain skipped on a backend
+    adds a line to ``notes`` and, with ``skipped``, its reason under ``(file, name)`` (a guard fails a chain it
+    measures nowhere)."""
     every = tuple(dict.fromkeys(md for b in backends for md in backend_modes(b)))
     want_modes = select(modes, every, "mode")
     with_profiles = [b for b in backends if any(p for p in BACKEND_PROFILES.get(b, (None,)))]
@@ -76,14 +84,20 @@ def plan_series(
         for m in metas:
             per_backend = m.get("backend_modes") or {}
             if per_backend and backend not in per_backend:
-                notes.append(f"{m['name']}: skipped on {backend} (a case for {', '.join(per_backend)})")
+                why = f"skipped on {backend} (a case for {', '.join(per_backend)})"
+                notes.append(f"{m['name']}: {why}")
+                if skipped is not None:
+                    skipped.setdefault((m["file"], m["name"]), []).append(why)
                 continue
             chain_modes = list(per_backend.get(backend) or m.get("modes") or KNOWN_MODES)
             # the chain's modes; "compile" only when asked for explicitly or declared by the chain
             wanted = want_modes if want_modes is not None else chain_modes
             use = [md for md in wanted if md in backend_modes(backend) and (md in chain_modes or md == "compile")]
             if not use:
-                notes.append(f"{m['name']}: skipped on {backend} (declares modes {', '.join(chain_modes)})")
+                why = f"skipped on {backend} (declares modes {', '.join(chain_modes)})"
+                notes.append(f"{m['name']}: {why}")
+                if skipped is not None:
+                    skipped.setdefault((m["file"], m["name"]), []).append(why)
             for prof in chosen_profiles:
                 for md in use:
                     key = (str(Path(m["file"]).resolve()), m["name"], backend, prof, md)

@@ -264,6 +264,9 @@ class _SeriesRun:
         if left <= 0:
             return Stop(StopReason.BUDGET_SHARE, after=top, limit=self.allowance)
         est = self._charged_estimate(step)
+        measured = {p.depth for p in self.series.points if not p.censored and p.wall_seconds is not None}
+        if len(measured) < 2:  # a prediction never comes from one point: what it took is all that is known
+            est = min(est, max(p.wall_seconds or 0.0 for p in self.series.points) if self.series.points else 0.0)
         if est > left:
             return Stop(StopReason.BUDGET_SHARE, after=top, depth=step.depth, seconds=est, limit=left)
         return None
@@ -520,6 +523,8 @@ class _SeriesRun:
                 series.error = f"depth {depth}: key-comparison budget exceeded in {phase}"
         elif kind == "resource":
             series.error = f"depth {depth}: worker ran out of a resource: {msg}"
+        elif kind == "usage":  # the program's output cannot be measured in this mode: bad input, not a finding
+            series.error, series.bad_input = msg, True
         else:
             # formatting only: the backends' messages name the depth where they say where in the chain it failed
             series.error = msg if msg.startswith(f"depth {depth}") else f"depth {depth}: {msg}"
@@ -691,6 +696,49 @@ def counted_wall(points: list[Point], walls: list[float], pred: dict[str, float]
     return walls[-1] * max(nxt / costs[-1], 1.0) if costs and costs[-1] > 0 else walls[-1]
 
 
+def fill_depth(depths: Sequence[int]) -> int | None:
+    """The next depth that fills the exact schedule's gaps past its unit steps: the middle of the widest gap
+    between measured depths (the deepest of the widest: an exponential's tail is read over its deepest steps),
+    None when no gap is left."""
+    ds = sorted(set(depths))
+    gaps = [(b - a, b, a) for a, b in zip(ds, ds[1:], strict=False) if b - a > 1 and b > UNIT_UNTIL]
+    if not gaps:
+        return None
+    _, hi, lo = max(gaps)
+    return (lo + hi + 1) // 2
+
+
+def _fill_open(run: _SeriesRun) -> None:
+    """While the exact reading is open (:attr:`MeasureConfig.open_exact`: undecided, or a knee with too few depths
+    past it), measure the depths the schedule skipped below its deepest (:func:`fill_depth`), as the budget allows:
+    each is cheaper than the deepest, which was measured. A series that runs out of budget here says so (a budget
+    stop: the verdict asks for a larger budget, never a larger cap, while depths below the deepest are unmeasured)."""
+    series, cfg = run.series, run.cfg
+    if cfg.open_exact is None or series.error:
+        return
+    if series.stop is not None and series.stop.reason is not StopReason.PREDICTED_CAP:
+        return
+    while cfg.open_exact(series):
+        exact = [p for p in series.points if not p.censored]
+        depth = fill_depth([p.depth for p in exact])
+        if depth is None:
+            return
+        above = min((p for p in exact if p.depth > depth), key=lambda p: p.depth)
+        est = ESTIMATE_MARGIN * (above.wall_seconds or 0.0)
+        left, top = run.left(), max(p.depth for p in exact)
+        if run.deadline_passed() or est > left:
+            if series.stop is None:
+                series.stop = Stop(StopReason.BUDGET_SHARE, after=top, depth=depth, seconds=est, limit=max(left, 0.0))
+            return
+        run.say(f"depth {depth} (filling in below depth {top})")
+        kept_stop = series.stop
+        ok = run.measure(depth, top)
+        series.points.sort(key=lambda p: p.depth)
+        if not ok:
+            return
+        series.stop = kept_stop
+
+
 def run_series(
     spec: SeriesSpec,
     worker: Worker,
@@ -716,7 +764,7 @@ def run_series(
         sched.doubling = True
     counting = spec.metric == "instructions" and spec.cmd is None  # one valgrind'd worker for the series
     if spec.cmd is not None:
-        worker = CommandPoints(spec.cmd, worker)  # type: ignore[assignment]  # same request interface
+        worker = CommandPoints(spec.cmd, worker, spec.phases)  # type: ignore[assignment]  # same request interface
     else:
         worker.count_instructions(counting)  # a fresh valgrind'd worker, or back to a native one
     run = _SeriesRun(spec, worker, cfg, allowance, hard_deadline, status, series)
@@ -743,6 +791,8 @@ def run_series(
         run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
         if not run.measure(depth, last):
             break
+    if adaptive and sched.explicit is None:
+        _fill_open(run)
     if counting:
         worker.count_instructions(False)  # its memory back now, not at the next series
     elif spec.metric == "time":  # counted times are counts at a nominal speed: nothing to confirm
