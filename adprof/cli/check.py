@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -82,7 +83,8 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
         specs = plan_series(metas, backends, args.profile, args.mode, notes)
         if args.metric == "instructions":  # the peers' C++ phases, counted under callgrind
             declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
-            specs = counted_specs(specs, declared, explicit=bool(args.depths))
+            deepest = {key: _deepest(m, max_depth) for m in metas for key in [(m["file"], m["name"])]}
+            specs = counted_specs(specs, declared, explicit=bool(args.depths), deepest=deepest)
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
     shard = None
@@ -96,6 +98,15 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
             report.environment["executor"] = executor.describe()
     report.shard = shard
     return report, measured.interrupted
+
+
+def _deepest(meta: dict[str, Any], max_depth: int | None) -> int | None:
+    """The deepest depth a series of ``meta`` may measure: ``--max-depth``, else the chain's own when it
+    declares depths (``max_depth=``/``depths=``), else None."""
+    if max_depth is not None:
+        return max_depth
+    depths = meta.get("depths") or ()
+    return max(depths) if meta.get("declared_depths") and depths else None
 
 
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
