@@ -58,7 +58,8 @@ class Rule:
     def expected(self) -> str:
         """``a positive number`` / ``an int >= 0`` ...: what the rule accepts, in words."""
         if self.type is int:
-            return {0: "a non-negative integer", 1: "a positive integer"}.get(int(self.low), f"an integer >= {self.low:g}")
+            words = {0: "a non-negative integer", 1: "a positive integer"}
+            return words.get(int(self.low), f"an integer >= {self.low:g}")
         if self.low == 0:
             return "a positive number" if self.low_open else "a number >= 0"
         return f"a {'positive ' if self.low > 0 else ''}number {'>' if self.low_open else '>='} {self.low:g}"
@@ -87,20 +88,23 @@ class Rule:
 
     def check(self, value: Any, who: str = "") -> Any:
         """``value`` as the rule's type, or :class:`OptionError`: ``{who}{name}: expected ..., got ...``."""
-        if self.problem(value) is not None:
-            raise OptionError(f"{who}{self.name}: {self.refusal(value)}")
+        why = self.problem(value)
+        if why is not None:
+            raise OptionError(f"{who}{self.name}: {self.refusal(value, why)}")
         return self.type(value)
 
-    def refusal(self, value: Any) -> str:
-        """``expected a positive number, got 0 (seconds ...; at most ...)``: the message without the name."""
-        return f"expected {self.expected()}, got {value!r} ({self.meaning}; at most {self.most()})"
+    def refusal(self, value: Any, why: str) -> str:
+        """``expected a positive number, got 0: too small (seconds ...; at most ...)``: the message without the
+        option's name."""
+        return f"expected {self.expected()}, got {value!r}: {why} ({self.meaning}; at most {self.most()})"
 
     def parse(self, text: str) -> Any:
         """A command-line string under the rule (ASCII digits only); :class:`OptionError` without the name
         (argparse and the callers add it)."""
         value = parse_number(text, self.type)
-        if value is None or self.problem(value) is not None:
-            raise OptionError(self.refusal(text))
+        why = f"not {'an integer' if self.type is int else 'a number'}" if value is None else self.problem(value)
+        if why is not None:
+            raise OptionError(self.refusal(text, why))
         return value
 
     def arg(self) -> Callable[[str], Any]:

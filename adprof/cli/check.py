@@ -11,6 +11,7 @@ from rich.console import Console
 from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
     UsageError,
     add_cmd_options,
     add_common_options,
@@ -116,6 +117,15 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
+    if report.analysis_errors:  # the measurements are written; the analysis of some series failed
+        err.print(
+            f"adprof: internal error: the analysis failed on {len(report.analysis_errors)} series "
+            f"({report.analysis_errors[0]}); their points are kept in the report",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return finish(report, args, err, interrupted, EXIT_INTERNAL)
     render_report(report, out, verbose=args.verbose)
     if args.compare:
         from adprof.hunt.attribute import compare

@@ -55,7 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     guard.add_argument("targets", nargs="*", metavar="FILE[::CHAIN]")
     guard.add_argument("--max-base", type=option_arg("max_base"), default=None, help="largest per-layer growth ratio")
-    guard.add_argument("--max-exponent", type=option_arg("max_exponent"), default=None, help="largest power-law exponent")
+    guard.add_argument(
+        "--max-exponent", type=option_arg("max_exponent"), default=None, help="largest power-law exponent"
+    )
     guard.add_argument(
         "--max-memory-exponent",
         type=option_arg("max_memory_exponent"),

@@ -226,7 +226,8 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
         report.interrupted = SIGNALS.received
     if report.interrupted is None and report.stats.evaluations == 0 and not report.findings:
         raise UsageError(
-            f"--budget {args.budget:g} s is too small: the hunt evaluated no chain shape in it (give it a minute or more)"
+            f"--budget {args.budget:g} s is too small: the hunt evaluated no chain shape in it "
+            "(give it a minute or more)"
         )
     written = _write(report, args, err)
     render_hunt(report, out_console, verbose=args.verbose)
