@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -254,9 +256,29 @@ def test_r32_jobs_tolerance_and_non_ascii_seed(capsys):
     assert "not an integer" in usage_error(capsys, ["hunt", "--seed", "١٢"])
 
 
-def test_r23_max_depth_is_bounded_and_never_materialised():
-    with pytest.raises(ChainError, match=r"chain 'f': max_depth: .* got 1000000000: too large"):
-        adprof.chain(f, max_depth=10**9)
+#: The address space of a process that must not fill the memory (on fc6d0bb ``max_depth=10**9`` did: a MemoryError
+#: under this limit, not the machine's memory).
+ADDRESS_SPACE = 3 << 30
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def _run_limited(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(adprof.__file__).resolve().parents[1])}
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, cwd=cwd, env=env, preexec_fn=_limited, check=False
+    )
+
+
+def test_r23_max_depth_is_bounded_and_never_materialised(tmp_path):
+    code = "import adprof\nadprof.chain(lambda xp, x, depth: x, name='f', max_depth=10**9)\n"
+    done = _run_limited([sys.executable, "-c", code], tmp_path)
+    assert "chain 'f': max_depth:" in done.stderr and "got 1000000000: too large" in done.stderr, done.stderr[-300:]
+    assert "MemoryError" not in done.stderr
     ch = adprof.chain(f, max_depth=options.MAX_DEPTH)
     assert isinstance(ch.depths, range) and ch.max_depth == options.MAX_DEPTH  # a range, not ten million ints
     meta = ch.metadata()["depths"]
@@ -265,11 +287,11 @@ def test_r23_max_depth_is_bounded_and_never_materialised():
     assert adprof.chain(f, max_depth=5).depths == (1, 2, 3, 4, 5)  # short ones stay a tuple
 
 
-def test_r23_max_depth_huge_in_a_file_is_one_line(tmp_path, capsys):
+def test_r23_max_depth_huge_in_a_file_is_one_line(tmp_path):
     path = chain_file(tmp_path / "deep.py", "deep", "max_depth=10**9")
-    code = main(["check", str(path), "--no-color", "--budget", "30"])
-    err = capsys.readouterr().err
-    assert code == 2 and "chain 'deep': max_depth:" in err and "Traceback" not in err
+    done = _run_limited([sys.executable, "-m", "adprof", "check", str(path), "--no-color", "--budget", "30"], tmp_path)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and "chain 'deep': max_depth:" in lines[0], done.stderr[-300:]
 
 
 def test_hunt_jobs_are_bounded_by_the_cores(monkeypatch, tmp_path, capsys):
@@ -357,13 +379,17 @@ def _series(depths: list[int], values: list[float]) -> Any:
 
 
 def test_the_issue_case_large_problem_sizes_decide():
-    """Depths 5,000 to 160,000 with memory doubling per doubling of the size: check ended in OverflowError."""
+    """Depths 5,000 to 160,000 (problem sizes) with a cost growing with them: check ended in OverflowError from
+    exact_base through decide_memory."""
     from adprof.analysis.classify import decide
     from adprof.analysis.memory import decide_memory
 
     depths = [5000, 10000, 20000, 40000, 80000, 160000]
-    exact, timed = _series(depths, [2.0 * d for d in depths])
-    assert decide(exact).kind == "linear" and decide_memory(exact).kind == "linear"
+    exact, timed = _series(depths, [3.0 * d**2 for d in depths])
+    assert decide(exact).kind.startswith("superlinear")
+    assert decide_memory(exact).kind == "superlinear-memory"
+    linear, _ = _series(depths, [2.0 * d for d in depths])
+    assert decide(linear).kind == "linear" and decide_memory(linear).kind == "linear"
     decide(timed)
 
 
