@@ -30,7 +30,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from adprof import model
+from adprof import model, options
 from adprof.analysis.costs import assess_series, predicted_growth
 from adprof.analysis.jumps import expected, unconfirmed_jumps
 from adprof.backends import check_backend
@@ -114,10 +114,10 @@ def _limit(table: dict[str, Any], key: str, where: str) -> float | None:
             return parse_bytes(value)
         except ValueError as exc:
             raise GuardConfigError(f"{where} {key}: {exc}") from None
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    if not ok:
-        raise GuardConfigError(f"{where} {key}: expected a positive number, got {value!r}")
-    return float(value)
+    try:
+        return float(options.check(key, value))
+    except options.OptionError as exc:
+        raise GuardConfigError(f"{where} {exc}") from None
 
 
 @dataclass
@@ -183,14 +183,19 @@ def pyproject_guard_table(start: Path | None = None) -> dict[str, Any]:
     if f is None:
         return {}
     try:
-        data = tomllib.loads(f.read_text())
+        data = tomllib.loads(f.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise GuardConfigError(f"{f}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise GuardConfigError(f"{f} is not valid TOML (not UTF-8: byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise GuardConfigError(f"{f} is not valid TOML ({exc})") from None
-    table = data.get("tool", {}).get("adprof", {}).get("guard", {})
-    if not isinstance(table, dict):
-        raise GuardConfigError(f"{f} [tool.adprof.guard]: expected a table, got {table!r}")
+    table: Any = data
+    for i, key in enumerate(("tool", "adprof", "guard")):  # each level must be a table, or be absent
+        table = table.get(key, {})
+        if not isinstance(table, dict):
+            where = ".".join(("tool", "adprof", "guard")[: i + 1])
+            raise GuardConfigError(f"{f} [{where}]: expected a table, got {table!r}")
     return dict(table)
 
 
@@ -744,14 +749,17 @@ def target_of(chain: Any) -> str:
 
 def guard_depths(depths: Any) -> tuple[int, ...] | None:
     """The depths a guard is asked to measure (None: the chains' own), sorted, each once; :class:`UsageError` for
-    anything but a non-empty sequence of positive integers (``"1,2,3"``, ``[0, 1]``, ``[1, 2.5]``, ``[True]``)."""
+    anything but a non-empty sequence of depths under their rule (``"1,2,3"``, ``[0, 1]``, ``[1, 2.5]``,
+    ``[True]``, ``[10**9]``)."""
     if depths is None:
         return None
-    ok = isinstance(depths, Sequence) and not isinstance(depths, str | bytes) and len(depths) > 0
-    ok = ok and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths)
-    if not ok:
-        raise UsageError(f"depths: expected positive integers, e.g. [1, 2, 4, 8], got {depths!r}")
-    return tuple(sorted(set(depths)))
+    ok = isinstance(depths, Sequence) and not isinstance(depths, str | bytes) and len(depths) <= options.MAX_DEPTH_COUNT
+    if ok and options.depths_problem(depths) is None:
+        return tuple(options.check_depths(depths))
+    raise UsageError(
+        f"depths: expected positive integers, e.g. [1, 2, 4, 8], got {depths!r} (each at most {options.MAX_DEPTH}, "
+        f"at most {options.MAX_DEPTH_COUNT} of them)"
+    )
 
 
 def guard_targets(

@@ -813,6 +813,9 @@ class Report:
     #: Rows of the sweep table (measured vs predicted base per reuse count), built with the report.
     sweeps: list[dict[str, Any]] = field(default_factory=list)
     shard: Shard | None = None  # set on the report of one shard (``--shard K/N``)
+    #: Series whose analysis raised (an internal error): ``chain backend/profile mode: Error: message``, one each.
+    #: Their points are kept, their verdicts inconclusive; ``adprof check`` exits 3 after writing the report.
+    analysis_errors: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- helpers on points

@@ -26,12 +26,12 @@ level in a file (the worker loads it from there).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from adprof import options
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError
 from adprof.guard import (
@@ -47,6 +47,7 @@ from adprof.guard import (
 )
 from adprof.measure.client import LoadError
 from adprof.measure.plan import UsageError
+from adprof.options import arg as option_arg
 from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
@@ -68,19 +69,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("adprof", "adprof scaling guards")
     group.addoption(
         "--adprof-max-base",
-        type=float,
+        type=option_arg("max_base"),
         default=None,
         help="default per-layer growth limit for the adprof_guard fixture",
     )
     group.addoption(
         "--adprof-max-exponent",
-        type=float,
+        type=option_arg("max_exponent"),
         default=None,
         help="default power-law exponent limit for the adprof_guard fixture",
     )
     group.addoption(
         "--adprof-max-memory-exponent",
-        type=float,
+        type=option_arg("max_memory_exponent"),
         default=None,
         help="default limit on the memory's power-law exponent in depth for the adprof_guard fixture",
     )
@@ -106,11 +107,13 @@ def _usage(message: str) -> None:
 
 
 def _positive(name: str, value: Any) -> float:
-    """A limit, cap or budget: a positive finite number (``max_base="abc"`` is a usage error, not a ValueError)."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    if not ok:
-        _usage(f"{name}: expected a positive number, got {value!r}")
-    return float(value)
+    """A limit, cap or budget under its rule (:data:`adprof.options.RULES`, as the command line's): a bad one
+    (``max_base="abc"``, ``cap=1e-9``) is a usage error, not a ValueError."""
+    try:
+        return float(options.check(name, value))
+    except options.OptionError as exc:
+        _usage(str(exc))
+        raise  # pytest.fail raised already
 
 
 def _bytes(name: str, value: Any) -> float:
@@ -120,6 +123,11 @@ def _bytes(name: str, value: Any) -> float:
     except ValueError as exc:
         _usage(f"{name}: {exc}")
         raise  # pytest.fail raised already
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (``0`` is a value: a bad one, for its rule to refuse)."""
+    return next((v for v in values if v is not None), None)
 
 
 class ScalingGuard:
@@ -137,11 +145,9 @@ class ScalingGuard:
             table = pyproject_guard_table(config.rootpath)
         except GuardConfigError as exc:
             raise pytest.UsageError(f"adprof: {exc}") from None
-        self._defaults = {
-            "max_base": config.getoption("adprof_max_base") or table.get("max_base"),
-            "max_exponent": config.getoption("adprof_max_exponent") or table.get("max_exponent"),
-            "max_memory_exponent": config.getoption("adprof_max_memory_exponent") or table.get("max_memory_exponent"),
-            "max_leak": config.getoption("adprof_max_leak") or table.get("max_leak"),
+        self._defaults = {  # an option given (even 0, which its rule refuses) wins over the table
+            key: _first(config.getoption(f"adprof_{key}"), table.get(key))
+            for key in ("max_base", "max_exponent", "max_memory_exponent", "max_leak")
         }
         self.reports: list[GuardReport] = []
 
@@ -185,7 +191,7 @@ class ScalingGuard:
             report, _ = guard_targets(
                 [chain],
                 limits,
-                mode=self._pick("mode", mode, "traced"),
+                mode=self._pick("mode", mode, None),  # None: the chain's own modes, as adprof guard
                 profile=self._pick("profile", profile, None),
                 depths=self._pick("depths", depths, None),
                 backend=self._pick("backend", backend, "engine"),

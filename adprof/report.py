@@ -81,21 +81,42 @@ def build_report(
 ) -> Report:
     """Decide every measured series into a Report (``recordings``: the structure recordings by (file, chain);
     ``trust``: which of a deterministic metric and time decides when they contradict each other)."""
-    structures = analyze_structures(recordings)
-    results = [
-        Result(series=s, verdict=decide(s, _structure_of(s, structures), trust=trust), halving=halving_tables(s))
-        for s in series
-    ]
-    for r in results:  # the memory verdict beside the time one, by the same machinery
-        r.verdict.memory = decide_memory(r.series)
+    errors: list[str] = []
+    try:
+        structures = analyze_structures(recordings)
+    except Exception as exc:  # an analysis bug never costs the measurements
+        errors.append(f"the structure probes: {type(exc).__name__}: {exc}")
+        structures = {}
+    results = [_decided(s, structures, trust, errors) for s in series]
+    try:
+        run_notes, sweeps = _run_notes(results, structures, notes), sweep_table(results)
+    except Exception as exc:
+        errors.append(f"the run's notes and sweep table: {type(exc).__name__}: {exc}")
+        run_notes, sweeps = list(notes), []
     return Report(
         results=results,
         environment=dict(environment or {}),
         budget_seconds=budget_seconds,
         elapsed_seconds=elapsed_seconds,
-        notes=_run_notes(results, structures, notes),
-        sweeps=sweep_table(results),
+        notes=run_notes,
+        sweeps=sweeps,
+        analysis_errors=errors,
     )
+
+
+def _decided(series: Series, structures: Mapping[Any, Any], trust: str | None, errors: list[str]) -> Result:
+    """One series decided (its verdict, memory verdict and halving tables); when the analysis raises, the series
+    is kept with its points and an inconclusive verdict saying so, and ``errors`` gets one line."""
+    try:
+        verdict = decide(series, _structure_of(series, structures), trust=trust)
+        verdict.memory = decide_memory(series)  # the memory verdict beside the time one, by the same machinery
+        return Result(series=series, verdict=verdict, halving=halving_tables(series))
+    except Exception as exc:  # an analysis bug: the measurements stay in the report
+        where = f"{series.chain} {series.backend}/{series.profile or '-'} {series.mode}"
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        errors.append(f"{where}: {why}")
+        reason = f"adprof could not analyse this series (internal error: {why}); its points are kept"
+        return Result(series=series, verdict=model.Verdict(kind=model.INCONCLUSIVE, reason=reason))
 
 
 def measured_versions(series: Sequence[Series]) -> dict[str, str]:

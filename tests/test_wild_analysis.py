@@ -157,7 +157,7 @@ def test_chain_options_round_trip_through_metadata():
         ({"axis": "Per Order"}, "axis must be a short lowercase word"),
         ({"modes": {"jax": ("bogus",)}}, "unknown mode(s) ['bogus']"),
         ({"modes": {}}, "modes must name at least one backend"),
-        ({"cap": -1}, "cap must be a positive number"),
+        ({"cap": -1}, "cap: expected a positive number"),
         ({"adaptive": "no"}, "adaptive must be True or False"),
         ({"cost_phases": (1,)}, "cost_phases must be phase names"),
     ],

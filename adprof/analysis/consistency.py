@@ -27,14 +27,15 @@ def _doubling(v_hi: float, v_lo: float, d: float, h: float) -> float | None:
     """v_hi/v_lo rescaled to one doubling as a power law would."""
     if v_hi <= 0 or v_lo <= 0:
         return None
-    r = v_hi / v_lo
-    return r ** (math.log(2) / math.log(d / h)) if h != d / 2 else r
+    log_r = math.log(v_hi) - math.log(v_lo)  # in logs: a ratio of 1e300 over a near step must not overflow
+    scaled = log_r * (math.log(2) / math.log(d / h)) if h != d / 2 else log_r
+    return math.exp(scaled) if abs(scaled) < 700 else None
 
 
 def _slope(v_hi: float, v_lo: float, d: float, h: float) -> float | None:
     if v_hi <= 0 or v_lo <= 0 or d <= 0 or h <= 0 or d == h:
         return None
-    return math.log(v_hi / v_lo) / math.log(d / h)
+    return (math.log(v_hi) - math.log(v_lo)) / math.log(d / h)
 
 
 def check_consistency(d: np.ndarray, v: np.ndarray, reps: np.ndarray | None, fit: Fit, exact: bool) -> bool:

@@ -39,7 +39,7 @@ def _line(depths: list[int], values: list[float], fit: Fit) -> Fit | None:
     d, v = np.asarray(depths, float), np.asarray(values, float)
     if len(d) < MIN_BEFORE or v.min() <= 0 or d.min() <= 0:
         return None
-    if math.log(v[-1] / v[0]) / math.log(d[-1] / d[0]) >= SUPERLINEAR_MIN:
+    if (math.log(v[-1]) - math.log(v[0])) / math.log(d[-1] / d[0]) >= SUPERLINEAR_MIN:
         return None
     b, a = np.polyfit(d, v, 1)
     if b < 0:

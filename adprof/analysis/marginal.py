@@ -151,8 +151,8 @@ def exact_base(ratio: float, gap1: float, gap2: float) -> float:
     def log_ratio(lb: float) -> float:  # log of the marginals' ratio for base e^lb
         return lb * gap1 + math.log(math.expm1(lb * gap2) / gap2) - math.log(math.expm1(lb * gap1) / gap1)
 
-    target, lo, hi = math.log(ratio), 1e-12, 1.0
-    top = 700.0 / max(gap1, gap2)  # expm1 overflows past e^709
+    top = 700.0 / max(gap1, gap2)  # expm1 overflows past e^709: never evaluated past it (steps of 1000 layers)
+    target, lo, hi = math.log(ratio), min(1e-12, top / 2), min(1.0, top)
     while hi < top and log_ratio(hi) < target:
         hi = min(2.0 * hi, top)
     for _ in range(200):

@@ -157,6 +157,8 @@ def profile_interval(
     dof = max(len(d) - k, 1)
     s2 = max(float(curve.min()), 1e-12) / dof
     inside = grid[curve <= curve.min() + float(f_dist.ppf(CONFIDENCE, 1, dof)) * s2]
+    if len(inside) == 0:  # no finite fit on the grid (values or depths past float range): the whole grid
+        inside = grid
     params = inside if family == "power" else np.exp(inside)
     return float(params.min()), float(params.max())
 
@@ -166,7 +168,7 @@ def constant_fits(v: np.ndarray, sse_model: float, overhead: bool) -> bool:
     95%): then the exponent of a tiny growing part is not identified, and the cost is flat."""
     from scipy.stats import f as f_dist
 
-    u = 1.0 / v
+    u = float(np.min(v)) / v  # relative (the test is scale-free): 1/v squared underflows for costs of 1e300
     a = float(np.sum(u)) / float(np.sum(u * u))
     sse_const = float(np.sum((a * u - 1.0) ** 2))
     extra, dof = (2 if overhead else 1), max(len(v) - (3 if overhead else 2), 1)

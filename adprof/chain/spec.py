@@ -56,6 +56,8 @@ from typing import Any
 
 import numpy as np
 
+from adprof import options
+
 __all__ = [
     "COMMON_AXES",
     "DEFAULT_AXIS",
@@ -170,7 +172,7 @@ class Chain:
     input: Callable[[], Any] | np.ndarray | float | None = None
     dtype: str = "float64"
     reuse: float | str | None = None
-    depths: tuple[int, ...] = DEFAULT_DEPTHS
+    depths: Sequence[int] = DEFAULT_DEPTHS  # a tuple, or a range of more than MAX_DEPTH_COUNT (max_depth=)
     modes: tuple[str, ...] = DEFAULT_MODES
     description: str = ""
     sweep: dict[str, list[Any]] = field(default_factory=dict)
@@ -194,8 +196,8 @@ class Chain:
 
     @property
     def max_depth(self) -> int:
-        """The largest default depth."""
-        return max(self.depths)
+        """The largest default depth (the depths are ascending)."""
+        return self.depths[-1]
 
     @property
     def is_swept(self) -> bool:
@@ -215,7 +217,7 @@ class Chain:
             "params": dict(self.params),
             "sweep": {k: list(v) for k, v in self.sweep.items()},
             "reuse": self.reuse,
-            "depths": list(self.depths),
+            "depths": listed_depths(self.depths),
             "modes": list(self.modes),
             "description": self.description,
             "input_shape": list(self.make_input().shape),
@@ -238,7 +240,7 @@ class Chain:
             "name": self.name,
             "dtype": self.dtype,
             "reuse": self.reuse,
-            "depths": tuple(self.depths),
+            "depths": self.depths if isinstance(self.depths, range) else tuple(self.depths),
             "modes": {b: tuple(m) for b, m in self.backend_modes.items()} or tuple(self.modes),
             "description": self.description,
             "sweep": {k: list(v) for k, v in self.sweep.items()} or None,
@@ -249,6 +251,8 @@ class Chain:
             "cost_phases": tuple(self.cost_phases) or None,
             "repeats": self.repeats,
         }
+        if isinstance(self.depths, range):  # max_depth=N: a literal, as it was written
+            opts["max_depth"] = opts.pop("depths")[-1]
         if self.input is None:
             opts["input_shape"] = tuple(self.input_shape)
         else:
@@ -316,6 +320,23 @@ class Chain:
         return f"Chain({self.name!r}, reuse={self.reuse!r}, depths={self.depths}{sweep}{extra})"
 
 
+#: Depths listed one by one in a chain's metadata before a long ``max_depth`` range is thinned to doublings.
+LISTED_UNIT_DEPTHS = 64
+
+
+def listed_depths(depths: Sequence[int]) -> list[int]:
+    """The depths as a list for the metadata: all of them, except a long ``max_depth=N`` range (more than
+    :data:`adprof.options.MAX_DEPTH_COUNT`), which is 1..64 then doublings, and N (its bounds, which the schedule
+    reads, are kept; ten million ints are not sent)."""
+    if not isinstance(depths, range) or len(depths) <= options.MAX_DEPTH_COUNT:
+        return list(depths)
+    out, d = list(depths[:LISTED_UNIT_DEPTHS]), depths[LISTED_UNIT_DEPTHS - 1] * 2
+    while d < depths[-1]:
+        out.append(d)
+        d *= 2
+    return [*out, depths[-1]]
+
+
 def _bind(fn: Callable[..., Any], params: Mapping[str, Any]) -> Callable[..., Any]:
     def bound(xp: Any, x: Any, depth: int) -> Any:
         return fn(xp, x, depth, **params)
@@ -341,21 +362,23 @@ def _make_variant(parent: Chain, params: dict[str, Any], label: str, reuse: Any)
     )
 
 
-def _normalize_depths(depths: Sequence[int] | range | None, max_depth: int | None, name: str) -> tuple[int, ...]:
+def _normalize_depths(depths: Sequence[int] | range | None, max_depth: int | None, name: str) -> Sequence[int]:
+    """The chain's depths under the options' rules: ``max_depth=N`` is ``range(1, N + 1)``, never materialised
+    past :data:`adprof.options.MAX_DEPTH_COUNT` depths (``max_depth=10**9`` is refused, not a tuple filling the
+    memory while the file loads)."""
     if depths is not None and max_depth is not None:
         raise ChainError(f"chain {name!r}: give depths= or max_depth=, not both")
-    if max_depth is not None:
-        if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
-            raise ChainError(f"chain {name!r}: max_depth must be a positive int, got {max_depth!r}")
-        return tuple(range(1, max_depth + 1))
-    if depths is None:
-        return DEFAULT_DEPTHS
-    if isinstance(depths, str | bytes) or not isinstance(depths, Iterable):
-        raise ChainError(f"chain {name!r}: depths must be positive ints, got {depths!r}")
-    out = tuple(depths)
-    if not out or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in out):
-        raise ChainError(f"chain {name!r}: depths must be positive ints, got {depths!r}")
-    return tuple(sorted(set(out)))
+    who = f"chain {name!r}: "
+    try:
+        if max_depth is not None:
+            return options.check_depths(range(1, options.check("max_depth", max_depth, who) + 1), who)
+        if depths is None:
+            return DEFAULT_DEPTHS
+        if isinstance(depths, Iterable) and not isinstance(depths, Sequence | range | str | bytes):
+            depths = tuple(itertools.islice(depths, options.MAX_DEPTH_COUNT + 1))  # a generator: bounded
+        return options.check_depths(depths, who)
+    except options.OptionError as exc:
+        raise ChainError(str(exc)) from None
 
 
 def _sweep_of(sweep_in: Any, name: str) -> dict[str, list[Any]]:
@@ -405,14 +428,10 @@ def _input_of(input_shape: Any, inp: Any, name: str) -> tuple[int, ...]:
         raise ChainError(f"chain {name!r}: give input_shape= or input=, not both")
     if input_shape is None:
         input_shape = DEFAULT_INPUT_SHAPE
-    bad = ChainError(f"chain {name!r}: input_shape must be a tuple of positive ints, got {input_shape!r}")
-    if isinstance(input_shape, int) and not isinstance(input_shape, bool):
-        input_shape = (input_shape,)
-    if isinstance(input_shape, str | bytes) or not isinstance(input_shape, Sequence):
-        raise bad
-    if any(not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 0 for n in input_shape):
-        raise bad
-    input_shape = tuple(int(n) for n in input_shape)
+    try:
+        input_shape = options.check_input_shape(input_shape, f"chain {name!r}: ")
+    except options.OptionError as exc:
+        raise ChainError(str(exc)) from None
     if inp is not None and not (callable(inp) or isinstance(inp, int | float | np.ndarray | np.number)):
         raise ChainError(f"chain {name!r}: input must be a callable, a numpy array or a float, got {inp!r}")
     if isinstance(inp, bool):
@@ -428,12 +447,14 @@ def _axis_of(axis: Any, name: str) -> str:
     return axis
 
 
-def _cap_of(cap: Any, name: str) -> float | None:
-    if cap is None:
+def _option(option: str, value: Any, name: str) -> Any:
+    """``value`` under the rule of ``option`` (:data:`adprof.options.RULES`); None stays None."""
+    if value is None:
         return None
-    if isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < float("inf"):
-        raise ChainError(f"chain {name!r}: cap must be a positive number of seconds, got {cap!r}")
-    return float(cap)
+    try:
+        return options.check(option, value, f"chain {name!r}: ")
+    except options.OptionError as exc:
+        raise ChainError(str(exc)) from None
 
 
 def _phases_of(phases: Any, name: str) -> tuple[str, ...]:
@@ -463,8 +484,8 @@ def _check_reuse(reuse: Any, sweep: Mapping[str, Any], name: str) -> None:
     if isinstance(reuse, str):
         if reuse not in sweep:
             raise ChainError(f"chain {name!r}: reuse={reuse!r} names no sweep parameter")
-    elif reuse is not None and (isinstance(reuse, bool) or not isinstance(reuse, int | float) or reuse <= 0):
-        raise ChainError(f"chain {name!r}: reuse must be a positive number, a sweep name or None")
+    else:
+        _option("reuse", reuse, name)
 
 
 def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
@@ -480,11 +501,9 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     adaptive = opts.pop("adaptive", True)
     if not isinstance(adaptive, bool):
         raise ChainError(f"chain {name!r}: adaptive must be True or False, got {adaptive!r}")
-    cap = _cap_of(opts.pop("cap", None), name)
+    cap = _option("cap", opts.pop("cap", None), name)
     phases = _phases_of(opts.pop("cost_phases", None), name)
-    repeats = opts.pop("repeats", None)
-    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
-        raise ChainError(f"chain {name!r}: repeats must be a positive int, got {repeats!r}")
+    repeats = _option("repeats", opts.pop("repeats", None), name)
     inp = opts.pop("input", None)
     input_shape = _input_of(opts.pop("input_shape", None), inp, name)
     dtype = _dtype_of(opts.pop("dtype", "float64"), name)
@@ -493,9 +512,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     description = opts.pop("description", None)
     if description is None:
         description = _first_doc_line(fn)
-    seed = opts.pop("seed", DEFAULT_SEED)
-    if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
-        raise ChainError(f"chain {name!r}: seed must be an int, got {seed!r}")
+    seed = _option("seed", opts.pop("seed", DEFAULT_SEED), name)
     if opts:
         raise ChainError(f"chain {name!r}: unknown option(s) {', '.join(sorted(opts))}")
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
 from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
     UsageError,
     add_cmd_options,
     add_common_options,
@@ -82,7 +84,8 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
         specs = plan_series(metas, backends, args.profile, args.mode, notes)
         if args.metric == "instructions":  # the peers' C++ phases, counted under callgrind
             declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
-            specs = counted_specs(specs, declared, explicit=bool(args.depths))
+            deepest = {key: _deepest(m, max_depth) for m in metas for key in [(m["file"], m["name"])]}
+            specs = counted_specs(specs, declared, explicit=bool(args.depths), deepest=deepest)
     if not specs:
         raise UsageError("nothing to measure: no chain supports the selected modes")
     shard = None
@@ -101,6 +104,15 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
     return report, measured.interrupted
 
 
+def _deepest(meta: dict[str, Any], max_depth: int | None) -> int | None:
+    """The deepest depth a series of ``meta`` may measure: ``--max-depth``, else the chain's own when it
+    declares depths (``max_depth=``/``depths=``), else None."""
+    if max_depth is not None:
+        return max_depth
+    depths = meta.get("depths") or ()
+    return max(depths) if meta.get("declared_depths") and depths else None
+
+
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof check``: measure, classify, render; returns the exit status."""
     out, err = consoles(args)
@@ -108,6 +120,15 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from adprof.render import render_report  # rich tables only when printing
 
     written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
+    if report.analysis_errors:  # the measurements are written; the analysis of some series failed
+        err.print(
+            f"adprof: internal error: the analysis failed on {len(report.analysis_errors)} series "
+            f"({report.analysis_errors[0]}); their points are kept in the report",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return finish(report, args, err, interrupted, EXIT_INTERNAL)
     render_report(report, out, verbose=args.verbose)
     if args.compare:
         from adprof.hunt.attribute import compare

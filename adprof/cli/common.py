@@ -23,6 +23,8 @@ from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureCo
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, csv_list
 from adprof.model import Report, Result
+from adprof.options import RULES, depths_arg, parse_number  # noqa: F401  (depths_arg: the commands' --depths)
+from adprof.options import arg as option_arg
 from adprof.render.jsonout import json_safe  # noqa: F401  (re-exported: its home is the JSON renderer)
 from adprof.report import fmt_growth
 from adprof.util.files import OutputPathError, check_output_path, write_atomic
@@ -91,11 +93,9 @@ SIGNALS = StopSignals()
 
 
 def positive_int_arg(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if n < 1:
+    """A positive int written in ASCII digits (no other bound: an option with a rule uses :func:`option_arg`)."""
+    n = parse_number(value, int)
+    if n is None or n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
     return n
 
@@ -164,16 +164,6 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"--{option}: no {option} given (got {value!r}){known}")
 
 
-def depths_arg(value: str) -> tuple[int, ...]:
-    try:
-        ds = tuple(sorted({int(v) for v in csv_list(value)}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"depths must be positive integers, e.g. 1,2,4,8 (got {value!r})") from None
-    if not ds or ds[0] < 1:
-        raise argparse.ArgumentTypeError(f"depths must be positive integers, e.g. 1,2,4,8 (got {value!r})")
-    return ds
-
-
 def bytes_arg(text: str) -> float:
     """``--max-leak``: bytes as ``4096``, ``1 MB`` or ``512 KiB`` (argparse turns the ValueError into exit 2)."""
     try:
@@ -183,24 +173,15 @@ def bytes_arg(text: str) -> float:
 
 
 def positive_arg(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
-    if not (x > 0 and math.isfinite(x)):
+    """A positive finite number written in ASCII (no other bound: an option with a rule uses :func:`option_arg`)."""
+    x = parse_number(value, float)
+    if x is None or not (x > 0 and math.isfinite(x)):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
     return x
 
 
-def tolerance_arg(value: str) -> float:
-    """A rate tolerance: a finite number >= 0."""
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}") from None
-    if not (x >= 0 and math.isfinite(x)):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
-    return x
+#: ``--tolerance``: the rule of :data:`adprof.options.RULES`.
+tolerance_arg = option_arg("tolerance")
 
 
 class _CapGiven(argparse.Action):
@@ -212,15 +193,9 @@ class _CapGiven(argparse.Action):
 
 
 #: The smallest ``--cap``: a phase is not timed finer than a millisecond (a smaller cap would stop every
-#: series at its first depth and say nothing).
-MIN_CAP = 0.001
-
-
-def cap_arg(value: str) -> float:
-    x = positive_arg(value)
-    if x < MIN_CAP:
-        raise argparse.ArgumentTypeError(f"{value} s is too small: the cap must be at least {MIN_CAP:g} s")
-    return x
+#: series at its first depth and say nothing); the rule of every entry point.
+MIN_CAP = RULES["cap"].low
+cap_arg = option_arg("cap")
 
 
 def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, budget: float = DEFAULT_BUDGET) -> None:
@@ -241,13 +216,13 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
     )
     p.add_argument(
         "--budget",
-        type=positive_arg,
+        type=option_arg("budget"),
         default=budget,
         help=f"seconds of wall time for the whole run, shared by all series (default {budget:g})",
     )
     p.add_argument(
         "--calls",
-        type=int,
+        type=option_arg("calls"),
         default=DEFAULT_CALLS,
         help=f"eager mode: forward+backward calls per depth (default {DEFAULT_CALLS})",
     )
@@ -260,7 +235,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=option_arg("jobs"),
         default=min(2, os.cpu_count() or 1),
         help="parallel worker processes (default: min(2, cores))",
     )
@@ -323,7 +298,7 @@ def add_cmd_options(p: argparse.ArgumentParser) -> None:
     if not any(a.dest == "max_depth" for a in p._actions):
         g.add_argument(
             "--max-depth",
-            type=int,
+            type=option_arg("max_depth"),
             default=None,
             help="deepest depth of the schedule (a chain file: instead of its declared depths' deepest). Without "
             "it, a series that time decides goes from 256 as deep as the cap and the budget allow while its verdict "

@@ -21,7 +21,7 @@ from adprof.cli.common import (
     finish,
     load_timeout,
     measure_config,
-    positive_arg,
+    option_arg,
     report_errors,
     tolerance_arg,
     write_outputs,
@@ -56,11 +56,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "[tool.adprof.guard] in pyproject.toml, else max base 1.1, max exponent 1.3.",
     )
     guard.add_argument("targets", nargs="*", metavar="FILE[::CHAIN]")
-    guard.add_argument("--max-base", type=positive_arg, default=None, help="largest per-layer growth ratio")
-    guard.add_argument("--max-exponent", type=positive_arg, default=None, help="largest power-law exponent")
+    guard.add_argument("--max-base", type=option_arg("max_base"), default=None, help="largest per-layer growth ratio")
+    guard.add_argument(
+        "--max-exponent", type=option_arg("max_exponent"), default=None, help="largest power-law exponent"
+    )
     guard.add_argument(
         "--max-memory-exponent",
-        type=positive_arg,
+        type=option_arg("max_memory_exponent"),
         default=None,
         help="largest power-law exponent of the memory in depth (saved-for-backward bytes; an exponential fails it); "
         "measures memory (--memory); a series whose memory is not measured fails",

@@ -16,7 +16,7 @@ from adprof.cli.common import (
     exit_code,
     finish,
     measure_config,
-    positive_int_arg,
+    option_arg,
     report_errors,
     verdict_line,
     write_outputs,
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     halve.add_argument("--mode", default="eager", help="eager (default), traced, or compile where the backend has it")
     halve.add_argument("--profile", default="v08")
     halve.add_argument(
-        "--depth", type=positive_int_arg, default=None, help="deepest depth d (default: the chain's largest)"
+        "--depth", type=option_arg("depth"), default=None, help="deepest depth d (default: the chain's largest)"
     )
     add_common_options(halve, cap=10.0)
     add_cmd_options(halve)

@@ -22,8 +22,7 @@ from adprof.cli.common import (
     UsageError,
     consoles,
     exit_status_of,
-    positive_arg,
-    positive_int_arg,
+    option_arg,
 )
 from adprof.cli.scale import check_scale_options, open_executor
 from adprof.constants import __version__
@@ -32,21 +31,12 @@ from adprof.hunt.run import Hunt, HuntConfig
 from adprof.hunt.targets import expand_backends, hunt_targets
 from adprof.measure import MeasureConfig
 from adprof.measure.pool import LanePool
+from adprof.options import jobs_for_cores
 from adprof.util import procs
 from adprof.util.files import OutputPathError, check_output_path, write_atomic
 
 DEFAULT_HUNT_BUDGET = 600.0
 DEFAULT_OUT = "found"
-
-
-def seed_arg(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {value!r}")
-    return n
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -63,21 +53,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default=None, help="comma-separated modes (default: every mode of each backend)")
     p.add_argument(
         "--budget",
-        type=positive_arg,
+        type=option_arg("budget"),
         default=DEFAULT_HUNT_BUDGET,
         help=f"seconds of wall time for the whole hunt (default {DEFAULT_HUNT_BUDGET:g})",
     )
     p.add_argument(
-        "--seed", type=seed_arg, default=0, help="the search's random seed (default 0): same seed, same path"
+        "--seed", type=option_arg("seed"), default=0, help="the search's random seed (default 0): same seed, same path"
     )
     p.add_argument("--out", default=DEFAULT_OUT, help=f"directory of the found chain files (default {DEFAULT_OUT})")
     p.add_argument(
         "--tries",
-        type=positive_int_arg,
+        type=option_arg("tries"),
         default=None,
         help="stop the search after this many generators (default: its share of the budget)",
     )
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel workers (default 2)")
+    p.add_argument(
+        "--jobs",
+        type=option_arg("jobs"),
+        default=min(2, os.cpu_count() or 1),
+        help="parallel workers (default 2; at most the machine's cores)",
+    )
     p.add_argument("--json", metavar="PATH|-", help="write the hunt's report as JSON (- for stdout)")
     p.add_argument("--html", metavar="PATH", help="write the hunt's report as a self-contained HTML page")
     p.add_argument("--verbose", "-v", action="store_true", help="every event and rejected candidate on stderr")
@@ -122,7 +117,7 @@ class _Progress:
         c = self.counts
         if event == "search":
             c["tried"], c["candidates"] = data["tried"], data["candidates"]
-        elif event == "candidates":
+        elif event == "candidates" and c["tried"] > 0:
             c["candidates"] = data["count"]
             self.say(f"hunt: search done: {c['tried']} tried, {data['count']} candidates to confirm")
         elif event == "finding":
@@ -192,8 +187,9 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``adprof hunt``: search, confirm, shrink, attribute, write; returns the exit status."""
     out_console, err = consoles(args)
     check_scale_options(args)
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    args.jobs, jobs_note = jobs_for_cores(args.jobs)  # workers beyond the cores only slow each other down
+    if jobs_note is not None:
+        err.print(f"adprof: {jobs_note}", markup=False, highlight=False)
     out = _check_out(args.out)
     _check_files(args)
     targets = hunt_targets(expand_backends(args.backend), args.profile, args.mode)
@@ -227,6 +223,11 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     report.environment = environment(argv)
     if getattr(report, "interrupted", None) is None and SIGNALS.received is not None:
         report.interrupted = SIGNALS.received
+    if report.interrupted is None and report.stats.evaluations == 0 and not report.findings:
+        raise UsageError(
+            f"--budget {args.budget:g} s is too small: the hunt evaluated no chain shape in it "
+            "(give it a minute or more)"
+        )
     written = _write(report, args, err)
     render_hunt(report, out_console, verbose=args.verbose)
     if report.interrupted is not None:

@@ -66,26 +66,38 @@ def check_valgrind() -> None:
         raise UsageError(f"--metric instructions: instructions cannot be counted here: {why}")
 
 
-def doubling_depths(declared: Sequence[int] | None, fallback: Sequence[int] | None) -> tuple[int, ...]:
+def doubling_depths(
+    declared: Sequence[int] | None, fallback: Sequence[int] | None, most: int | None = None
+) -> tuple[int, ...]:
     """Doublings over the chain's range when it spans >= 8x, else the backend's depths, then one beyond
-    (the cap's prediction stops it when too slow)."""
+    (the cap's prediction stops it when too slow); none deeper than ``most`` (the chain's ``max_depth`` or
+    ``--max-depth``), which ends the list."""
     lo, hi = 8, 128
     if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
         lo, hi = min(declared), max(declared)
     elif fallback:
         lo, hi = min(fallback), max(fallback)
-    out, d = [], lo
-    while d <= 2 * hi:
+    top = 2 * hi if most is None else min(2 * hi, most)
+    if most is not None and lo * 8 > top:  # the backend's range starts too deep for the chain: a 8x span below
+        lo = max(1, top // 8)
+    out, d = [], min(lo, top)
+    while d <= top:
         out.append(d)
         d *= 2
+    if most is not None and out[-1] < top <= most:
+        out.append(top)  # the declared deepest depth is measured
     return tuple(out)
 
 
 def counted_specs(
-    specs: list[SeriesSpec], declared_depths: dict[tuple[str, str], Sequence[int] | None], explicit: bool
+    specs: list[SeriesSpec],
+    declared_depths: dict[tuple[str, str], Sequence[int] | None],
+    explicit: bool,
+    deepest: dict[tuple[str, str], int | None] | None = None,
 ) -> list[SeriesSpec]:
     """The specs, counted: ``metric="instructions"``, instructions deciding, doubling depths (unless the
-    depths are ``explicit``). Raises :class:`UsageError` for a backend and mode that cannot count, or when
+    depths are ``explicit``), none past ``deepest[(file, chain)]`` (the chain's ``max_depth``/``depths`` or
+    ``--max-depth``). Raises :class:`UsageError` for a backend and mode that cannot count, or when
     valgrind cannot run here."""
     cannot: dict[str, list[str]] = {}
     for s in specs:
@@ -106,7 +118,9 @@ def counted_specs(
         s.metric = "instructions"
         s.deciding_metrics = ("instructions",)
         if not explicit:
-            s.depths = doubling_depths(declared_depths.get((s.file, s.chain)), backend_declaration(s.backend).depths)
+            key = (s.file, s.chain)
+            fallback = backend_declaration(s.backend).depths
+            s.depths = doubling_depths(declared_depths.get(key), fallback, (deepest or {}).get(key))
     return specs
 
 

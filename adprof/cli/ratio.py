@@ -16,7 +16,7 @@ from adprof.cli.common import (
     finish,
     load_timeout,
     measure_config,
-    positive_int_arg,
+    option_arg,
     report_errors,
     verdict_line,
     write_outputs,
@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ratio.add_argument("--mode", default="traced", help="traced (default), eager, or compile where the backend has it")
     ratio.add_argument("--profile", default="v08")
     ratio.add_argument("--depths", type=depths_arg, default=None, help="explicit depths instead of 1, 2, 3, ...")
-    ratio.add_argument("--max-depth", type=positive_int_arg, default=40, help="deepest unit step (default 40)")
+    ratio.add_argument("--max-depth", type=option_arg("rate_depth"), default=40, help="deepest unit step (default 40)")
     add_common_options(ratio)
     add_cmd_options(ratio)
     ratio.set_defaults(run=cmd_ratio)

@@ -10,14 +10,7 @@ from collections.abc import Iterator
 from adprof.cli.common import UsageError
 from adprof.measure import MeasureConfig
 from adprof.measure.executor import Executor
-
-
-def shard_arg(value: str) -> tuple[int, int]:
-    """``K/N`` -> (K, N), 1 <= K <= N."""
-    k, sep, n = value.partition("/")
-    if sep and k.strip().isdigit() and n.strip().isdigit() and 1 <= int(k) <= int(n):
-        return int(k), int(n)
-    raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, e.g. 1/4 (got {value!r})")
+from adprof.options import shard_arg
 
 
 def add_scale_options(p: argparse.ArgumentParser) -> None:

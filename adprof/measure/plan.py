@@ -13,6 +13,7 @@ from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
 from adprof.chain import KNOWN_MODES, parse_target
 from adprof.measure.client import Worker, list_chains
 from adprof.measure.series import SeriesSpec
+from adprof.model import cost_phases
 
 
 class UsageError(Exception):
@@ -105,6 +106,7 @@ def plan_series(
                         continue
                     seen.add(key)
                     depths = series_depths(m, backend, md, bool(known_profiles))
+                    check_cost_phases(m, backend, md)
                     specs.append(
                         SeriesSpec(
                             file=m["file"],
@@ -125,6 +127,23 @@ def plan_series(
                         )
                     )
     return specs
+
+
+def check_cost_phases(meta: dict[str, Any], backend: str, mode: str) -> None:
+    """A chain's ``cost_phases`` must be phases that ``backend`` measures in ``mode`` (its declared ``phases``, and
+    the mode's own cost phases); else :class:`UsageError` naming the chain and the option (a phase nobody measures
+    would read inconclusive, exit 0)."""
+    asked = tuple(meta.get("cost_phases") or ())
+    declared = _declared(backend, "phases", mode)
+    if not asked or not declared:
+        return
+    known = tuple(dict.fromkeys((*declared, *cost_phases(mode, backend))))
+    unknown = [p for p in asked if p not in known]
+    if unknown:
+        raise UsageError(
+            f"chain {meta.get('name')!r}: cost_phases: {', '.join(map(repr, unknown))} is not a phase of {backend} "
+            f"{mode} (its phases: {', '.join(known)})"
+        )
 
 
 def _declared(backend: str, attr: str, mode: str) -> Any:
