@@ -14,10 +14,11 @@ from adprof.flame.sampling import FlameError
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "flame",
-        help="sample a looped probe with py-spy: flame graph + where the time went",
-        description="Run the probe of FILE::CHAIN in a loop under py-spy, write a flame graph and "
-        "print the share of samples in each engine phase (key equality, metadata "
-        "registration/deregistration, derivative traces, trace rebuild, kernels).",
+        help="sample a chain's measured phases with py-spy: flame graph + where the time went",
+        description="Measure points of FILE::CHAIN on --backend (engine, jax, torch, autograd, tinygrad) under "
+        "py-spy, keep the samples taken inside the measured phases (each with its phase), write an interactive "
+        "flame graph (or speedscope, a Chrome trace, collapsed stacks) and print where the time went; --vs D2 "
+        "compares two depths. With --cmd, callgrind's instructions per function instead.",
     )
     add_arguments(p)
     add_cmd_options(p)
