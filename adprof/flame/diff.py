@@ -4,8 +4,8 @@ Both runs measure whole points (the backend's point runner, the same phases), so
 seconds by the points measured puts the two depths on the same footing: the same number of samples per call
 (a point), whatever the two runs' lengths. :func:`growth` ranks functions by how much their self time per point
 grew, as the depth-halving report does for a whole phase (ranked by a conservative bound of the ratio: a
-function seen in a handful of samples does not outrank one seen in hundreds); the flame graph of the deeper run is coloured by the
-change of each frame's share (:func:`adprof.flame.svg.render_flame_svg` with ``base``).
+function seen in a handful of samples does not outrank one seen in hundreds); the flame graph of the deeper
+run is coloured by the change of each frame's share (:func:`adprof.flame.svg.render_flame_svg` with ``base``).
 """
 
 from __future__ import annotations

@@ -56,6 +56,20 @@ def build_tree(stacks: Sequence[tuple[str, Stack, float]]) -> Node:
     return root
 
 
+def _walk(node: Node, path: tuple[str, ...]):
+    """(path, node) of every node below ``node``, depth first."""
+    for key, kid in node.kids.items():
+        p = (*path, key)
+        yield p, kid
+        yield from _walk(kid, p)
+
+
+def _shares(tree: Node) -> dict[tuple[str, ...], float]:
+    """Each node's share of the tree's samples, by its path of keys (phase, then frame labels)."""
+    total = tree.n or 1.0
+    return {p: n.n / total for p, n in _walk(tree, ())}
+
+
 def phase_colors(phases: Sequence[str]) -> dict[str, int]:
     """Phase -> hue, in the order given."""
     return {p: _HUES[i % len(_HUES)] for i, p in enumerate(phases)}
@@ -179,35 +193,15 @@ def render_flame_svg(
     total = root.n
     order = list(phases or dict.fromkeys(p for p, _, _ in stacks))
     hues = phase_colors(order)
-    base_share: dict[tuple[str, ...], float] = {}
-    if base is not None:
-        btree = build_tree(base)
-        btotal = btree.n or 1.0
-
-        def walk(node: Node, path: tuple[str, ...]) -> None:
-            for key, kid in node.kids.items():
-                p = (*path, key)
-                base_share[p] = kid.n / btotal
-                walk(kid, p)
-
-        walk(btree, ())
+    base_share = _shares(build_tree(base)) if base is not None else {}
     rows: list[str] = []
     deepest = [0]
     span = width - 2 * PAD
-    deltas: list[float] = []
 
     def delta_of(node: Node, path: tuple[str, ...]) -> float:
         return node.n / total - base_share.get(path, 0.0) if total else 0.0
 
-    if base is not None:
-
-        def collect(node: Node, path: tuple[str, ...]) -> None:
-            for key, kid in node.kids.items():
-                deltas.append(abs(delta_of(kid, (*path, key))))
-                collect(kid, (*path, key))
-
-        collect(root, ())
-    scale = max(deltas, default=0.0)
+    scale = max((abs(delta_of(n, p)) for p, n in _walk(root, ())), default=0.0) if base is not None else 0.0
 
     def emit(node: Node, path: tuple[str, ...], x: float, depth: int) -> None:
         frac_x, frac_w = x / total if total else 0.0, node.n / total if total else 0.0

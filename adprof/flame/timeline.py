@@ -206,7 +206,7 @@ def phased_profile(
         while j < len(windows) and windows[j][0] < b:
             ws, we, phase = windows[j]
             lo, hi = max(a, ws), min(b, we)
-            if hi > lo:
+            if hi - lo > 1e-9:  # not a rounding error's sliver
                 covered += hi - lo
                 if cut is None:
                     prof.outside += hi - lo
