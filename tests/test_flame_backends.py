@@ -23,6 +23,7 @@ from adprof.flame.timeline import (
     clock_offset,
     phased_profile,
     stack_segments,
+    stale_after,
 )
 from tests.extras import requires
 
@@ -173,11 +174,20 @@ def test_timeline_keeps_only_phase_windows_and_cuts_to_the_probe() -> None:
         ("backward", ("measure_point", "backward")),
         ("backward", ("measure_point", "timed_block")),  # not base.py's: a probe frame
     }
-    # the imports and the anchor, each sample standing for 5 periods at most (the rest: py-spy was late)
-    assert prof.outside == pytest.approx(0.010, abs=1e-6) and prof.late > 0.5
+    assert prof.outside == pytest.approx(0.5 + 0.099, abs=1e-6) and prof.late < 1e-9  # the imports and the anchor
     assert prof.harness == 0.0  # timed_block has no harness file suffix here: it is a probe frame
     samples = dict(((p, f[-1].name), n) for p, f, n in prof.samples())
-    assert samples[("forward", "forward")] == 5  # 0.1 s at 1000 Hz, capped at 5 periods (py-spy was late)
+    assert samples[("forward", "forward")] == 100  # 0.1 s at 1000 Hz
+
+
+def test_timeline_a_late_sample_stands_for_five_typical_gaps_at_most() -> None:
+    work = _frames("main", "probe_loop", "measure_point", "work")
+    segs = [Segment(i * 0.002, (i + 1) * 0.002, work) for i in range(50)]  # py-spy every 2 ms (asked: 1 ms)
+    segs.append(Segment(0.1, 1.1, work))  # then one sample held for a second: py-spy fell behind
+    assert stale_after(segs, 1000.0) == pytest.approx(0.010)
+    log = {"anchor": [0, 0], "events": [[0.0, "run"], [2.0, None]], "iterations": 1}
+    prof = phased_profile(segs, log, 1000.0, offset=(0.0, 0.0))
+    assert prof.seconds == pytest.approx(0.1 + 0.010) and prof.late == pytest.approx(0.990)
 
 
 def test_timeline_leaves_out_the_harness_frames() -> None:

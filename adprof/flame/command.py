@@ -48,6 +48,8 @@ SUFFIXES: dict[str, tuple[str, ...]] = {
 #: The highest ``--rate``: py-spy takes a sample in well under a millisecond, not in the 10 microseconds that
 #: 100 kHz would leave it (it then falls behind and says so); a flame graph needs no more.
 MAX_RATE = 1000
+DEFAULT_RATE = 250
+NATIVE_RATE = 100
 #: Backends whose work is in C++ below the Python frames: sampled with py-spy ``--native`` unless ``--no-native``.
 NATIVE_BY_DEFAULT = frozenset({"torch"})
 
@@ -61,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", type=int, default=None, metavar="D2", help="also sample depth D2: a differential graph")
     p.add_argument("--profile", default=None, help="engine cost profile: v08 or fixed (fixed)")
     p.add_argument("--seconds", type=float, default=3.0, help="seconds of points to sample, per depth (3)")
-    p.add_argument("--rate", type=int, default=250, help=f"samples per second (250; 1..{MAX_RATE})")
+    p.add_argument("--rate", type=int, default=None, help=f"samples per second, 1..{MAX_RATE} (250; 100 with --native)")
     p.add_argument(
         "--native",
         action=argparse.BooleanOptionalAction,
@@ -133,7 +135,7 @@ def check_flame_options(args: argparse.Namespace) -> None:
     (one line, exit 2); shared by the chain and the ``--cmd`` paths."""
     if not (args.seconds > 0 and math.isfinite(args.seconds)) or args.seconds > MAX_SECONDS:
         raise FlameError(f"adprof flame: --seconds must be > 0 and at most {MAX_SECONDS:g}, got {args.seconds:g}")
-    if not 1 <= args.rate <= MAX_RATE:
+    if args.rate is not None and not 1 <= args.rate <= MAX_RATE:
         raise FlameError(f"adprof flame: --rate must be 1..{MAX_RATE} samples per second, got {args.rate}")
     if args.top < 1:
         raise FlameError(f"adprof flame: --top must be >= 1, got {args.top}")
@@ -168,6 +170,8 @@ def _backend_settings(args: argparse.Namespace) -> tuple[str, str | None, bool]:
     except ValueError as exc:
         raise FlameError(f"adprof flame: {exc}") from None
     native = args.native if args.native is not None else args.backend in NATIVE_BY_DEFAULT
+    if args.rate is None:  # a native sample costs milliseconds: py-spy keeps up with fewer
+        args.rate = NATIVE_RATE if native else DEFAULT_RATE
     return mode, profile, native
 
 
@@ -224,14 +228,7 @@ def _run(args: argparse.Namespace) -> int:
         print()
         print(terminal_safe(_summary(shown, args, where, args.vs)))
         print()
-        rows = growth(
-            _weighted(base),
-            base.profile.iterations,
-            _weighted(shown),
-            shown.profile.iterations,
-            args.vs - args.depth,
-            float(args.rate),
-        )
+        rows = growth(base.profile, shown.profile, args.vs - args.depth)
         print(terminal_safe(render_growth(rows, args.depth, args.vs, top=args.top)))
     print(f"\nwrote {output} ({fmt}{', differential' if base is not None else ''})")
     return 0

@@ -70,7 +70,8 @@ def _adprof_clock_anchor(seconds: float) -> tuple[float, float]:
 
 
 def make_point(target: str, backend_name: str, mode: str, depth: int, profile: str | None, calls: int):
-    """Load the chain and the backend; return ``point(on_phase)`` measuring one point with the backend's runner."""
+    """Load the chain and the backend; return ``point(on_phase)`` measuring one point with the backend's runner
+    (its ``phases``: the phases the backend declares for ``mode``, the measured ones)."""
     from adprof.backends import get_backend
     from adprof.chain import load_chains, parse_target
 
@@ -85,6 +86,7 @@ def make_point(target: str, backend_name: str, mode: str, depth: int, profile: s
         except backend.PointFailure as exc:
             raise RuntimeError(f"the point failed ({exc.kind}): {exc.message}") from None
 
+    point.phases = tuple(backend.phases.get(mode, ()))  # type: ignore[attr-defined]
     return point
 
 
@@ -127,6 +129,7 @@ def probe_loop(point, seconds: float, status: str | None, done: list[float], eve
     """
     clock = time.perf_counter
     seconds = max(float(seconds), MIN_SECONDS)
+    kept = set(getattr(point, "phases", ()))  # the measured phases (empty: every phase)
 
     def on_phase(name: str, call: int | None) -> None:
         events.append([clock(), str(name)])
@@ -138,7 +141,8 @@ def probe_loop(point, seconds: float, status: str | None, done: list[float], eve
         now = clock()
         events.append([now, None])
         done[0] += 1
-        done[1] += sum(b[0] - a[0] for a, b in zip(events[first:], events[first + 1 :], strict=False) if a[1])
+        pairs = zip(events[first:], events[first + 1 :], strict=False)
+        done[1] += sum(b[0] - a[0] for a, b in pairs if a[1] is not None and (not kept or a[1] in kept))
         if done[1] >= seconds or now - start >= WALL_FACTOR * seconds:
             return
         if now - last >= STATUS_EVERY:
@@ -185,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.log:
         log = {"anchor": list(anchor), "events": events, "tid": threading.get_ident(), "iterations": int(done[0])}
+        log["phases"] = list(getattr(point, "phases", ()))
         write_status(args.log, **log)
     write_status(args.status, state="done", iterations=int(done[0]), seconds=done[1], error=None)
     return 0

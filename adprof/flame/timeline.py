@@ -30,7 +30,8 @@ HARNESS: tuple[tuple[str, str], ...] = (
 )
 
 #: A sample stands for at most this many sampling periods (the chance of a longer Poisson gap is e**-5): a
-#: longer gap means py-spy fell behind (a loaded machine), and the stack it saw first does not stand for it.
+#: longer gap means py-spy fell behind (a loaded machine), and the stack it saw first does not stand for it
+#: (:func:`stale_after`).
 STALE_PERIODS = 5.0
 
 
@@ -61,7 +62,8 @@ class PhasedProfile:
     points measured; ``outside``: seconds sampled outside every phase window (setup, the worker's loop);
     ``harness``: seconds in the harness's frames inside a window (left out); ``offset_error``: half the width
     of the interval the clock offset was read from (seconds); ``late``: seconds of gaps between samples past
-    :data:`STALE_PERIODS` periods (py-spy fell behind; not attributed).
+    :data:`STALE_PERIODS` periods (py-spy fell behind; not attributed); ``window_seconds``: the phase windows'
+    total by the worker's clock.
     """
 
     slices: list[Slice] = field(default_factory=list)
@@ -71,6 +73,14 @@ class PhasedProfile:
     harness: float = 0.0
     offset_error: float = 0.0
     late: float = 0.0
+    window_seconds: float = 0.0
+
+    def seconds_per_point(self) -> float:
+        """The worker's own time in the measured phases per point (its clock, not the samples: py-spy falling
+        behind loses samples, not time), less the harness's share as the samples saw it."""
+        inside = self.seconds
+        probe = inside / (inside + self.harness) if inside + self.harness > 0 else 1.0
+        return self.window_seconds * probe / max(self.iterations, 1)
 
     def weights(self) -> dict[tuple[str, Stack], float]:
         """Seconds per (phase, stack), in first-seen order."""
@@ -157,6 +167,15 @@ def clock_offset(segments: Sequence[Segment], anchor: tuple[float, float], rate:
     return min(max(guess, lo), hi), (hi - lo) / 2
 
 
+def stale_after(segments: Sequence[Segment], rate: float) -> float:
+    """The longest time one sample stands for: :data:`STALE_PERIODS` periods of the rate asked for, or of the
+    median gap between py-spy's stack changes when that is longer (``--native`` on a loaded machine: py-spy
+    samples slower than asked, every time alike)."""
+    gaps = sorted(s.end - s.start for s in segments)
+    median = gaps[len(gaps) // 2] if gaps else 0.0
+    return STALE_PERIODS * max(1.0 / rate, median)
+
+
 def cut_to_probe(frames: Stack) -> Stack | None:
     """The frames below the worker's loop (None when the loop is not on the stack: setup, the anchor)."""
     for i, f in enumerate(frames):
@@ -175,11 +194,12 @@ def in_harness(frames: Stack) -> bool:
     return any(f.name == fn and f.file.replace("\\", "/").endswith(suffix) for f in frames for fn, suffix in HARNESS)
 
 
-def phase_windows(events: Sequence[Sequence]) -> list[tuple[float, float, str]]:
-    """``[time, phase|None]`` events -> ``(start, end, phase)`` windows (a phase lasts until the next event)."""
+def phase_windows(events: Sequence[Sequence], kept: Sequence[str] = ()) -> list[tuple[float, float, str]]:
+    """``[time, phase|None]`` events -> ``(start, end, phase)`` windows (a phase lasts until the next event); only
+    the phases in ``kept`` when given (the backend's measured phases: not its ``check`` of the value)."""
     out = []
     for (t, phase), (t2, _) in zip(events, events[1:], strict=False):
-        if phase is not None and t2 > t:
+        if phase is not None and t2 > t and (not kept or phase in kept):
             out.append((float(t), float(t2), str(phase)))
     return out
 
@@ -189,10 +209,11 @@ def phased_profile(
 ) -> PhasedProfile:
     """Split py-spy's segments by the worker's phase windows (``log``: the worker's ``--log`` JSON)."""
     off, err = offset if offset is not None else clock_offset(segments, tuple(log["anchor"]), rate)
-    windows = phase_windows(log.get("events") or [])
+    windows = phase_windows(log.get("events") or [], log.get("phases") or ())
     prof = PhasedProfile(rate=rate, iterations=int(log.get("iterations", 0)), offset_error=err)
+    prof.window_seconds = sum(we - ws for ws, we, _ in windows)
     wi = 0
-    longest = STALE_PERIODS / rate
+    longest = stale_after(segments, rate)
     for seg in segments:
         a, b = seg.start - off, seg.end - off
         if b - a > longest:  # py-spy fell behind: what ran after the sample's first periods is unknown
@@ -230,4 +251,5 @@ __all__ = [
     "phase_windows",
     "phased_profile",
     "stack_segments",
+    "stale_after",
 ]
