@@ -242,11 +242,15 @@ def _render(fmt: str, run: FlameRun, base: FlameRun | None, args: argparse.Names
         samples = [(p, f, float(n)) for p, f, n in prof.samples()]
         if base is None:
             sub = f"{prof.iterations} points, {prof.seconds:.2f} s measured, sampled at {args.rate} Hz; colour = phase"
-            return render_flame_svg(samples, title=f"adprof flame {title}", subtitle=sub)
+            return render_flame_svg(samples, title=f"adprof flame {title}", subtitle=sub, phases=prof.phase_order)
         bsamples = [(p, f, float(n)) for p, f, n in base.profile.samples()]
         sub = f"differential: depth {args.depth} -> {args.vs}; colour = change of each frame's share of samples"
         return render_flame_svg(
-            samples, title=f"adprof flame {title} vs depth {args.depth}", subtitle=sub, base=bsamples
+            samples,
+            title=f"adprof flame {title} vs depth {args.depth}",
+            subtitle=sub,
+            base=bsamples,
+            phases=prof.phase_order,
         )
     if fmt == "speedscope":
         return render_speedscope(_weighted(run), name=title)
@@ -267,9 +271,10 @@ def _summary(run: FlameRun, args: argparse.Namespace, where: str, depth: int) ->
         "",
         f"  {'measured phase':<26}{'samples':>8}{'share':>8}",
     ]
-    per_phase: dict[str, int] = {}
+    per_phase: dict[str, int] = dict.fromkeys(prof.phase_order, 0)  # in the order the phases run
     for p, _, n in samples:
         per_phase[p] = per_phase.get(p, 0) + n
+    per_phase = {p: n for p, n in per_phase.items() if n}
     for p, n in per_phase.items():
         lines.append(f"  {p:<26}{n:>8}{100.0 * n / max(total, 1):>7.1f}%")
     summary = attribute([(f, n) for _, f, n in samples])

@@ -191,7 +191,7 @@ def render_flame_svg(
     ``stacks``, each frame coloured by its share in ``stacks`` minus its share in ``base``."""
     root = build_tree(stacks)
     total = root.n
-    order = list(phases or dict.fromkeys(p for p, _, _ in stacks))
+    order = list(dict.fromkeys([*(phases or ()), *(p for p, _, _ in stacks)]))
     hues = phase_colors(order)
     base_share = _shares(build_tree(base)) if base is not None else {}
     rows: list[str] = []

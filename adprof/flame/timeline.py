@@ -74,6 +74,7 @@ class PhasedProfile:
     offset_error: float = 0.0
     late: float = 0.0
     window_seconds: float = 0.0
+    phase_order: list[str] = field(default_factory=list)
 
     def seconds_per_point(self) -> float:
         """The worker's own time in the measured phases per point (its clock, not the samples: py-spy falling
@@ -212,6 +213,7 @@ def phased_profile(
     windows = phase_windows(log.get("events") or [], log.get("phases") or ())
     prof = PhasedProfile(rate=rate, iterations=int(log.get("iterations", 0)), offset_error=err)
     prof.window_seconds = sum(we - ws for ws, we, _ in windows)
+    prof.phase_order = list(log.get("phases") or dict.fromkeys(p for _, _, p in windows))
     wi = 0
     longest = stale_after(segments, rate)
     for seg in segments:
