@@ -21,7 +21,9 @@ from adprof.flame.timeline import (
     Segment,
     Slice,
     clock_offset,
+    phase_windows,
     phased_profile,
+    refine_offset,
     stack_segments,
     stale_after,
 )
@@ -188,6 +190,27 @@ def test_timeline_a_late_sample_stands_for_five_typical_gaps_at_most() -> None:
     log = {"anchor": [0, 0], "events": [[0.0, "run"], [2.0, None]], "iterations": 1}
     prof = phased_profile(segs, log, 1000.0, offset=(0.0, 0.0))
     assert prof.seconds == pytest.approx(0.1 + 0.010) and prof.late == pytest.approx(0.990)
+
+
+def test_timeline_offset_is_refined_so_each_kind_of_stack_sits_in_one_phase() -> None:
+    """Deep stacks are read later than the anchor's: py-spy's times run 3 ms late for them. The refined offset
+    puts forward's stacks in forward and backward's in backward again."""
+    fwd = _frames("main", "probe_loop", "measure_point", "forward_fn")
+    bwd = _frames("main", "probe_loop", "measure_point", "backward_fn")
+    events, segs = [], []
+    for i in range(40):  # 10 ms phases, forward then backward; one sample per ms, 3 ms late
+        t = i * 0.02
+        events += [[t, "forward"], [t + 0.01, "backward"]]
+        segs += [Segment(t + k * 0.001 + 0.003, t + (k + 1) * 0.001 + 0.003, fwd) for k in range(10)]
+        segs += [Segment(t + 0.01 + k * 0.001 + 0.003, t + 0.01 + (k + 1) * 0.001 + 0.003, bwd) for k in range(10)]
+    events.append([0.8, None])
+    windows = phase_windows(events)
+    assert refine_offset(segs, windows, 0.0, 1000.0) == pytest.approx(0.003, abs=0.0003)
+    prof = phased_profile(segs, {"events": events, "iterations": 40}, 1000.0, offset=(0.003, 0.0))
+    assert {(s.phase, s.frames[-1].name) for s in prof.slices} == {
+        ("forward", "forward_fn"),
+        ("backward", "backward_fn"),
+    }
 
 
 def test_timeline_leaves_out_the_harness_frames() -> None:

@@ -16,7 +16,7 @@ weight times the rate is a number of samples.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from adprof.flame.collapse import Frame, Stack
@@ -205,21 +205,16 @@ def phase_windows(events: Sequence[Sequence], kept: Sequence[str] = ()) -> list[
     return out
 
 
-def phased_profile(
-    segments: Sequence[Segment], log: dict, rate: float, offset: tuple[float, float] | None = None
-) -> PhasedProfile:
-    """Split py-spy's segments by the worker's phase windows (``log``: the worker's ``--log`` JSON)."""
-    off, err = offset if offset is not None else clock_offset(segments, tuple(log["anchor"]), rate)
-    windows = phase_windows(log.get("events") or [], log.get("phases") or ())
-    prof = PhasedProfile(rate=rate, iterations=int(log.get("iterations", 0)), offset_error=err)
-    prof.window_seconds = sum(we - ws for ws, we, _ in windows)
-    prof.phase_order = list(log.get("phases") or dict.fromkeys(p for _, _, p in windows))
+def _split(
+    segments: Sequence[Segment], windows: Sequence[tuple[float, float, str]], off: float, longest: float
+) -> Iterator[tuple[str, float, float, str | None, Stack | None]]:
+    """Each segment's parts: ``("late", ...)`` past ``longest``, ``("out", ...)`` outside every window, and
+    ``("in", lo, hi, phase, cut stack)`` inside one (worker seconds; the cut stack None when it is not the probe's)."""
     wi = 0
-    longest = stale_after(segments, rate)
     for seg in segments:
         a, b = seg.start - off, seg.end - off
         if b - a > longest:  # py-spy fell behind: what ran after the sample's first periods is unknown
-            prof.late += b - a - longest
+            yield ("late", 0.0, (b - a) - longest, None, None)
             b = a + longest
         cut = cut_to_probe(seg.frames)
         covered = 0.0
@@ -231,14 +226,68 @@ def phased_profile(
             lo, hi = max(a, ws), min(b, we)
             if hi - lo > 1e-9:  # not a rounding error's sliver
                 covered += hi - lo
-                if cut is None:
-                    prof.outside += hi - lo
-                elif in_harness(cut):
-                    prof.harness += hi - lo
-                else:
-                    prof.slices.append(Slice(lo, hi, phase, cut))
+                yield ("in", lo, hi, phase, cut)
             j += 1
-        prof.outside += (b - a) - covered
+        if (b - a) - covered > 0:
+            yield ("out", 0.0, (b - a) - covered, None, None)
+
+
+#: Frames below ``measure_point`` that say which part of a point a sample is in (:func:`refine_offset`).
+KEY_FRAMES = 8
+
+
+def _purity(segments, windows, off: float, longest: float) -> float:
+    """Seconds of probe stacks in the phase that holds most of their kind (their first :data:`KEY_FRAMES` frames;
+    ``forward0`` and ``forward`` are one phase here): high when the clocks are aligned, lower when samples of one
+    phase spill into the next."""
+    by: dict[Stack, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for kind, lo, hi, phase, cut in _split(segments, windows, off, longest):
+        if kind == "in" and cut:
+            by[cut[:KEY_FRAMES]][str(phase).rstrip("0123456789")] += hi - lo
+    return sum(max(d.values()) for d in by.values())
+
+
+def refine_offset(
+    segments: Sequence[Segment], windows: Sequence[tuple[float, float, str]], anchor: float, rate: float
+) -> float:
+    """The clock offset that puts each kind of probe stack in one phase most: tried from a period before the
+    anchor's to eight after it, in quarter periods. A sample's time is taken when py-spy has read the stack,
+    and a deep stack (``--native``: C++ frames to unwind) takes longer to read than the anchor's shallow one, so
+    the anchor alone places deep samples late, in the next phase."""
+    period = 1.0 / rate
+    longest = stale_after(segments, rate)
+    best, best_score = anchor, _purity(segments, windows, anchor, longest)
+    for k in range(-4, 33):
+        cand = anchor + k * period / 4
+        score = _purity(segments, windows, cand, longest)
+        if score > best_score * (1 + 1e-6):
+            best, best_score = cand, score
+    return best
+
+
+def phased_profile(
+    segments: Sequence[Segment], log: dict, rate: float, offset: tuple[float, float] | None = None
+) -> PhasedProfile:
+    """Split py-spy's segments by the worker's phase windows (``log``: the worker's ``--log`` JSON); the clock
+    offset is the anchor's (:func:`clock_offset`) refined by :func:`refine_offset` unless ``offset`` is given."""
+    windows = phase_windows(log.get("events") or [], log.get("phases") or ())
+    if offset is None:
+        off, err = clock_offset(segments, tuple(log["anchor"]), rate)
+        off = refine_offset(segments, windows, off, rate)
+    else:
+        off, err = offset
+    prof = PhasedProfile(rate=rate, iterations=int(log.get("iterations", 0)), offset_error=err)
+    prof.window_seconds = sum(we - ws for ws, we, _ in windows)
+    prof.phase_order = list(log.get("phases") or dict.fromkeys(p for _, _, p in windows))
+    for kind, lo, hi, phase, cut in _split(segments, windows, off, stale_after(segments, rate)):
+        if kind == "late":
+            prof.late += hi - lo
+        elif kind == "out" or cut is None:
+            prof.outside += hi - lo
+        elif in_harness(cut):
+            prof.harness += hi - lo
+        else:
+            prof.slices.append(Slice(lo, hi, str(phase), cut))
     return prof
 
 
@@ -252,6 +301,7 @@ __all__ = [
     "in_harness",
     "phase_windows",
     "phased_profile",
+    "refine_offset",
     "stack_segments",
     "stale_after",
 ]
