@@ -50,6 +50,8 @@ SUFFIXES: dict[str, tuple[str, ...]] = {
 MAX_RATE = 1000
 DEFAULT_RATE = 250
 NATIVE_RATE = 100
+#: Below this phase agreement (:attr:`~adprof.flame.timeline.PhasedProfile.agreement`) the summary says so.
+AGREEMENT_NOTE = 0.9
 #: Backends whose work is in C++ below the Python frames: sampled with py-spy ``--native`` unless ``--no-native``.
 NATIVE_BY_DEFAULT = frozenset({"torch"})
 
@@ -169,10 +171,15 @@ def _backend_settings(args: argparse.Namespace) -> tuple[str, str | None, bool]:
         backend.check_arguments(mode, profile)
     except ValueError as exc:
         raise FlameError(f"adprof flame: {exc}") from None
-    native = args.native if args.native is not None else args.backend in NATIVE_BY_DEFAULT
+    native = run_native(args)
     if args.rate is None:  # a native sample costs milliseconds: py-spy keeps up with fewer
         args.rate = NATIVE_RATE if native else DEFAULT_RATE
     return mode, profile, native
+
+
+def run_native(args: argparse.Namespace) -> bool:
+    """Whether the run samples C/C++ frames (``--native``, else the backend's default)."""
+    return args.native if args.native is not None else args.backend in NATIVE_BY_DEFAULT
 
 
 def sampling_backend(name: str):
@@ -241,7 +248,10 @@ def _render(fmt: str, run: FlameRun, base: FlameRun | None, args: argparse.Names
     if fmt == "svg":
         samples = [(p, f, float(n)) for p, f, n in prof.samples()]
         if base is None:
-            sub = f"{prof.iterations} points, {prof.seconds:.2f} s measured, sampled at {args.rate} Hz; colour = phase"
+            sub = (
+                f"{prof.iterations} points, {prof.seconds:.2f} s measured, sampled at {args.rate} Hz; colour = phase "
+                f"({prof.agreement:.0%} of the samples in their kind's phase)"
+            )
             return render_flame_svg(samples, title=f"adprof flame {title}", subtitle=sub, phases=prof.phase_order)
         bsamples = [(p, f, float(n)) for p, f, n in base.profile.samples()]
         sub = f"differential: depth {args.depth} -> {args.vs}; colour = change of each frame's share of samples"
@@ -277,6 +287,12 @@ def _summary(run: FlameRun, args: argparse.Namespace, where: str, depth: int) ->
     per_phase = {p: n for p, n in per_phase.items() if n}
     for p, n in per_phase.items():
         lines.append(f"  {p:<26}{n:>8}{100.0 * n / max(total, 1):>7.1f}%")
+    if prof.agreement < AGREEMENT_NOTE:
+        lines.append(
+            f"  note: {prof.agreement:.0%} of the samples sit in the phase their kind of stack mostly runs in: the "
+            "rest, near a phase's edges, may carry the neighbouring phase (py-spy read the stacks slowly"
+            + (": --no-native tags phases sharper)" if run_native(args) else ")")
+        )
     summary = attribute([(f, n) for _, f, n in samples])
     body = render_summary(summary, top=args.top, sections=args.backend == "engine")
     lines.append("")

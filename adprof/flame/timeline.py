@@ -75,6 +75,7 @@ class PhasedProfile:
     late: float = 0.0
     window_seconds: float = 0.0
     phase_order: list[str] = field(default_factory=list)
+    agreement: float = 1.0
 
     def seconds_per_point(self) -> float:
         """The worker's own time in the measured phases per point (its clock, not the samples: py-spy falling
@@ -278,6 +279,12 @@ def phased_profile(
         off, err = offset
     prof = PhasedProfile(rate=rate, iterations=int(log.get("iterations", 0)), offset_error=err)
     prof.window_seconds = sum(we - ws for ws, we, _ in windows)
+    probe = sum(
+        hi - lo
+        for kind, lo, hi, _, cut in _split(segments, windows, off, stale_after(segments, rate))
+        if kind == "in" and cut
+    )
+    prof.agreement = _purity(segments, windows, off, stale_after(segments, rate)) / probe if probe else 1.0
     prof.phase_order = list(log.get("phases") or dict.fromkeys(p for _, _, p in windows))
     for kind, lo, hi, phase, cut in _split(segments, windows, off, stale_after(segments, rate)):
         if kind == "late":
