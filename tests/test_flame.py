@@ -303,6 +303,7 @@ def test_real_sampling_fixed_has_no_key_equality(tmp_path) -> None:
     assert s.inclusive_share("grad") > 0.3, render_summary(s)
 
 
+@pytest.mark.slow  # ~15 s under load: the error paths are covered by fake py-spy runs by default
 def test_real_sampling_reports_a_worker_error(tmp_path, capsys) -> None:
     _require_py_spy()
     src = tmp_path / "bad.py"

@@ -68,6 +68,7 @@ def test_flame_engine_eager_measured_phases_only(tmp_path) -> None:
     _assert_measured_only(stacks, text, {"forward0", "backward0", "forward", "backward"})
 
 
+@pytest.mark.slow
 @requires("autograd")
 def test_flame_autograd_eager(tmp_path) -> None:
     stacks, text = _flame_collapsed(tmp_path, f"{CHAINS}::sin", "--backend", "autograd", "--depth", "8")
@@ -162,9 +163,9 @@ def test_timeline_keeps_only_phase_windows_and_cuts_to_the_probe() -> None:
     segs = [
         Segment(10.5, 11.0, _frames("<module>", "_find_and_load", "exec_module")),  # imports: outside
         Segment(11.001, 11.1, _frames("<module>", "main", "_adprof_clock_anchor")),
-        Segment(11.1, 11.2, _frames("<module>", "main", "probe_loop", "measure_point", "forward")),
-        Segment(11.2, 11.3, _frames("<module>", "main", "probe_loop", "measure_point", "backward")),
-        Segment(11.3, 11.32, _frames("<module>", "main", "probe_loop", "measure_point", "timed_block")),
+        Segment(11.101, 11.201, _frames("<module>", "main", "probe_loop", "measure_point", "forward")),
+        Segment(11.201, 11.301, _frames("<module>", "main", "probe_loop", "measure_point", "backward")),
+        Segment(11.301, 11.32, _frames("<module>", "main", "probe_loop", "measure_point", "timed_block")),
     ]
     log = {"anchor": [1.0, 1.1], "events": [[1.1, "forward"], [1.2, "backward"], [1.33, None]], "iterations": 1}
     off, err = clock_offset(segs, (1.0, 1.1), rate=1000.0)
@@ -205,7 +206,7 @@ def test_timeline_offset_is_refined_so_each_kind_of_stack_sits_in_one_phase() ->
         segs += [Segment(t + 0.01 + k * 0.001 + 0.003, t + 0.01 + (k + 1) * 0.001 + 0.003, bwd) for k in range(10)]
     events.append([0.8, None])
     windows = phase_windows(events)
-    assert refine_offset(segs, windows, 0.0, 1000.0) == pytest.approx(0.003, abs=0.0003)
+    assert 0.002 < refine_offset(segs, windows, 0.0, 1000.0) <= 0.003 + 1e-9  # every such offset is exact here
     prof = phased_profile(segs, {"events": events, "iterations": 40}, 1000.0, offset=(0.003, 0.0))
     assert {(s.phase, s.frames[-1].name) for s in prof.slices} == {
         ("forward", "forward_fn"),

@@ -134,6 +134,7 @@ def test_svg_zoom_and_search_in_chromium(tmp_path) -> None:
     assert len(re.findall(r'class="f[^"]*\bhit\b', dom)) == 2
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_standalone_svg_runs_its_script_and_searches_from_the_url(tmp_path) -> None:
     path = tmp_path / "g.svg"

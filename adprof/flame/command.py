@@ -59,7 +59,11 @@ NATIVE_BY_DEFAULT = frozenset({"torch"})
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``adprof flame`` (shared by the ``adprof`` parser and :func:`main`)."""
     p.add_argument("target", nargs="?", metavar="FILE::CHAIN", help="chain file and chain name")
-    p.add_argument("--backend", default="engine", help="engine (default), jax, torch, autograd, tinygrad, ...")
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="engine, jax, torch, autograd, tinygrad, ... (default: engine, or the one backend the chain declares)",
+    )
     p.add_argument("--mode", default=None, help="probe mode (default: the backend's first: traced, eager, ...)")
     p.add_argument("--depth", type=int, required=True, help="chain depth to probe")
     p.add_argument("--vs", type=int, default=None, metavar="D2", help="also sample depth D2: a differential graph")
@@ -86,9 +90,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("--no-color", action="store_true", help="no colours (flame prints plain text)")
 
 
-def _resolve_target(target: str) -> tuple[str, str]:
+def _resolve_target(target: str) -> tuple[str, str, dict]:
     """Validate ``FILE[::CHAIN]`` by loading it in a subprocess under a timeout (user code never runs in
-    adprof's own process); return (``abs file::chain`` for the worker, chain name)."""
+    adprof's own process); return (``abs file::chain`` for the worker, chain name, its declared modes)."""
     try:
         path, name = parse_target(target)
     except ChainError as exc:
@@ -155,15 +159,30 @@ def check_flame_options(args: argparse.Namespace) -> None:
     output_format(args.output, args.format, ("svg",) if cmd else FORMATS)
 
 
-def _backend_settings(args: argparse.Namespace) -> tuple[str, str | None, bool]:
-    """(mode, profile, native) for the backend, checked without importing an engine."""
-    from adprof.backends import UnknownBackendError, check_backend
+def _check_backend(name: str):
+    """The declaration of backend ``name``, checked without importing an engine (one line, exit 2)."""
+    from adprof.backends import UnknownBackendError, backend_declaration, check_backend
 
     try:
-        backend = sampling_backend(check_backend(args.backend))
+        return backend_declaration(check_backend(name))
     except UnknownBackendError as exc:
         raise FlameError(f"adprof flame: {exc}") from None
-    mode = args.mode or backend.modes[0]
+
+
+def _backend_settings(args: argparse.Namespace, name: str, declared: dict) -> tuple[str, str, str | None, bool]:
+    """(backend, mode, profile, native): the options, else what the chain declares (its one backend, its first
+    mode there), else the engine and the backend's first mode; a backend or mode the chain is not declared for
+    is refused in one line."""
+    per_backend: dict[str, list[str]] = declared.get("backend_modes") or {}
+    backend_name = args.backend or (
+        next(iter(per_backend)) if per_backend and "engine" not in per_backend else "engine"
+    )
+    if per_backend and backend_name not in per_backend:
+        which = ", ".join(f"--backend {b} ({', '.join(m)})" for b, m in per_backend.items())
+        raise FlameError(f"adprof flame: chain {name} is declared for {which}, not for {backend_name}")
+    backend = _check_backend(backend_name)
+    chain_modes = per_backend.get(backend_name) or declared.get("modes") or ()
+    mode = args.mode or next((m for m in chain_modes if m in backend.modes), backend.modes[0])
     profile = args.profile
     if profile is None and backend.profiles != (None,):
         profile = "fixed" if "fixed" in backend.profiles else backend.profiles[0]
@@ -171,22 +190,16 @@ def _backend_settings(args: argparse.Namespace) -> tuple[str, str | None, bool]:
         backend.check_arguments(mode, profile)
     except ValueError as exc:
         raise FlameError(f"adprof flame: {exc}") from None
+    args.backend = backend_name
     native = run_native(args)
     if args.rate is None:  # a native sample costs milliseconds: py-spy keeps up with fewer
         args.rate = NATIVE_RATE if native else DEFAULT_RATE
-    return mode, profile, native
+    return backend_name, mode, profile, native
 
 
 def run_native(args: argparse.Namespace) -> bool:
     """Whether the run samples C/C++ frames (``--native``, else the backend's default)."""
     return args.native if args.native is not None else args.backend in NATIVE_BY_DEFAULT
-
-
-def sampling_backend(name: str):
-    """The backend declaration of ``name`` (no engine imported)."""
-    from adprof.backends import backend_declaration
-
-    return backend_declaration(name)
 
 
 def run_flame(args: argparse.Namespace) -> int:
@@ -205,10 +218,12 @@ def _weighted(run: FlameRun) -> list[tuple[str, Stack, float]]:
 def _run(args: argparse.Namespace) -> int:
     check_flame_options(args)
     fmt = output_format(args.output, args.format)
-    mode, profile, native = _backend_settings(args)
+    if args.backend:
+        _check_backend(args.backend)  # before loading anything
     if args.output:
-        _check_output(args.output, args.target, fmt)  # before loading anything
-    worker_target, name = _resolve_target(args.target)
+        _check_output(args.output, args.target, fmt)
+    worker_target, name, declared = _resolve_target(args.target)
+    backend, mode, profile, native = _backend_settings(args, name, declared)
     output = args.output or _default_output(name, mode, args.depth, fmt, args.vs)
     _check_output(output, args.target, fmt)
     py_spy = sampling.find_py_spy()  # looked up on the module: tests replace it
@@ -217,11 +232,11 @@ def _run(args: argparse.Namespace) -> int:
 
     def sample(depth: int) -> FlameRun:
         return sample_probe(
-            worker_target, mode, depth, profile, args.seconds, args.rate, py_spy, backend=args.backend, native=native
+            worker_target, mode, depth, profile, args.seconds, args.rate, py_spy, backend=backend, native=native
         )
 
     run = sample(args.depth)
-    where = f"{args.backend} {mode}" + (f", profile {profile}" if profile else "") + (", native" if native else "")
+    where = f"{backend} {mode}" + (f", profile {profile}" if profile else "") + (", native" if native else "")
     shown, base = run, None
     if args.vs is not None:
         shown, base = sample(args.vs), run

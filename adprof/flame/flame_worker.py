@@ -91,7 +91,8 @@ def make_point(target: str, backend_name: str, mode: str, depth: int, profile: s
 
 
 def resolve(target: str) -> int:
-    """``--resolve``: load ``FILE[::CHAIN]`` and print ``{"ok": true, "target": "ABS::NAME", "name": NAME}``
+    """``--resolve``: load ``FILE[::CHAIN]`` and print ``{"ok": true, "target": "ABS::NAME", "name": NAME, "modes":
+    [...], "backend_modes": {backend: [...]}}``
     (or ``{"ok": false, "error": one line}``) as the last line of stdout; the chain's own prints go to stderr."""
     from pathlib import Path
 
@@ -108,7 +109,10 @@ def resolve(target: str) -> int:
             names = ", ".join(c.name for c in chains)
             raise ChainError(f"{path} defines several chains ({names}); name one with {path}::CHAIN")
         chosen = name or chains[0].name
+        ch = next((c for c in chains if c.name == chosen), chains[0])
         answer: dict[str, Any] = {"ok": True, "target": f"{Path(path).resolve()}::{chosen}", "name": chosen}
+        answer["modes"] = list(ch.modes)
+        answer["backend_modes"] = {b: list(m) for b, m in ch.backend_modes.items()}
     except ChainError as exc:
         answer = {"ok": False, "error": str(exc)}
     except (Exception, SystemExit) as exc:  # a chain failing at import outside what ChainError covers

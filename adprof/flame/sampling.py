@@ -71,9 +71,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) -> tuple[str, str]:
+def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) -> tuple[str, str, dict[str, Any]]:
     """Load ``file`` in a subprocess (``flame_worker --resolve``) within ``timeout`` seconds and return
-    (``abs file::chain``, chain name); raise :class:`FlameError` (exit 2) with the one-line reason."""
+    (``abs file::chain``, chain name, its declarations: ``modes``, ``backend_modes``); raise :class:`FlameError`
+    (exit 2) with the one-line reason."""
     target = f"{file}::{name}" if name else file
     argv = [sys.executable, "-P", "-m", "adprof.flame.flame_worker", target, "--resolve", "--depth", "1"]
     done = procs.run(argv, timeout=timeout, output_limit=OUTPUT_KEPT, env=_env(), keep_tail=True)
@@ -88,7 +89,7 @@ def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) ->
                 continue
             break
     if answer.get("ok"):
-        return str(answer["target"]), str(answer["name"])
+        return str(answer["target"]), str(answer["name"]), answer
     if answer.get("error"):
         raise FlameError(f"adprof flame: {answer['error']}")
     how = f"exit code {done.returncode}" if done.returncode is not None and done.returncode >= 0 else "killed"

@@ -15,6 +15,7 @@ weight times the rate is a number of samples.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -209,28 +210,25 @@ def phase_windows(events: Sequence[Sequence], kept: Sequence[str] = ()) -> list[
 def _split(
     segments: Sequence[Segment], windows: Sequence[tuple[float, float, str]], off: float, longest: float
 ) -> Iterator[tuple[str, float, float, str | None, Stack | None]]:
-    """Each segment's parts: ``("late", ...)`` past ``longest``, ``("out", ...)`` outside every window, and
-    ``("in", lo, hi, phase, cut stack)`` inside one (worker seconds; the cut stack None when it is not the probe's)."""
-    wi = 0
+    """Each segment as ``("in", start, end, phase, cut stack)`` when its sample was taken inside a window (worker
+    seconds; the cut stack None when it is not the probe's), else ``("out", ...)``, and ``("late", 0, excess)``
+    past ``longest``.
+
+    A segment goes whole to the phase its sample was taken in: the stack was seen at the segment's start, and
+    the unchanged samples after it ran the same code. Cutting it at a window's edge instead would hand the
+    neighbouring phase up to a period of time that was not its own (a phase change changes the stack, and the
+    change is seen only at the next sample)."""
+    starts = [w[0] for w in windows]
     for seg in segments:
         a, b = seg.start - off, seg.end - off
         if b - a > longest:  # py-spy fell behind: what ran after the sample's first periods is unknown
             yield ("late", 0.0, (b - a) - longest, None, None)
             b = a + longest
-        cut = cut_to_probe(seg.frames)
-        covered = 0.0
-        while wi < len(windows) and windows[wi][1] <= a:
-            wi += 1
-        j = wi
-        while j < len(windows) and windows[j][0] < b:
-            ws, we, phase = windows[j]
-            lo, hi = max(a, ws), min(b, we)
-            if hi - lo > 1e-9:  # not a rounding error's sliver
-                covered += hi - lo
-                yield ("in", lo, hi, phase, cut)
-            j += 1
-        if (b - a) - covered > 0:
-            yield ("out", 0.0, (b - a) - covered, None, None)
+        i = bisect.bisect_right(starts, a) - 1
+        if i >= 0 and a < windows[i][1]:
+            yield ("in", a, b, windows[i][2], cut_to_probe(seg.frames))
+        else:
+            yield ("out", a, b, None, None)
 
 
 #: Frames below ``measure_point`` that say which part of a point a sample is in (:func:`refine_offset`).
