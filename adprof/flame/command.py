@@ -64,7 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="engine, jax, torch, autograd, tinygrad, ... (default: engine, or the one backend the chain declares)",
     )
-    p.add_argument("--mode", default=None, help="probe mode (default: the backend's first: traced, eager, ...)")
+    p.add_argument(
+        "--mode", default=None, help="probe mode (default: the chain's first on the backend, else the backend's first)"
+    )
     p.add_argument("--depth", type=int, required=True, help="chain depth to probe")
     p.add_argument("--vs", type=int, default=None, metavar="D2", help="also sample depth D2: a differential graph")
     p.add_argument("--profile", default=None, help="engine cost profile: v08 or fixed (fixed)")
