@@ -196,8 +196,9 @@ def test_timeline_a_late_sample_stands_for_five_typical_gaps_at_most() -> None:
 def test_timeline_offset_is_refined_so_each_kind_of_stack_sits_in_one_phase() -> None:
     """Deep stacks are read later than the anchor's: py-spy's times run 3 ms late for them. The refined offset
     puts forward's stacks in forward and backward's in backward again."""
-    fwd = _frames("main", "probe_loop", "measure_point", "forward_fn")
-    bwd = _frames("main", "probe_loop", "measure_point", "backward_fn")
+    runner = ("main", "probe_loop", "measure_point", "run", "eager", "calls")
+    fwd = _frames(*runner, "forward_fn", "chain", "op", "kernel")  # deep enough to say where in a point it is
+    bwd = _frames(*runner, "backward_fn", "engine", "node", "kernel")
     events, segs = [], []
     for i in range(40):  # 10 ms phases, forward then backward; one sample per ms, 3 ms late
         t = i * 0.02
@@ -208,10 +209,13 @@ def test_timeline_offset_is_refined_so_each_kind_of_stack_sits_in_one_phase() ->
     windows = phase_windows(events)
     assert 0.002 < refine_offset(segs, windows, 0.0, 1000.0) <= 0.003 + 1e-9  # every such offset is exact here
     prof = phased_profile(segs, {"events": events, "iterations": 40}, 1000.0, offset=(0.003, 0.0))
-    assert {(s.phase, s.frames[-1].name) for s in prof.slices} == {
+    assert {(s.phase, s.frames[4].name) for s in prof.slices} == {
         ("forward", "forward_fn"),
         ("backward", "backward_fn"),
     }
+    assert prof.agreement == 1.0
+    late = phased_profile(segs, {"events": events, "iterations": 40}, 1000.0, offset=(0.0, 0.0))
+    assert late.agreement < 0.8  # unrefined, 3 ms of every 10 lands in the next phase
 
 
 def test_timeline_leaves_out_the_harness_frames() -> None:

@@ -28,6 +28,7 @@ HARNESS: tuple[tuple[str, str], ...] = (
     ("timed_block", "adprof/backends/base.py"),
     ("count_python_calls", "adprof/backends/base.py"),
     ("_metered", "adprof/backends/engine.py"),
+    ("autograd_nodes", "adprof/backends/torch_backend.py"),  # counting the graph's nodes: a metric, untimed
 )
 
 #: A sample stands for at most this many sampling periods (the chance of a longer Poisson gap is e**-5): a
@@ -235,15 +236,22 @@ def _split(
 KEY_FRAMES = 8
 
 
-def _purity(segments, windows, off: float, longest: float) -> float:
-    """Seconds of probe stacks in the phase that holds most of their kind (their first :data:`KEY_FRAMES` frames;
-    ``forward0`` and ``forward`` are one phase here): high when the clocks are aligned, lower when samples of one
-    phase spill into the next."""
+def _keyed(cut: Stack | None) -> bool:
+    """A probe stack deep enough to say which part of a point it is in (the runner's own frames above a phase's
+    work are shared by the phases), not the harness's."""
+    return cut is not None and len(cut) >= KEY_FRAMES and not in_harness(cut)
+
+
+def _purity(segments, windows, off: float, longest: float) -> tuple[float, float]:
+    """(seconds of probe stacks (:func:`_keyed`) in the phase that holds most of their kind, seconds of them in
+    another phase), a kind being the first :data:`KEY_FRAMES` frames and ``forward0`` one phase with ``forward``:
+    the first high and the second low when the clocks are aligned."""
     by: dict[Stack, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for kind, lo, hi, phase, cut in _split(segments, windows, off, longest):
-        if kind == "in" and cut:
+        if kind == "in" and _keyed(cut):
             by[cut[:KEY_FRAMES]][str(phase).rstrip("0123456789")] += hi - lo
-    return sum(max(d.values()) for d in by.values())
+    agree = sum(max(d.values()) for d in by.values())
+    return agree, sum(sum(d.values()) for d in by.values()) - agree
 
 
 def refine_offset(
@@ -255,12 +263,17 @@ def refine_offset(
     the anchor alone places deep samples late, in the next phase."""
     period = 1.0 / rate
     longest = stale_after(segments, rate)
-    best, best_score = anchor, _purity(segments, windows, anchor, longest)
+
+    def score(off: float) -> float:
+        agree, other = _purity(segments, windows, off, longest)
+        return agree - other
+
+    best, best_score = anchor, score(anchor)
     for k in range(-4, 33):
         cand = anchor + k * period / 4
-        score = _purity(segments, windows, cand, longest)
-        if score > best_score * (1 + 1e-6):
-            best, best_score = cand, score
+        score_k = score(cand)
+        if score_k > best_score + 1e-9:
+            best, best_score = cand, score_k
     return best
 
 
@@ -277,12 +290,8 @@ def phased_profile(
         off, err = offset
     prof = PhasedProfile(rate=rate, iterations=int(log.get("iterations", 0)), offset_error=err)
     prof.window_seconds = sum(we - ws for ws, we, _ in windows)
-    probe = sum(
-        hi - lo
-        for kind, lo, hi, _, cut in _split(segments, windows, off, stale_after(segments, rate))
-        if kind == "in" and cut
-    )
-    prof.agreement = _purity(segments, windows, off, stale_after(segments, rate)) / probe if probe else 1.0
+    agree, other = _purity(segments, windows, off, stale_after(segments, rate))
+    prof.agreement = agree / (agree + other) if agree + other else 1.0
     prof.phase_order = list(log.get("phases") or dict.fromkeys(p for _, _, p in windows))
     for kind, lo, hi, phase, cut in _split(segments, windows, off, stale_after(segments, rate)):
         if kind == "late":
