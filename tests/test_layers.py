@@ -47,7 +47,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "analysis": frozenset({"model"}),
     "report": frozenset({"model", "analysis"}),
     "render": frozenset({"model", "report"}),  # renderers read the report; they never analyse
-    "flame": frozenset({"model", "chain"}),
+    "flame": frozenset({"model", "chain", "backends"}),  # the worker runs the backends' points
     "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
     "hunt": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
     "cli": frozenset(

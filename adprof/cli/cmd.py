@@ -170,7 +170,7 @@ def _flame_output(args: argparse.Namespace, name: str) -> Path:
 
 def cmd_flame(args: argparse.Namespace) -> int:
     """``adprof flame --cmd``: callgrind's inclusive instructions per function at ``--depth``."""
-    from adprof.flame.instructions import render_bars_svg, render_table
+    from adprof.flame.instructions import highlight_share, render_bars_svg, render_table
 
     try:
         if args.depth < 1:
@@ -192,13 +192,18 @@ def cmd_flame(args: argparse.Namespace) -> int:
         return 2
     title = f"adprof flame --cmd {name} depth {args.depth}: instructions inside {where}"
     rows = list(prof)
-    kw = {"title": title, "highlight": VALUE_KEY_EQ, "top": args.top * 2}
+    # the share of one function: --focus's, else ValueKey::eq's where the program has it (no line where it has not)
+    focus = getattr(args, "focus", None)
+    label = focus or "ValueKey::eq"
+    if focus is None and highlight_share(rows, prof.total, VALUE_KEY_EQ)[0] is not None:
+        focus = VALUE_KEY_EQ
+    kw = {"title": title, "highlight": focus, "top": args.top * 2}
     try:
         write_atomic(out, render_bars_svg(rows, prof.total, **kw))
     except OSError as exc:
         print(f"adprof flame: -o {out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    print(terminal_safe(render_table(rows, prof.total, label="ValueKey::eq", **kw)))
+    print(terminal_safe(render_table(rows, prof.total, label=label, **kw)))
     print(f"\nwrote {out} (svg)")
     return 0
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 #: (``*/numpy/*`` is any file inside a ``numpy`` package, not the engine's ``engine/numpy.py``).
 PHASE_TABLE: tuple[tuple[str, str, str], ...] = (
     # the worker's own setup: imports and chain loading
-    ("setup", "make_iteration", "flame_worker.py"),
+    ("setup", "make_point", "flame_worker.py"),
     ("setup", "load_chains", "*/adprof/chain/loader.py"),
     ("setup", "_find_and_load", "<frozen importlib._bootstrap>"),
     ("setup", "_get_module_details", "<frozen runpy>"),

@@ -40,14 +40,18 @@ def highlight_share(rows: Sequence[Row], total: int, highlight: str) -> tuple[st
     return best[0], best[1] / total
 
 
-def render_table(rows: Sequence[Row], total: int, *, title: str, highlight: str, label: str, top: int = 15) -> str:
-    """A text table: inclusive and self instructions per function, with the highlighted share first."""
+def render_table(
+    rows: Sequence[Row], total: int, *, title: str, highlight: str | None, label: str, top: int = 15
+) -> str:
+    """A text table: inclusive and self instructions per function, with the highlighted share first (only when
+    ``highlight``, the user's ``--focus``, is given)."""
     lines = [title, f"{total:,} instructions counted"]
-    name, share = highlight_share(rows, total, highlight)
-    if name is None:
-        lines.append(f"{label}: no function matches {highlight!r}")
-    else:
-        lines.append(f"{share:.1%} of the instructions (inclusive) in {label}: {name}")
+    if highlight:
+        name, share = highlight_share(rows, total, highlight)
+        if name is None:
+            lines.append(f"{label}: no function matches {highlight!r}")
+        else:
+            lines.append(f"{share:.1%} of the instructions (inclusive) in {label}: {name}")
     lines.append("")
     lines.append(f"  {'inclusive':>14} {'share':>7} {'self':>14}  function")
     for fn, inc, self_ in top_rows(rows, top, total):
@@ -57,11 +61,11 @@ def render_table(rows: Sequence[Row], total: int, *, title: str, highlight: str,
 
 
 def render_bars_svg(
-    rows: Sequence[Row], total: int, *, title: str, highlight: str, top: int = 15, width: int = 1200
+    rows: Sequence[Row], total: int, *, title: str, highlight: str | None, top: int = 15, width: int = 1200
 ) -> str:
     """A self-contained SVG: one bar per function, its length the inclusive share of ``total``
     (the highlighted function in red; hover a bar for its counts)."""
-    rx = re.compile(highlight)
+    rx = re.compile(highlight or r"(?!)")
     shown = top_rows(rows, top, total)
     row_h, pad, head, label_w = 20, 10, 40, 520
     height = head + len(shown) * row_h + 2 * pad + 16

@@ -1,4 +1,4 @@
-"""Running the looped probe (``python -m adprof.flame.flame_worker``) under ``py-spy record -F -f raw``."""
+"""Running the looped probe (``python -m adprof.flame.flame_worker``) under ``py-spy record -f chrometrace``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adprof.chain.frames import crash_frame
-from adprof.flame.collapse import Stack, parse_collapsed
+from adprof.flame.timeline import PhasedProfile, phased_profile, stack_segments
 from adprof.util import procs
 from adprof.util.text import one_line_safe
 
@@ -51,18 +51,13 @@ def find_py_spy() -> str | None:
 
 @dataclass
 class FlameRun:
-    """One sampling run: the parsed stacks, the raw text and the worker's status."""
+    """One sampling run: the measured region, py-spy's trace (JSON text) and the worker's status."""
 
-    stacks: list[tuple[Stack, int]]
+    profile: PhasedProfile
     raw: str
     status: dict
     seconds_cap: int
     wall: float = 0.0  # seconds py-spy ran
-
-    @property
-    def capped(self) -> bool:
-        """py-spy's cap stopped the worker mid-iteration (it ran the whole cap, still ``running``)."""
-        return self.status.get("state") == "running" and self.wall >= self.seconds_cap - 0.5
 
 
 def _repo_root() -> str:
@@ -75,9 +70,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) -> tuple[str, str]:
+def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) -> tuple[str, str, dict[str, Any]]:
     """Load ``file`` in a subprocess (``flame_worker --resolve``) within ``timeout`` seconds and return
-    (``abs file::chain``, chain name); raise :class:`FlameError` (exit 2) with the one-line reason."""
+    (``abs file::chain``, chain name, its declarations: ``modes``, ``backend_modes``); raise :class:`FlameError`
+    (exit 2) with the one-line reason."""
     target = f"{file}::{name}" if name else file
     argv = [sys.executable, "-P", "-m", "adprof.flame.flame_worker", target, "--resolve", "--depth", "1"]
     done = procs.run(argv, timeout=timeout, output_limit=OUTPUT_KEPT, env=_env(), keep_tail=True)
@@ -92,7 +88,7 @@ def resolve_chain(file: str, name: str | None, timeout: float = LOAD_TIMEOUT) ->
                 continue
             break
     if answer.get("ok"):
-        return str(answer["target"]), str(answer["name"])
+        return str(answer["target"]), str(answer["name"]), answer
     if answer.get("error"):
         raise FlameError(f"adprof flame: {answer['error']}")
     how = f"exit code {done.returncode}" if done.returncode is not None and done.returncode >= 0 else "killed"
@@ -104,31 +100,39 @@ def sample_probe(
     target: str,
     mode: str,
     depth: int,
-    profile: str,
+    profile: str | None,
     seconds: float = 3.0,
     rate: int = 250,
     py_spy: str | None = None,
-    timeout_margin: float = 30.0,
+    timeout_margin: float = 60.0,
+    *,
+    backend: str = "engine",
+    native: bool = False,
+    calls: int = 6,
 ) -> FlameRun:
-    """Run the looped probe as py-spy's child once; raise :class:`FlameError` if nothing was sampled.
+    """Run the worker as py-spy's child once (``record -F -i -f chrometrace``, ``--native`` when asked) and place
+    its samples in the worker's phase windows; raise :class:`FlameError` if nothing was sampled.
 
-    py-spy's ``-d`` is a cap (``2 * seconds + 5``): the worker normally exits first, after
-    ``seconds`` of looping; at the cap py-spy kills it mid-iteration (the status says so).
+    py-spy's ``-d`` is a cap (``4 * seconds + 120``: the warm-up point and the imports come first); the worker
+    normally exits first, after ``seconds`` of measuring points.
     """
     py_spy = py_spy or find_py_spy()
     if not py_spy:
         raise FlameError(f"adprof flame: py-spy not found; {INSTALL_FIX}")
-    cap = int(math.ceil(2 * seconds + 5))
+    cap = int(math.ceil(4 * seconds + 120))
     with procs.temporary_dir("adprof-flame-") as tmp:
-        raw_path = os.path.join(tmp, "stacks.txt")
+        trace_path = os.path.join(tmp, "trace.json")
         status_path = os.path.join(tmp, "status.json")
+        log_path = os.path.join(tmp, "log.json")
         crash_path = os.path.join(tmp, "crash.txt")
         worker = [  # -P: modules in the cwd do not shadow the worker's imports
-            *(sys.executable, "-P", "-m", "adprof.flame.flame_worker", target),
-            *("--mode", mode, "--depth", str(depth), "--profile", profile),
-            *("--seconds", str(seconds), "--status", status_path, "--crash-log", crash_path),
+            *(sys.executable, "-P", "-m", "adprof.flame.flame_worker", target, "--backend", backend),
+            *("--mode", mode, "--depth", str(depth), "--calls", str(calls), "--rate", str(rate)),
+            *(("--profile", profile) if profile else ()),
+            *("--seconds", str(seconds), "--status", status_path, "--log", log_path, "--crash-log", crash_path),
         ]
-        cmd = [py_spy, "record", "-F", "-r", str(rate), "-d", str(cap), "-f", "raw", "-o", raw_path, "--", *worker]
+        spy = [py_spy, "record", "-F", "-i", "-r", str(rate), "-d", str(cap), "-f", "chrometrace", "-o", trace_path]
+        cmd = [*spy, *(["--native"] if native else []), "--", *worker]
         t0 = time.monotonic()
         try:  # py-spy and the probe in their own session: killed with everything the chain starts
             done = procs.run(cmd, timeout=cap + timeout_margin, output_limit=OUTPUT_KEPT, env=_env(), keep_tail=True)
@@ -141,11 +145,12 @@ def sample_probe(
         proc = _Ran(-9 if done.returncode is None else done.returncode, done.stderr.decode(errors="replace"))
         wall = time.monotonic() - t0
         status = _read_status(status_path)
-        raw = Path(raw_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(raw_path) else ""
+        log = _read_status(log_path)
+        raw = Path(trace_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(trace_path) else ""
         crash = Path(crash_path).read_text(encoding="utf-8", errors="replace") if os.path.exists(crash_path) else ""
     _check_crash(crash, status, wall if proc.returncode == 0 else float(cap), cap, target, depth)
-    stacks = _checked_stacks(proc, raw, status, py_spy, target, depth)
-    return FlameRun(stacks, raw, status, cap, wall)
+    prof = _checked_profile(proc, raw, status, log, py_spy, target, depth, rate)
+    return FlameRun(prof, raw, status, cap, wall)
 
 
 def _check_crash(crash: str, status: dict, wall: float, cap: int, target: str, depth: int) -> None:
@@ -188,11 +193,11 @@ class _Ran:
     stderr: str
 
 
-def _checked_stacks(
-    proc: _Ran, raw: str, status: dict, py_spy: str, target: str, depth: int
-) -> list[tuple[Stack, int]]:
-    """The sampled stacks; raise :class:`FlameError` saying why when py-spy or the worker failed, or
-    when nothing was sampled."""
+def _checked_profile(
+    proc: _Ran, raw: str, status: dict, log: dict, py_spy: str, target: str, depth: int, rate: float
+) -> PhasedProfile:
+    """The measured region of the run; raise :class:`FlameError` saying why when py-spy or the worker failed,
+    or when nothing was sampled inside a phase."""
     err = _py_spy_error(proc.stderr)
     if proc.returncode != 0 and not raw.strip():
         if status.get("state") == "error":
@@ -201,7 +206,6 @@ def _checked_stacks(
         if "permission" in low or "ptrace" in low or "operation not permitted" in low:
             raise FlameError(f"adprof flame: py-spy cannot read its child ({err}); {PTRACE_FIX}")
         raise FlameError(f"adprof flame: py-spy failed (exit {proc.returncode}): {err or 'no message'}")
-    stacks = parse_collapsed(raw)
     if status.get("state") == "error":
         raise FlameError(f"adprof flame: the probe failed in the worker: {status.get('error')}", 1)
     if not status:
@@ -210,13 +214,27 @@ def _checked_stacks(
             f"adprof flame: the worker did not start ({tail}); "
             f"try: {sys.executable} -m adprof.flame.flame_worker {target} --depth {depth}"
         )
-    if sum(c for _, c in stacks) == 0:
+    if status.get("state") != "done" or not log:
         raise FlameError(
-            f"adprof flame: py-spy recorded no samples (worker state {status.get('state')}, "
-            f"{status.get('iterations', 0)} iterations); check that `{py_spy} record -- "
-            f"{sys.executable} -c 'while 1: pass'` samples here, or {PTRACE_FIX}"
+            f"adprof flame: py-spy's cap stopped the worker during point {status.get('iterations', 0) + 1} "
+            "(no phase log); lower --depth or --seconds"
         )
-    return stacks
+    try:
+        events = json.loads(raw) if raw.strip() else []
+    except ValueError:
+        raise FlameError("adprof flame: py-spy's trace is not JSON (cut short?)") from None
+    segments = stack_segments(events if isinstance(events, list) else [], log.get("tid"))
+    try:
+        prof = phased_profile(segments, log, float(rate))
+    except ValueError:
+        prof = PhasedProfile(rate=float(rate), iterations=int(log.get("iterations", 0)))
+    if not prof.slices:
+        raise FlameError(
+            f"adprof flame: py-spy recorded no samples inside the measured phases ({len(segments)} stack changes, "
+            f"{status.get('iterations', 0)} points); sample longer (--seconds) or faster (--rate), check that "
+            f"`{py_spy} record -- {sys.executable} -c 'while 1: pass'` samples here, or {PTRACE_FIX}"
+        )
+    return prof
 
 
 def _read_status(path: str) -> dict:
