@@ -3,6 +3,7 @@ one install extra per engine, messages that point the right way, and the smaller
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -89,3 +90,179 @@ def test_extras_a_missing_engine_names_its_own_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "tinygrad", None)
     with pytest.raises(backends.BackendNotInstalledError, match=r"pip install 'adprof\[tinygrad\]'"):
         backends.check_backend("tinygrad")
+
+
+# --------------------------------------------------------------------------- 2. piped output cuts nothing
+
+BORDERS = "│┃"
+
+
+def _table_rows(text: str, top: str = "┏", bottom: str = "└") -> list[list[str]]:
+    """The cells of each row of the first boxed table of ``text``; every line of the box must be as wide as its top
+    border and end with a border (the right border is never lost)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(top))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(bottom))
+    box = lines[start : end + 1]
+    assert {len(line) for line in box} == {len(box[0])}, "\n".join(box)
+    assert all(line[-1] in "┓┃┫┩│┘" for line in box), "\n".join(box)
+    rows = [line for line in box if line[0] in BORDERS]
+    return [[c.strip() for c in re.split(f"[{BORDERS}]", line)[1:-1]] for line in rows]
+
+
+def _summary_report():
+    from adprof.model import Result, Series, Stop, StopReason
+    from tests.test_render import make_report
+
+    report = make_report()
+    long = Series(chain="a_chain_with_a_long_name_for_the_column", backend="engine", profile="v08", mode="eager")
+    long.stop = Stop(StopReason.BUDGET_SHARE, after=12, depth=13, seconds=1.75, limit=1.13)
+    report.results.append(Result(series=long, verdict=report.results[4].verdict))
+    return report
+
+
+def _expected_rows(report) -> list[list[str]]:
+    from adprof.render.console import _decided, stopped_cells
+    from adprof.report import (
+        backend_label,
+        chain_label,
+        depth_reached,
+        fmt_growth,
+        memory_text,
+        shows_memory,
+        worst_time_text,
+    )
+
+    stopped, _ = stopped_cells(report)
+    memory = shows_memory(report.results)
+    return [
+        [
+            chain_label(r.series),
+            backend_label(r.series),
+            r.series.mode,
+            r.verdict.kind,
+            fmt_growth(r),
+            *([memory_text(r)] if memory else []),
+            _decided(r),
+            depth_reached(r.series),
+            worst_time_text(r.series),
+            why,
+        ]
+        for r, why in zip(report.results, stopped, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("width", [80, 150])
+def test_piped_summary_table_cuts_no_cell_and_breaks_no_word(width):
+    """Without a terminal the summary table is laid out whole: each row on one line, each cell exactly its text,
+    the right border kept; why a row stopped is a short mark in the cell and its whole sentence under the table."""
+    import io
+
+    from adprof.render.console import SafeConsole, render_report, stopped_cells
+
+    report = _summary_report()
+    buf = io.StringIO()
+    render_report(report, SafeConsole(file=buf, width=width, color_system=None))
+    out = buf.getvalue()
+    rows = _table_rows(out)
+    assert rows[0][:3] == ["chain", "backend/profile", "mode"] and rows[0][-1] == "stopped"
+    assert rows[1:] == _expected_rows(report)
+    _, notes = stopped_cells(report)
+    assert len(notes) == 2 and notes[1].startswith("[2] a_chain_with_a_long_name_for_the_column [engine/v08, eager]:")
+    for note in notes:
+        assert note in out.splitlines(), note  # each sentence whole, on its own line
+    assert "ImportError: no jax" in out  # the error's line follows the table
+
+
+@pytest.mark.parametrize("width", ["80", "150"])
+def test_piped_report_and_check_through_the_cli_cut_no_cell(width, tmp_path):
+    """The real command piped (``adprof report saved.json | cat``; ``adprof check FILE | cat`` on a small chain
+    stopped by its cap): every row whole at 80 and at 150 columns."""
+    import os
+    import subprocess
+    import sys
+
+    from adprof.render import load_report, report_to_json
+
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps(report_to_json(_summary_report())))
+    env = {**os.environ, "COLUMNS": width, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "adprof", "report", str(saved), "--no-color"],
+        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    assert _table_rows(run.stdout)[1:] == _expected_rows(load_report(json.loads(saved.read_text())))
+    if width != "80":
+        return
+    chain = tmp_path / "grows.py"
+    chain.write_text(
+        "import adprof\n\n\n@adprof.chain(input_shape=(3, 3), reuse=2, depths=tuple(range(1, 40)))\n"
+        "def square_with_a_long_name(xp, x, depth):\n    y = x\n    for _ in range(depth):\n"
+        "        y = (y * y) * 0.5\n    return xp.sum(y)\n"
+    )
+    args = ["check", str(chain), "--profile", "v08", "--mode", "traced", "--cap", "0.05", "--budget", "30"]
+    run = subprocess.run(
+        [sys.executable, "-m", "adprof", *args, "--no-color", "--json", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = load_report(json.loads((tmp_path / "r.json").read_text()))
+    assert report.results[0].series.stop is not None  # the cap stopped it: its row has a mark
+    assert _table_rows(run.stdout)[1:] == _expected_rows(report)
+    assert f"[1] {report.results[0].series.label}: {report.results[0].series.stopped}" in run.stdout.splitlines()
+
+
+def _hunt_report():
+    from adprof.hunt.model import Finding, HuntReport, Row, Shrunk
+
+    def row(profile, verdict, note=""):
+        return Row(f"engine/{profile} traced", "engine", profile, "traced", verdict, "d^1.97", "counters", note)
+
+    error = "depth 3 killed after the 6.0 s timeout; no depth finished (the chain hangs or is far too slow)"
+    finding = Finding(
+        id=1, file="found/0001_v08_traced.py", chain="finding_0001", target="engine/v08 traced", backend="engine",
+        profile="v08", mode="traced", verdict="superlinear-transform", figure="d^1.97", decided_by="counters",
+        axis="layer", summary="a = xp.sin(y); y = (a * a) * 0.5 + xp.tanh(y)", generator={}, uses=2,
+        predicted_base=1.0, component="counters:transform+drop", search_figure="d^1.99",
+        reproduce="adprof check found/0001_v08_traced.py::finding_0001 --backend engine --profile v08 --mode traced",
+        attribution="engine-specific", attribution_text="grows on v08 (traced); linear on fixed (traced)",
+        table=[row("v08", "superlinear-transform"), row("fixed", "linear"), row("other", "error", error)],
+        shrunk=Shrunk(3, 1, 2, 9, True, "a = y * y; y = xp.sin(a)"),
+    )  # fmt: skip
+    return HuntReport(seed=1, budget_seconds=60, findings=[finding]), error
+
+
+@pytest.mark.parametrize("width", ["80", "150"])
+def test_piped_hunt_table_keeps_names_and_paths_whole(width, tmp_path, monkeypatch, capsys):
+    """``adprof hunt ... | cat`` (the command in-process, its search replaced by a finished report): the findings
+    table has each cell whole (``superlinear-transform``, ``found/0001_v08_traced.py``), the engines table too,
+    a long note goes under it whole, and the reproduce line is one line."""
+    from adprof.cli import hunt as hunt_cli
+    from adprof.cli import main
+
+    report, error = _hunt_report()
+
+    class Finished:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def run(self):
+            return report
+
+    monkeypatch.setattr(hunt_cli, "Hunt", Finished)
+    monkeypatch.setenv("COLUMNS", width)
+    code = main(["hunt", "--backend", "engine", "--budget", "5", "--out", str(tmp_path / "found"), "--no-color"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    f = report.findings[0]
+    cells = ["0001", f.target, f.verdict, f.figure, f.decided_by, f.summary, f.attribution, f.file]
+    assert _table_rows(out)[1:] == [cells]
+    lines = out.splitlines()
+    for r, note in zip(f.table, ["", "", "[1]"], strict=True):
+        pattern = r"\s+".join(
+            re.escape(c) for c in (f"{r.backend}/{r.profile}", r.mode, r.verdict, r.figure, r.decided_by, note) if c
+        )
+        assert any(re.fullmatch(r"\s*" + pattern + r"\s*", line) for line in lines), (pattern, out)
+    assert f"  [1] {error}" in lines
+    assert f"  reproduce: {f.reproduce}" in lines

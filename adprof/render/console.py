@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
@@ -47,6 +48,9 @@ from adprof.util.text import terminal_safe
 #: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
 MIN_WIDTH = 80
 
+#: A table laid out without a terminal (a pipe, a file, a CI log) may be at most this wide: its natural width.
+UNBOUNDED = 10_000
+
 
 class SafeConsole(Console):
     """A rich Console through which no control character of a user's string reaches the terminal (a
@@ -62,6 +66,21 @@ class SafeConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(terminal_safe(text), **kwargs)
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """As :meth:`Console.print`; without a terminal a table is laid out at its natural width when that is
+        wider than the console: a pipe has no width to fit, and a cell cut or a word broken there (``stoppe``,
+        ``superlinear-transfor``/``m``) cannot be read back or copied."""
+        wide = 0 if self.is_terminal else natural_width(self, objects)
+        if wide <= self.width:
+            super().print(*objects, **kwargs)
+            return
+        width = self.width
+        self.width = wide
+        try:
+            super().print(*objects, **kwargs)
+        finally:
+            self.width = width
+
     def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
         for seg in super().render(renderable, options):
             if seg.control or not seg.text:
@@ -69,6 +88,24 @@ class SafeConsole(Console):
             else:
                 safe = terminal_safe(seg.text)
                 yield seg if safe is seg.text else Segment(safe, seg.style, seg.control)
+
+
+def natural_width(console: Console, objects: Sequence[Any]) -> int:
+    """The widest natural width of the tables among ``objects`` (every cell on one line), 0 without a table."""
+    options = console.options.update_width(UNBOUNDED)
+    return max((Measurement.get(console, options, o).maximum for o in objects if isinstance(o, Table)), default=0)
+
+
+def footnoted(texts: Sequence[str], limit: int, marks: list[str]) -> list[str]:
+    """Cells of a column whose long texts go under the table: a text over ``limit`` characters becomes its mark
+    (``[2]``) and is appended to ``marks`` as ``[2] text``; the others are kept."""
+    cells = []
+    for text in texts:
+        if len(text) > limit:
+            marks.append(f"[{len(marks) + 1}] {text}")
+            text = f"[{len(marks)}]"
+        cells.append(text)
+    return cells
 
 
 VERDICT_STYLE = {
@@ -111,8 +148,26 @@ def _time_caption(report: Report) -> str:
     return base + (f"; time: {'; '.join(stats)}" if stats else "") + loaded
 
 
+def stopped_cells(report: Report) -> tuple[list[str], list[str]]:
+    """The ``stopped`` column of the summary (why a row's schedule stopped, short: ``budget share [1]``; an error:
+    ``error``, its line follows the table) and the sentences printed under the table, one per mark
+    (``[1] mul [engine/v08, eager]: stopped after depth 12: next point ...``): a sentence never sits in a cell."""
+    cells: list[str] = []
+    notes: list[str] = []
+    for r in report.results:
+        s = r.series
+        if s.error:
+            cells.append("error")
+        elif s.stop is not None:
+            notes.append(f"[{len(notes) + 1}] {s.label}: {s.stop.text()}")
+            cells.append(f"{s.stop.reason.value} [{len(notes)}]")
+        else:
+            cells.append("")
+    return cells, notes
+
+
 def summary_table(report: Report) -> Table:
-    """One row per result."""
+    """One row per result; why a row stopped is a mark whose sentence :func:`stopped_cells` gives."""
     t = Table(title="adprof summary", show_lines=False, caption=_time_caption(report))
     files = _file_column(report)
     if files:
@@ -125,8 +180,9 @@ def summary_table(report: Report) -> Table:
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"), min_width=wide)
     if machines:
         t.add_column("machine")
-    t.add_column("stopped", overflow="fold")
-    for r, file in zip(report.results, files or [None] * len(report.results), strict=True):
+    t.add_column("stopped")
+    stopped, _ = stopped_cells(report)
+    for r, file, why in zip(report.results, files or [None] * len(report.results), stopped, strict=True):
         s, v = r.series, r.verdict
         chain = chain_label(s)
         cells = [
@@ -141,7 +197,7 @@ def summary_table(report: Report) -> Table:
             _t(depth_reached(s)),
             _t(worst_time_text(s)),
         ]
-        t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(s.error or s.stopped or ""))
+        t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(why))
     return t
 
 
@@ -284,6 +340,8 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
     runaway, error or mildly superlinear series (linear series appear in the table only). ``verbose``:
     every result's full evidence instead."""
     console.print(summary_table(report))
+    for note in stopped_cells(report)[1]:  # whole lines without a terminal: a CI log keeps each one searchable
+        console.print(_t(note), soft_wrap=not console.is_terminal)
     sw = sweep_rich_table(report.sweeps)
     if sw is not None:
         console.print(sw)
