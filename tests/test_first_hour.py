@@ -266,3 +266,68 @@ def test_piped_hunt_table_keeps_names_and_paths_whole(width, tmp_path, monkeypat
         assert any(re.fullmatch(r"\s*" + pattern + r"\s*", line) for line in lines), (pattern, out)
     assert f"  [1] {error}" in lines
     assert f"  reproduce: {f.reproduce}" in lines
+
+
+# --------------------------------------------------------------------------- 4. messages that point the right way
+
+TORCH_ONLY = """\
+import adprof
+
+
+@adprof.chain(input_shape=(3,), modes={"torch": ("eager",)})
+def nested(xp, x, depth):
+    y = x
+    for _ in range(depth):
+        y = xp.tanh(y)
+    return xp.sum(y)
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "guard"])
+def test_messages_a_chain_for_another_backend_names_it_and_the_flag(command, tmp_path, capsys):
+    from adprof.cli import main
+
+    path = tmp_path / "only_torch.py"
+    path.write_text(TORCH_ONLY)
+    assert main([command, str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "chain 'nested' runs on torch only" in err and "select it with --backend torch" in err, err
+    assert "no chain supports the selected modes" not in err
+
+
+def test_messages_a_chain_without_the_asked_mode_names_its_modes(tmp_path, capsys):
+    from adprof.cli import main
+
+    path = tmp_path / "eager_only.py"
+    path.write_text(TORCH_ONLY.replace('modes={"torch": ("eager",)}', 'modes=("eager",)'))
+    assert main(["check", str(path), "--mode", "traced"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "chain 'nested' declares modes eager, not traced: select them with --mode eager" in err, err
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch", "autograd", "tinygrad"])
+@pytest.mark.parametrize("mode", ["traced", "eager", "compile"])
+def test_messages_max_depth_is_a_maximum_on_time_only_backends(backend, mode):
+    """``max_depth=12`` (docs/chains.md: depths 1..max_depth): no series is planned past 12, on any backend and
+    mode (it ran to 20 on JAX and torch: the time range went one doubling beyond)."""
+    from adprof.backends import BACKEND_MODES
+    from adprof.chain import chain
+    from adprof.measure.config import MeasureConfig
+    from adprof.measure.plan import plan_series
+    from adprof.measure.series import _time_range, time_schedule
+
+    if mode not in BACKEND_MODES.get(backend, ()):
+        pytest.skip(f"{backend} has no {mode} mode")
+
+    @chain(input_shape=(3,), max_depth=12, modes=(mode,))
+    def layered(xp, x, depth):
+        return xp.sum(x)
+
+    meta = {**layered.metadata(), "file": __file__, "name": "layered"}
+    (spec,) = plan_series([meta], [backend], None, mode, [])
+    cfg = MeasureConfig()
+    if spec.depths is not None:
+        assert max(spec.depths) <= 12, spec.depths
+    else:
+        assert _time_range(spec, cfg)[1] <= 12 and time_schedule(spec, cfg).limit <= 12

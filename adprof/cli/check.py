@@ -26,7 +26,7 @@ from adprof.cli.common import (
 from adprof.cli.instructions import apply_default_budget, counted_specs
 from adprof.cli.run import make_report, measure_specs, measuring_settings, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
-from adprof.measure.plan import load_targets, plan_series
+from adprof.measure.plan import load_targets, nothing_planned, plan_series
 from adprof.model import Report
 
 
@@ -84,7 +84,7 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
             declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
             specs = counted_specs(specs, declared, explicit=bool(args.depths))
     if not specs:
-        raise UsageError("nothing to measure: no chain supports the selected modes")
+        raise UsageError(f"nothing to measure: {nothing_planned(metas, backends, args.mode)}")
     shard = None
     if args.shard is not None:
         specs, shard = shard_specs(specs, *args.shard, settings=measuring_settings(cfg, args.trust))

@@ -40,7 +40,7 @@ from adprof.guard import (
     guard_checks,
     guard_specs,
 )
-from adprof.measure.plan import load_targets
+from adprof.measure.plan import load_targets, nothing_planned
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -123,9 +123,12 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
             spec.required_depths = tuple(spec.depths or ())
     else:
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
-        specs = guard_specs(metas, backends_arg(args.backend), args.profile, args.mode, args.depths, notes)
+        backends = backends_arg(args.backend)
+        specs = guard_specs(metas, backends, args.profile, args.mode, args.depths, notes)
+        if not specs:
+            raise UsageError(f"nothing to guard: {nothing_planned(metas, backends, args.mode)}")
     if not specs:
-        raise UsageError("nothing to guard: no chain supports the selected modes")
+        raise UsageError("nothing to guard: no series planned")
     measured = measure_specs(specs, cfg, err, args.verbose)
     report = make_report(measured, cfg, argv, args.trust)
     guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}")
