@@ -331,3 +331,48 @@ def test_messages_max_depth_is_a_maximum_on_time_only_backends(backend, mode):
         assert max(spec.depths) <= 12, spec.depths
     else:
         assert _time_range(spec, cfg)[1] <= 12 and time_schedule(spec, cfg).limit <= 12
+
+
+# --------------------------------------------------------------------------- 5. smaller things
+
+
+def _side(profile: str, verdict: str, growth: str, memory: str = "linear d^1.00"):
+    from adprof.comparison import Side
+
+    rate_kind, rate = ("base", 2.0) if growth.startswith("x") else ("exponent", 1.0)
+    return Side(
+        file="chains.py", chain="mul", backend="engine", profile=profile, mode="traced", verdict=verdict,
+        rate_kind=rate_kind, rate=rate, interval=[rate, rate], growth=growth, decided_by="counters",
+        memory="linear", memory_rate_kind="exponent", memory_rate=1.0, memory_interval=[1.0, 1.0],
+        memory_text=memory,
+    )  # fmt: skip
+
+
+def test_compare_rows_take_one_line_as_docs_compare_shows():
+    """docs/compare.md's rows at 150 columns: one line each. A memory reading that did not change is neither in the
+    cells nor in the why (it made each row three lines); one that changed is in both."""
+    import io
+
+    from rich.console import Console
+
+    from adprof.comparison import Change, Comparison, SeriesKey, State, classify, describe_side, memory_changed
+    from adprof.render.console import comparison_table
+
+    fixed, v08 = _side("fixed", "linear", "d^1.00"), _side("v08", "exponential-transform", "x2.00/layer")
+    state, reason = classify(fixed, v08)
+    assert (state, reason) == (State.REGRESSED, "worse verdict")
+    key = SeriesKey("chains.py", "mul", "engine", "v08", "traced")
+    changes = [Change(state, key, fixed, v08, reason)] * 3
+    buf = io.StringIO()
+    Console(file=buf, width=150, color_system=None).print(comparison_table(Comparison(changes=changes)))
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in buf.getvalue().splitlines() if line[0] == "│"]
+    expected = ["regressed", "mul", "engine/fixed -> engine/v08", "traced", "linear d^1.00"]
+    assert rows == [[*expected, "exponential-transform x2.00/layer", "worse verdict"]] * 3, buf.getvalue()
+
+    grown = _side("v08", "exponential-transform", "x2.00/layer", memory="superlinear-memory d^2.00")
+    grown.memory, grown.memory_rate = "superlinear-memory", 2.0
+    state, reason = classify(fixed, grown)
+    assert state is State.REGRESSED and "memory: worse memory verdict" in reason, reason
+    change = Change(state, key, fixed, grown, reason)
+    assert memory_changed(change)
+    assert describe_side(grown, memory_changed(change)).endswith("; memory superlinear-memory d^2.00")

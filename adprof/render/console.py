@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from adprof import model
-from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
+from adprof.comparison import STATES, Comparison, State, describe_side, memory_changed, profile_text
 from adprof.model import (
     HalvingRow,
     Point,
@@ -463,7 +463,7 @@ STATE_STYLE = {
 
 def comparison_table(comparison: Comparison) -> Table:
     """One row per series of a comparison, the regressions first: state, chain, backend/profile (both when they
-    differ), mode, verdict and growth before and after, and why."""
+    differ), mode, verdict and growth before and after (the memory where it changed), and why: one line each."""
     t = Table(title=f"adprof compare: {comparison.base or 'base'} -> {comparison.new or 'new'}")
     for col in ("state", "chain", "backend/profile", "mode", "before", "after", "why"):
         t.add_column(col, no_wrap=col == "state", overflow="fold")
@@ -475,8 +475,8 @@ def comparison_table(comparison: Comparison) -> Table:
             _t(side.chain if side is not None else c.key.chain),
             _t(profile_text(c)),
             _t(c.key.mode),
-            _t(describe_side(c.before)),
-            _t(describe_side(c.after)),
+            _t(describe_side(c.before, memory_changed(c))),
+            _t(describe_side(c.after, memory_changed(c))),
             _t(c.reason),
         )
     return t
