@@ -376,3 +376,39 @@ def test_compare_rows_take_one_line_as_docs_compare_shows():
     change = Change(state, key, fixed, grown, reason)
     assert memory_changed(change)
     assert describe_side(grown, memory_changed(change)).endswith("; memory superlinear-memory d^2.00")
+
+
+@requires("matplotlib")
+@pytest.mark.parametrize("figure", ["report", "chain"])
+def test_plot_legends_are_readable_and_cover_no_curve(figure):
+    """The legends were 6 pt (about 7 px) inside the axes, over the curves: now >= 9 pt (12 px at 100 dpi), under
+    their axes, inside the figure, overlapping no axes (of any panel)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from adprof.render.plot import _draw_panel, report_figure
+    from tests.test_render import make_report
+
+    report = make_report()
+    if figure == "report":
+        fig = report_figure(report)
+    else:  # chain_svg's figure, drawn the same way
+        from matplotlib.figure import Figure
+
+        from adprof.render.plot import _rows_layout
+
+        fig = Figure()
+        _rows_layout(fig, 1, len(report.results[:2]), 6.4, left=0.12, right=0.98)
+        _draw_panel(fig.add_subplot(1, 1, 1), "reuse", report.results[:2])
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    page = fig.bbox
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    for ax in axes:
+        legend = ax.get_legend()
+        assert legend is not None
+        assert all(t.get_fontsize() >= 9 for t in legend.get_texts())
+        box = legend.get_window_extent(renderer)
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1
+        for other in axes:
+            assert not box.overlaps(other.get_window_extent(renderer)), (ax.get_title(), other.get_title())
