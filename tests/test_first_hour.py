@@ -412,3 +412,26 @@ def test_plot_legends_are_readable_and_cover_no_curve(figure):
         assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1
         for other in axes:
             assert not box.overlaps(other.get_window_extent(renderer)), (ax.get_title(), other.get_title())
+
+
+def test_html_environment_is_a_table_without_reprs_or_none():
+    """The HTML report's environment: versions as a table of their own, the command as its words, no ``None``
+    (a field without a value is left out), no Python dict or list repr."""
+    from adprof.render import render_html
+    from tests.test_render import make_report
+
+    report = make_report()
+    report.environment = {
+        "python": "3.11.7",
+        "argv": ["adprof", "check", "probes/chains.py", "--json", "r.json"],
+        "depths": None,
+        "memory": None,
+        "versions": {"adprof": "0.1.0", "numpy": "2.4.6"},
+    }
+    page = render_html(report)
+    env = page[page.index("<h2>Environment</h2>") :]
+    env = env[: env.index("</table></td></tr></table>") + len("</table></td></tr></table>")]
+    assert "None" not in env and "{" not in env and "[" not in env and "&#x27;" not in env, env
+    assert "<td>adprof check probes/chains.py --json r.json</td>" in env
+    assert "<th>versions</th><td><table><tr><th>adprof</th><td>0.1.0</td></tr><tr><th>numpy</th><td>2.4.6</td>" in env
+    assert "depths" not in env and "memory" not in env
