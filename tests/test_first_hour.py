@@ -435,3 +435,40 @@ def test_html_environment_is_a_table_without_reprs_or_none():
     assert "<td>adprof check probes/chains.py --json r.json</td>" in env
     assert "<th>versions</th><td><table><tr><th>adprof</th><td>0.1.0</td></tr><tr><th>numpy</th><td>2.4.6</td>" in env
     assert "depths" not in env and "memory" not in env
+
+
+def test_text_ranges_and_phase_names_read_as_a_person_writes_them():
+    """``calls 2..2`` is ``call 2``; a stop in the first eager call names ``backward (call 1)``, never the internal
+    ``backward0``; a shrink that kept the size says so instead of "from size 1 to 1"."""
+    import io
+
+    from adprof.analysis.eager import amortization
+    from adprof.hunt.render import render_hunt
+    from adprof.model import Point, Series, Stop, StopReason
+    from adprof.render.console import SafeConsole
+    from adprof.util.text import range_text
+
+    assert range_text("call", "calls", 2, 2) == "call 2" and range_text("call", "calls", 2, 5) == "calls 2..5"
+    points = [
+        Point(
+            depth=d,
+            times={"backward0": 3e-6 * d, "backward": 1e-6 * d},
+            counters={"backward0": {"metadata_lookups": 3.0 * d}, "backward": {"metadata_lookups": 1.0 * d}},
+            extra={"backward_call_counters": [{"metadata_lookups": c * d} for c in (3.0, 1.0, 1.0)]},
+        )
+        for d in (1, 2, 3, 4)
+    ]
+    _, _, lines = amortization(Series("c", "engine", "v08", "eager", points=points))
+    assert lines[0].startswith("call 2 cost") and "2..2" not in lines[0], lines
+
+    stop = Stop(StopReason.PREDICTED_CAP, after=8, depth=9, phase="backward0", seconds=3.11, limit=1.5)
+    assert stop.text() == "stopped after depth 8: next point (depth 9) predicted backward (call 1) 3.11 s > 1.5 s cap"
+    killed = Stop(StopReason.BUDGET, after=3, depth=4, phase="forward0+backward0", seconds=2.0, call=0)
+    assert "backward0" not in killed.text() and "forward (call 1)+backward (call 1)" in killed.text()
+
+    report, _ = _hunt_report()
+    report.findings[0].shrunk.from_size = report.findings[0].shrunk.to_size = 1
+    buf = io.StringIO()
+    render_hunt(report, SafeConsole(file=buf, width=120, color_system=None))
+    assert "from size 1 to 1" not in buf.getvalue()
+    assert "  shrunk size 1 kept, simplified (1-minimal): a = y * y; y = xp.sin(a)" in buf.getvalue()

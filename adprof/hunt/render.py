@@ -123,9 +123,12 @@ def _paragraph(f: Finding, console: Console) -> None:
         how = "1-minimal" if f.shrunk.minimal else "the budget stopped it"
         shape = f.shrunk.original_generator.get("shape")
         was = f" on a {tuple(shape)} input" if shape and shape != f.generator.get("shape") else ""
-        lines.append(
-            _t(f"  shrunk from size {f.shrunk.from_size} to {f.shrunk.to_size} ({how}): {f.shrunk.original}{was}")
+        size = (
+            f"size {f.shrunk.to_size} kept, simplified"
+            if f.shrunk.from_size == f.shrunk.to_size
+            else f"from size {f.shrunk.from_size} to {f.shrunk.to_size}"
         )
+        lines.append(_t(f"  shrunk {size} ({how}): {f.shrunk.original}{was}"))
     elif f.shrunk is not None:
         lines.append(_t(f"  already minimal (size {f.shrunk.to_size}; {f.shrunk.tried} reductions tried)"))
     lines.append(_t(f"  search: {f.component} {f.search_figure}; decided by {f.decided_by} on the check path"))

@@ -24,6 +24,7 @@ from adprof.model import (
     Series,
     counter_totals,
     fmt_seconds,
+    phase_text,
 )
 from adprof.report import (
     LOADED_MARK,
@@ -43,7 +44,7 @@ from adprof.report import (
     shows_memory,
     worst_time_text,
 )
-from adprof.util.text import terminal_safe
+from adprof.util.text import range_text, terminal_safe
 
 #: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
 MIN_WIDTH = 80
@@ -419,7 +420,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
 def render_halving(rows: Sequence[HalvingRow], console: Console | None = None, phases: Sequence[str] = ()) -> Table:
     """The depth-halving table (rows from :func:`adprof.analysis.halving.halving_rows`): cost at the deepest
     depth d, at d/2 and d/4, the ratios and their reading. Printed on ``console`` when given."""
-    t = Table(title=f"depth halving ({'+'.join(phases)})" if phases else "depth halving")
+    t = Table(title=f"depth halving ({phase_text('+'.join(phases))})" if phases else "depth halving")
     for col in ("depth", "time", "counters", "halving ratio", "reading"):
         t.add_column(col, justify="right" if col != "reading" else "left")
     if not rows:
@@ -441,8 +442,8 @@ def render_halving_result(result: Result, console: Console) -> None:
     if s.mode == "eager" and deep is not None and "backward0" in deep.times and "backward" in deep.times:
         cache = deep.extra.get("cache", {})
         console.print(
-            f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
-            f"1..{(deep.calls or 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+            f"depth {deep.depth}: call 1 backward {deep.times['backward0'] * 1e3:.2f} ms, "
+            f"{range_text('call', 'calls', 2, max(deep.calls or 2, 2))} median {deep.times['backward'] * 1e3:.2f} ms "
             f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
             f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
             markup=False,
