@@ -124,9 +124,8 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext adprof``: registers the magic and binds ``adprof`` in the notebook (a cell's ``@adprof.chain``
     then needs no import; a name ``adprof`` the notebook already has is kept)."""
     ipython.register_magics(AdprofMagics)
-    import adprof
-
-    ipython.user_ns.setdefault("adprof", adprof)
+    package = sys.modules[__name__.rpartition(".")[0]]  # adprof: imported before any of its modules
+    ipython.user_ns.setdefault("adprof", package)
 
 
 __all__ = ["LAST_REPORT", "AdprofMagics", "load_ipython_extension"]

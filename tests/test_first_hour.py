@@ -472,3 +472,52 @@ def test_text_ranges_and_phase_names_read_as_a_person_writes_them():
     render_hunt(report, SafeConsole(file=buf, width=120, color_system=None))
     assert "from size 1 to 1" not in buf.getvalue()
     assert "  shrunk size 1 kept, simplified (1-minimal): a = y * y; y = xp.sin(a)" in buf.getvalue()
+
+
+def test_structure_probe_runs_only_on_chains_that_run_on_the_engine():
+    """A chain declared for torch only is never recorded on the engine (every verdict carried "no predicted base
+    (depth 1: TypeError: 'TracedTensor' object is not subscriptable)"); a chain for every backend, or for the
+    engine among others, is."""
+    from adprof.chain import chain
+    from adprof.measure import pool as pool_mod
+    from adprof.measure.budget import Budget
+    from adprof.measure.config import MeasureConfig
+    from adprof.measure.plan import plan_series
+
+    def body(xp, x, depth):
+        return xp.sum(x)
+
+    metas = [
+        {**chain(body, name="torch_only", modes={"torch": ("eager",)}).metadata(), "file": "t.py"},
+        {**chain(body, name="anywhere").metadata(), "file": "t.py"},
+        {
+            **chain(body, name="engine_too", modes={"torch": ("eager",), "engine": ("eager",)}).metadata(),
+            "file": "t.py",
+        },
+    ]
+    specs = plan_series(metas, ["torch", "engine"], None, "eager", [])
+    assert {s.chain: s.on_engine for s in specs} == {"torch_only": False, "anywhere": True, "engine_too": True}
+
+    class Recorded:
+        def run(self, tasks, poll=None, status=None):
+            self.chains = [t.args[1] for t in tasks]
+            return [{"chain": name} for name in self.chains]
+
+    pool = Recorded()
+    cfg = MeasureConfig()
+    recorded = pool_mod._probe_structures(specs, cfg, Budget(cfg.budget, 1), pool, lambda lane, text: None, None)
+    assert sorted(pool.chains) == ["anywhere", "engine_too"]
+    assert sorted(name for _, name in recorded) == ["anywhere", "engine_too"]
+
+
+def test_structure_note_says_which_engine_the_prediction_is_for():
+    from adprof.model import Point, Series
+    from adprof.report import build_report
+
+    points = [Point(depth=d, times={"transform": 1e-3 * d, "run": 1e-4}) for d in range(1, 9)]
+    series = [Series(chain="sq", backend="jax", profile=None, mode="traced", file="f.py", points=points)]
+    recording = {"chain": "sq", "depths": [1, 2, 3, 4], "value_ops": [2, 4, 6, 8], "tree_sizes": [3, 7, 15, 31]}
+    report = build_report(series, {("f.py", "sq"): recording})
+    (note,) = [n for n in report.notes if n.startswith("structure")]
+    assert "a prediction for the engine's v08 profile" in note and "sq (2.00)" in note, note
+    assert note.endswith("; not a prediction for jax"), note

@@ -106,6 +106,7 @@ def plan_series(
                             if known_profiles or depths
                             else time_only_range(m.get("depths"), bool(m.get("declared_depths"))),
                             deepen=not known_profiles and not depths and not m.get("declared_depths", True),
+                            on_engine=not per_backend or "engine" in per_backend,
                             axis=m.get("axis") or "layer",
                             cap=m.get("cap") or _declared(backend, "caps", md),
                             cost_phases=tuple(m.get("cost_phases") or ()),
