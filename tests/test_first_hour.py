@@ -521,3 +521,10 @@ def test_structure_note_says_which_engine_the_prediction_is_for():
     (note,) = [n for n in report.notes if n.startswith("structure")]
     assert "a prediction for the engine's v08 profile" in note and "sq (2.00)" in note, note
     assert note.endswith("; not a prediction for jax"), note
+
+
+def test_readme_documentation_list_names_each_page_once():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Documentation") :]
+    pages = re.findall(r"^- \[(docs/[^\]]+)\]", section, flags=re.M)
+    assert pages and len(pages) == len(set(pages)), [p for p in pages if pages.count(p) > 1]
