@@ -324,6 +324,7 @@ def test_messages_max_depth_is_a_maximum_on_time_only_backends(backend, mode):
     def layered(xp, x, depth):
         return xp.sum(x)
 
+    assert chain(layered.fn, **layered.decorator_options()).bounded  # a shipped chain keeps its maximum
     meta = {**layered.metadata(), "file": __file__, "name": "layered"}
     (spec,) = plan_series([meta], [backend], None, mode, [])
     cfg = MeasureConfig()

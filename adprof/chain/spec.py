@@ -187,6 +187,9 @@ class Chain:
     #: The chain gave ``depths`` or ``max_depth`` (else :data:`DEFAULT_DEPTHS`, and where time decides the
     #: schedule chooses how deep to go).
     declared_depths: bool = False
+    #: The chain gave ``max_depth``: a maximum, no series measures past it (``depths`` may be extended by one
+    #: doubling where time decides on a peer).
+    bounded: bool = False
 
     def __call__(self, xp: Any, x: Any, depth: int, *args: Any, **kwargs: Any) -> Any:
         """Run the chain: ``fn(xp, x, depth, ...)`` (a variant's ``fn`` already binds its params)."""
@@ -229,6 +232,7 @@ class Chain:
             "cost_phases": list(self.cost_phases),
             "repeats": self.repeats,
             "declared_depths": self.declared_depths,
+            "bounded": self.bounded,
         }
 
     def decorator_options(self) -> dict[str, Any]:
@@ -238,7 +242,7 @@ class Chain:
             "name": self.name,
             "dtype": self.dtype,
             "reuse": self.reuse,
-            "depths": tuple(self.depths),
+            **({"max_depth": max(self.depths)} if self.bounded else {"depths": tuple(self.depths)}),
             "modes": {b: tuple(m) for b, m in self.backend_modes.items()} or tuple(self.modes),
             "description": self.description,
             "sweep": {k: list(v) for k, v in self.sweep.items()} or None,
@@ -474,6 +478,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     sweep = _sweep_of(opts.pop("sweep", None) or {}, name)
     _check_signature(fn, name, list(sweep))
     declared = opts.get("depths") is not None or opts.get("max_depth") is not None
+    bounded = opts.get("max_depth") is not None
     depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
     modes, backend_modes = _modes_of(opts.pop("modes", None), name)
     axis = _axis_of(opts.pop("axis", DEFAULT_AXIS), name)
@@ -518,6 +523,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         cost_phases=phases,
         repeats=repeats,
         declared_depths=declared,
+        bounded=bounded,
     )
     try:
         setattr(fn, _CHAIN_ATTR, ch)

@@ -104,7 +104,7 @@ def plan_series(
                             depths=depths,
                             time_range=None
                             if known_profiles or depths
-                            else time_only_range(m.get("depths"), bool(m.get("declared_depths"))),
+                            else time_only_range(m.get("depths"), bool(m.get("bounded"))),
                             deepen=not known_profiles and not depths and not m.get("declared_depths", True),
                             on_engine=not per_backend or "engine" in per_backend,
                             axis=m.get("axis") or "layer",
@@ -149,15 +149,15 @@ def nothing_planned(metas: list[dict[str, Any]], backends: list[str], modes: str
 def series_depths(meta: dict[str, Any], backend: str, mode: str, counters: bool) -> tuple[int, ...] | None:
     """The depths planned for a series (None: the adaptive schedule): the chain's own when it declares
     ``adaptive=False``; else the backend's for the mode (torch compile: small steps, compiles cost seconds), up
-    to the chain's largest declared depth; else None: the adaptive schedule (for a backend without counters, over
+    to the chain's ``max_depth``; else None: the adaptive schedule (for a backend without counters, over
     :func:`time_only_range`)."""
     del counters  # planned by time_only_range
     if meta.get("adaptive", True) is False:
         return tuple(meta.get("depths") or ()) or None
     declared = _declared(backend, "mode_depths", mode)
     if declared:
-        own = meta.get("depths") if meta.get("declared_depths") else None
-        if own:  # the chain's max_depth (its largest declared depth) is a maximum there too
+        own = meta.get("depths") if meta.get("bounded") else None
+        if own:  # the chain's max_depth is a maximum there too
             return tuple(d for d in declared if d <= max(own)) or tuple(own)
         return tuple(declared)
     return None
@@ -169,11 +169,11 @@ TIME_ONLY_SPAN = (8, 128)
 
 
 def time_only_range(depths: Sequence[int] | None, bounded: bool = False) -> tuple[int, int]:
-    """The depth range of a time-only backend's series. A chain that declared its depths (``depths=``,
-    ``max_depth=``: ``bounded``) is measured within them, never past the largest (``max_depth`` is a maximum).
-    Else the default depths' range when it spans >= 8x, or :data:`TIME_ONLY_SPAN`, and one doubling beyond, which
-    the cap stops when it would be too slow. A deterministic metric that decides gets 2^(1/3) steps over it (13
-    depths over a 16x range); time gets the time schedule (:mod:`adprof.measure.time_schedule`)."""
+    """The depth range of a time-only backend's series. A chain that gave ``max_depth`` (``bounded``) is measured
+    within ``1..max_depth``, never past it. Else the chain's depths' range when it spans >= 8x, or
+    :data:`TIME_ONLY_SPAN`, and one doubling beyond, which the cap stops when it would be too slow. A
+    deterministic metric that decides gets 2^(1/3) steps over it (13 depths over a 16x range); time gets the time
+    schedule (:mod:`adprof.measure.time_schedule`)."""
     if bounded and depths and min(depths) > 0:
         return min(depths), max(depths)
     lo, hi = TIME_ONLY_SPAN
