@@ -238,6 +238,8 @@ def classify(before: Side, after: Side, tolerance: float = DEFAULT_TOLERANCE) ->
     if memory is None:
         return state, reason
     mstate, mreason = memory
+    if mstate is State.UNCHANGED and before.memory_text == after.memory_text:
+        return state, reason  # the same memory reading: nothing to say (its cells say it once, in the JSON)
     if mstate is State.REGRESSED and state is not State.REGRESSED:
         return State.REGRESSED, f"memory: {mreason}; time: {reason}"
     if mstate is State.IMPROVED and state is State.UNCHANGED:
@@ -411,12 +413,18 @@ def compare_reports(
     return Comparison(changes, tolerance, names[0], names[1], vb, va, notes)
 
 
-def describe_side(side: Side | None) -> str:
-    """``exponential-transform x2.00/layer`` (or ``-``): a side in one cell."""
+def memory_changed(change: Change) -> bool:
+    """True when the pair's memory readings differ (or one side alone has one): a row then shows them."""
+    b, a = change.before, change.after
+    return b is None or a is None or b.memory_text != a.memory_text
+
+
+def describe_side(side: Side | None, memory: bool = True) -> str:
+    """``exponential-transform x2.00/layer`` (or ``-``): a side in one cell; its memory reading with ``memory``."""
     if side is None:
         return "-"
-    memory = f"; memory {side.memory_text}" if side.memory_text else ""
-    return side.verdict + (f" {side.growth}" if side.growth != "-" else "") + memory
+    held = f"; memory {side.memory_text}" if side.memory_text and memory else ""
+    return side.verdict + (f" {side.growth}" if side.growth != "-" else "") + held
 
 
 def profile_text(change: Change) -> str:
@@ -444,6 +452,7 @@ __all__ = [
     "compare_reports",
     "compare_results",
     "describe_side",
+    "memory_changed",
     "pair_results",
     "profile_text",
     "report_versions",

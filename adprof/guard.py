@@ -41,6 +41,7 @@ from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, plan_series
 from adprof.model import Report, Result, point_wall
 from adprof.report import build_report
+from adprof.util.text import range_text
 
 DEFAULT_MAX_BASE = 1.1
 DEFAULT_MAX_EXPONENT = 1.3
@@ -569,7 +570,7 @@ def _max_leak(mv: model.MemoryVerdict, limit: float, mode: str) -> tuple[bool, s
         why = f"no leak: retained bytes flat over the calls at every depth ({held} at depth {deepest.depth})"
         return True, "no leak", why, True
     bpc = worst.bytes_per_call
-    calls = f"calls {worst.calls[0]}..{worst.calls[-1]}" if worst.calls else "the calls"
+    calls = range_text("call", "calls", worst.calls[0], worst.calls[-1]) if worst.calls else "the calls"
     grew = f"{model.fmt_bytes(worst.retained[0])} -> {model.fmt_bytes(worst.retained[-1])}" if worst.retained else ""
     leaking_depths = depth_ranges([r.depth for r in mv.leaks if r.leaking])
     measured = f"+{model.fmt_bytes(bpc)} per call at depth {worst.depth}"

@@ -180,15 +180,27 @@ def _num(value: float | None, spec: str = "g") -> str:
     return format(value, spec) if ok else "?"
 
 
+#: Internal phase names as a report says them: an eager series' first call is ``forward0``/``backward0`` inside.
+PHASE_TEXT = {"backward0": "backward (call 1)", "forward0": "forward (call 1)"}
+
+
+def phase_text(phase: str) -> str:
+    """A phase (or ``a+b`` phases) as a report prints it: ``backward0`` is ``backward (call 1)``."""
+    return "+".join(PHASE_TEXT.get(p, p) for p in phase.split("+"))
+
+
 def _where(stop: Stop) -> str:
-    return f" in {stop.phase}" + (f" (call {stop.call})" if stop.call is not None else "") if stop.phase else ""
+    if not stop.phase:
+        return ""
+    call = f" (call {stop.call})" if stop.call is not None and stop.phase not in PHASE_TEXT else ""
+    return f" in {phase_text(stop.phase)}{call}"
 
 
 def stop_text(stop: Stop) -> str:
     """The sentence of a :class:`Stop` (any Stop: a figure its reason usually has but it lacks reads ``?``)."""
     r = stop.reason
     head = f"stopped after depth {stop.after}: " if stop.after is not None else ""
-    where, depth, phase, limit = _where(stop), _num(stop.depth, "d"), stop.phase or "?", _num(stop.limit)
+    where, depth, phase, limit = _where(stop), _num(stop.depth, "d"), phase_text(stop.phase or "?"), _num(stop.limit)
     secs = fmt_seconds(stop.seconds, 0) if stop.seconds is not None and math.isfinite(stop.seconds) else "far"
     if r is StopReason.CAP:
         return f"{head}{phase} {secs} > {limit} s cap"

@@ -1,4 +1,5 @@
-"""The notebook magic: ``%load_ext adprof``, then a cell that defines chains and is checked as it runs::
+"""The notebook magic: ``%load_ext adprof`` (which also binds ``adprof`` in the notebook), then a cell that
+defines chains and is checked as it runs::
 
     %%adprof --mode traced --profile v08,fixed
     @adprof.chain(reuse=2, max_depth=10)
@@ -120,8 +121,11 @@ class AdprofMagics(Magics):
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext adprof``."""
+    """``%load_ext adprof``: registers the magic and binds ``adprof`` in the notebook (a cell's ``@adprof.chain``
+    then needs no import; a name ``adprof`` the notebook already has is kept)."""
     ipython.register_magics(AdprofMagics)
+    package = sys.modules[__name__.rpartition(".")[0]]  # adprof: imported before any of its modules
+    ipython.user_ns.setdefault("adprof", package)
 
 
 __all__ = ["LAST_REPORT", "AdprofMagics", "load_ipython_extension"]

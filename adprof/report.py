@@ -53,10 +53,13 @@ def _run_notes(results: Sequence[Result], structures: Mapping[str, Structure], n
         (st.chain, st.predicted_base) for st in structures.values() if st.at_risk and st.predicted_base is not None
     ]
     if risky:
+        others = sorted({r.series.backend for r in results} - {"engine"})
         out.insert(
             0,
-            f"structure (before timing): at risk, predicted base > {EXPONENTIAL_RATIO}: "
-            + ", ".join(f"{n} ({b:.2f})" for n, b in risky),
+            "structure (before timing): a prediction for the engine's v08 profile (its grad transform walks the "
+            f"graph as a tree): at risk, predicted base > {EXPONENTIAL_RATIO}: "
+            + ", ".join(f"{n} ({b:.2f})" for n, b in risky)
+            + (f"; not a prediction for {', '.join(others)}" if others else ""),
         )
     by_budget = (StopReason.BUDGET, StopReason.BUDGET_SHARE, StopReason.CENSORED)
     stopped = [r.series for r in results if r.series.stop is not None and r.series.stop.reason in by_budget]

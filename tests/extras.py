@@ -12,12 +12,12 @@ import pytest
 
 #: The module a test needs -> the extra of pyproject.toml that installs it.
 EXTRA_OF = {
-    "jax": "peers",
-    "jaxlib": "peers",
-    "torch": "peers",
-    "autograd": "peers",
-    "tinygrad": "peers",
-    "array_api_compat": "peers",
+    "jax": "jax",
+    "jaxlib": "jax",
+    "torch": "torch",
+    "autograd": "autograd",
+    "tinygrad": "tinygrad",
+    "array_api_compat": "torch",
     "dask": "dask",
     "distributed": "dask",
     "matplotlib": "plot",

@@ -1,7 +1,8 @@
-"""The notebook magic in a real notebook: nbclient executes two cells (``%load_ext adprof``, then a ``%%adprof``
-cell that defines a chain) in a fresh ipykernel; the output is the report's HTML with its verdict table and a
-text/plain fallback, and that HTML renders its verdicts in Chromium (as tests/test_html_browser.py checks the
-page). Needs the dev extra (nbclient, nbformat, ipykernel)."""
+"""The notebook magic in a real notebook: nbclient executes docs/api.md's three cells, taken from the page
+(``%load_ext adprof``, a ``%%adprof`` cell that defines a chain, the last report's verdict) in a fresh
+ipykernel; the output is the report's HTML with its verdict table and a text/plain fallback, and that HTML
+renders its verdicts in Chromium (as tests/test_html_browser.py checks the page). Needs the dev extra
+(nbclient, nbformat, ipykernel)."""
 
 from __future__ import annotations
 
@@ -21,19 +22,20 @@ import nbformat  # noqa: E402
 
 from tests.test_html_browser import CHROMIUM, FLAGS  # noqa: E402
 
-CELL = '''\
-%%adprof --mode traced --profile v08,fixed
-import adprof
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 
 
-@adprof.chain(input_shape=(3, 3), reuse=2, max_depth=8)
-def square(xp, x, depth):
-    """y <- (y*y)*0.5: the previous value is used twice per layer"""
-    y = x
-    for _ in range(depth):
-        y = (y * y) * 0.5
-    return xp.sum(y)
-'''
+def docs_cells() -> list[str]:
+    """The notebook cells of docs/api.md, as the page shows them: every code block of its section
+    "The notebook magic", in order (the test runs what a reader copies)."""
+    text = DOCS.read_text()
+    start = text.index("## The notebook magic")
+    end = text.find("\n## ", start + 1)
+    section = text[start : end if end != -1 else len(text)]
+    return [c if c.endswith("\n") else c + "\n" for c in re.findall(r"```python\n(.*?)```", section, flags=re.S)]
+
+
+CELLS = docs_cells()
 
 
 def run_notebook(tmp_path: Path, *cells: str, timeout: int = 240) -> nbformat.NotebookNode:
@@ -50,7 +52,9 @@ def run_notebook(tmp_path: Path, *cells: str, timeout: int = 240) -> nbformat.No
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("notebook")
-    return tmp_path, run_notebook(tmp_path, "%load_ext adprof", CELL, "_adprof_report.results[0].verdict.kind")
+    assert len(CELLS) == 3 and CELLS[0].strip() == "%load_ext adprof", CELLS
+    assert "import adprof" not in CELLS[1]  # %load_ext binds it: the page's cell runs as written
+    return tmp_path, run_notebook(tmp_path, *CELLS)
 
 
 def _display(nb: nbformat.NotebookNode) -> dict:

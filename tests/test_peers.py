@@ -193,11 +193,11 @@ def test_cli_json_fields():
 
 def test_not_installed_message(monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` now raises ImportError
-    with pytest.raises(backends.BackendNotInstalledError, match=r"pip install 'adprof\[peers\]'"):
+    with pytest.raises(backends.BackendNotInstalledError, match=r"pip install 'adprof\[jax\]'"):
         backends.check_backend("jax")
     monkeypatch.delitem(sys.modules, "adprof.backends.jax_backend")
-    with pytest.raises(ImportError, match=r"backend 'jax' is not installed .*pip install 'adprof\[peers\]'"):
+    with pytest.raises(ImportError, match=r"backend 'jax' is not installed .*pip install 'adprof\[jax\]'"):
         importlib.import_module("adprof.backends.jax_backend")
     monkeypatch.setattr(backends, "check_backend", lambda name: name)  # as if the package were found
-    with pytest.raises(backends.BackendNotInstalledError, match=r"pip install 'adprof\[peers\]'"):
+    with pytest.raises(backends.BackendNotInstalledError, match=r"pip install 'adprof\[jax\]'"):
         backends.get_backend("jax")

@@ -9,6 +9,7 @@ from adprof import model
 from adprof.analysis.costs import counter_cost, cpu_check, fit_cost, phases_of
 from adprof.analysis.growth import fit_growth
 from adprof.model import Fit, Point, Series, Verdict
+from adprof.util.text import range_text
 
 AMORTIZED_BELOW = 0.5  # warm calls cheaper than this fraction of call 1 => amortized
 EXPONENT_DROP = 0.15  # warm calls' exponent this much below call 1's => amortized in growth
@@ -51,7 +52,8 @@ def amortization(series: Series) -> tuple[bool | None, float | None, list[str]]:
             cheaper_growth = fw.base < f1.base - EXPONENT_DROP
     amortized = cheaper_now or cheaper_growth
     verdict = "amortized by the warm cache" if amortized else "not amortized by the cache"
-    lines = [f"calls 2..{1 + len(warm)} cost {ratio:.2f}x call 1 at depth {pts[-1].depth} ({unit}): {verdict}"]
+    calls = range_text("call", "calls", 2, 1 + len(warm))
+    lines = [f"{calls} cost {ratio:.2f}x call 1 at depth {pts[-1].depth} ({unit}): {verdict}"]
     if growth_line:
         lines.append(growth_line + ("; warm calls grow slower" if cheaper_growth else ""))
     return amortized, ratio, lines

@@ -43,6 +43,7 @@ from adprof.model import (
     Series,
     fmt_bytes,
 )
+from adprof.util.text import range_text
 
 #: The phase under which the memory series carries its figure (what the evidence lines name).
 MEMORY_PHASE = "memory"
@@ -260,7 +261,8 @@ def _leak_readings(mv: MemoryVerdict, series: Series) -> None:
         mv.evidence.insert(
             0,
             f"retained bytes grow with the calls at a fixed depth: +{fmt_bytes(leak.bytes_per_call)} per call at "
-            f"depth {leak.depth} (calls {leak.calls[0]}..{leak.calls[-1]}: {fmt_bytes(leak.retained[0])} -> "
+            f"depth {leak.depth} ({range_text('call', 'calls', leak.calls[0], leak.calls[-1])}: "
+            f"{fmt_bytes(leak.retained[0])} -> "
             f"{fmt_bytes(leak.retained[-1])}); per call: {per}",
         )
     elif all(r.leaking is False for r in mv.leaks):

@@ -51,6 +51,11 @@ PhaseCallback = Callable[[str, int | None], None]
 INSTALL_HINT = "pip install 'adprof[peers]'"
 
 
+def extra_install_hint(extra: str) -> str:
+    """How to install one peer backend's packages: its own extra (``pip install 'adprof[torch]'``)."""
+    return f"pip install 'adprof[{extra}]'"
+
+
 def describe_type(value: Any) -> str:
     """What a chain returned, with its library: ``a torch.Tensor`` rather than ``Tensor``."""
     cls = type(value)

@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 from typing import Any, ClassVar
 
-from adprof.backends.base import DEFAULT_CALLS, INSTALL_HINT, Backend, PhaseCallback, no_phase
+from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, extra_install_hint, no_phase
 from adprof.backends.memory import NOT_EAGER
 from adprof.chain import Chain
 from adprof.model import Point
@@ -118,7 +118,7 @@ class JaxBackend(ModuleBackend):
     }
     requires = ("jax", "jaxlib")
     distributions = ("jax", "jaxlib", "numpy")
-    install_hint = INSTALL_HINT
+    install_hint = extra_install_hint("jax")
     memory_figures = {"traced": ("saved_bytes",), "compile": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
     memory_notes = {"traced": {"retained": NOT_EAGER}, "compile": {"retained": NOT_EAGER}}
     memory_by_default = True
@@ -202,7 +202,7 @@ class TorchBackend(ModuleBackend):
     caps = {"compile": 60.0}
     requires = ("torch", "array_api_compat")
     distributions = ("torch", "array_api_compat", "numpy")
-    install_hint = INSTALL_HINT
+    install_hint = extra_install_hint("torch")
     memory_figures = {"eager": ("saved_bytes", "retained")}
     memory_notes = {
         "traced": {
@@ -237,7 +237,7 @@ class AutogradBackend(ModuleBackend):
     metric_notes = {"eager": {}}
     requires = ("autograd",)
     distributions = ("autograd", "numpy")
-    install_hint = INSTALL_HINT
+    install_hint = extra_install_hint("autograd")
     memory_figures = {"eager": ("saved_bytes", "retained")}
     memory_by_default = True
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
@@ -270,7 +270,7 @@ class TinygradBackend(ModuleBackend):
     }
     requires = ("tinygrad",)
     distributions = ("tinygrad", "numpy")
-    install_hint = INSTALL_HINT
+    install_hint = extra_install_hint("tinygrad")
     memory_notes = {
         mode: {
             "saved_bytes": (

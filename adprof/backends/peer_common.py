@@ -29,6 +29,7 @@ from adprof.backends.base import (
     PointFailure,
     RepeatPolicy,
     count_python_calls,
+    extra_install_hint,
     measure_phase,
     no_phase,
     record_metric,
@@ -43,7 +44,9 @@ from adprof.model import Point, lower_quartile_index
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:
     """The ImportError a peer backend raises when its packages are missing (one line, with the fix)."""
     missing = getattr(exc, "name", None) or str(exc)
-    return ImportError(f"backend {backend!r} is not installed (needs {packages}; missing {missing}): {INSTALL_HINT}")
+    return ImportError(
+        f"backend {backend!r} is not installed (needs {packages}; missing {missing}): {extra_install_hint(backend)}"
+    )
 
 
 _seen: set[tuple[Any, ...]] = set()

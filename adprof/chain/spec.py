@@ -189,6 +189,9 @@ class Chain:
     #: The chain gave ``depths`` or ``max_depth`` (else :data:`DEFAULT_DEPTHS`, and where time decides the
     #: schedule chooses how deep to go).
     declared_depths: bool = False
+    #: The chain gave ``max_depth``: a maximum, no series measures past it (``depths`` may be extended by one
+    #: doubling where time decides on a peer).
+    bounded: bool = False
 
     def __call__(self, xp: Any, x: Any, depth: int, *args: Any, **kwargs: Any) -> Any:
         """Run the chain: ``fn(xp, x, depth, ...)`` (a variant's ``fn`` already binds its params)."""
@@ -231,6 +234,7 @@ class Chain:
             "cost_phases": list(self.cost_phases),
             "repeats": self.repeats,
             "declared_depths": self.declared_depths,
+            "bounded": self.bounded,
         }
 
     def decorator_options(self) -> dict[str, Any]:
@@ -240,7 +244,11 @@ class Chain:
             "name": self.name,
             "dtype": self.dtype,
             "reuse": self.reuse,
-            "depths": self.depths if isinstance(self.depths, range) else tuple(self.depths),
+            **(
+                {"max_depth": max(self.depths)}
+                if self.bounded
+                else {"depths": self.depths if isinstance(self.depths, range) else tuple(self.depths)}
+            ),
             "modes": {b: tuple(m) for b, m in self.backend_modes.items()} or tuple(self.modes),
             "description": self.description,
             "sweep": {k: list(v) for k, v in self.sweep.items()} or None,
@@ -251,7 +259,7 @@ class Chain:
             "cost_phases": tuple(self.cost_phases) or None,
             "repeats": self.repeats,
         }
-        if isinstance(self.depths, range):  # max_depth=N: a literal, as it was written
+        if isinstance(opts.get("depths"), range):  # max_depth=N: a literal, as it was written
             opts["max_depth"] = opts.pop("depths")[-1]
         if self.input is None:
             opts["input_shape"] = tuple(self.input_shape)
@@ -495,6 +503,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     sweep = _sweep_of(opts.pop("sweep", None) or {}, name)
     _check_signature(fn, name, list(sweep))
     declared = opts.get("depths") is not None or opts.get("max_depth") is not None
+    bounded = opts.get("max_depth") is not None
     depths = _normalize_depths(opts.pop("depths", None), opts.pop("max_depth", None), name)
     modes, backend_modes = _modes_of(opts.pop("modes", None), name)
     axis = _axis_of(opts.pop("axis", DEFAULT_AXIS), name)
@@ -535,6 +544,7 @@ def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
         cost_phases=phases,
         repeats=repeats,
         declared_depths=declared,
+        bounded=bounded,
     )
     try:
         setattr(fn, _CHAIN_ATTR, ch)

@@ -28,7 +28,7 @@ from adprof.cli.common import (
 from adprof.cli.instructions import apply_default_budget, counted_specs
 from adprof.cli.run import make_report, measure_specs, measuring_settings, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
-from adprof.measure.plan import load_targets, plan_series
+from adprof.measure.plan import load_targets, nothing_planned, plan_series
 from adprof.model import Report
 
 
@@ -87,7 +87,7 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
             deepest = {key: _deepest(m, max_depth) for m in metas for key in [(m["file"], m["name"])]}
             specs = counted_specs(specs, declared, explicit=bool(args.depths), deepest=deepest)
     if not specs:
-        raise UsageError("nothing to measure: no chain supports the selected modes")
+        raise UsageError(f"nothing to measure: {nothing_planned(metas, backends, args.mode)}")
     shard = None
     if args.shard is not None:
         specs, shard = shard_specs(specs, *args.shard, settings=measuring_settings(cfg, args.trust))

@@ -41,7 +41,7 @@ from adprof.guard import (
     guard_specs,
     unguarded_series,
 )
-from adprof.measure.plan import load_targets
+from adprof.measure.plan import load_targets, nothing_planned
 from adprof.model import Series
 
 
@@ -128,11 +128,14 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
             spec.required_depths = tuple(spec.depths or ())
     else:
         metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
+        backends = backends_arg(args.backend)
         skipped: dict[tuple[str, str], list[str]] = {}
-        specs = guard_specs(metas, backends_arg(args.backend), args.profile, args.mode, args.depths, notes, skipped)
+        specs = guard_specs(metas, backends, args.profile, args.mode, args.depths, notes, skipped)
+        if not specs:
+            raise UsageError(f"nothing to guard: {nothing_planned(metas, backends, args.mode)}")
         unguarded = unguarded_series(metas, specs, skipped)
     if not specs:
-        raise UsageError("nothing to guard: no chain supports the selected modes")
+        raise UsageError("nothing to guard: no series planned")
     measured = measure_specs(specs, cfg, err, args.verbose)
     bad = next((s for s in measured.series if s.bad_input), None)
     if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a failed guard

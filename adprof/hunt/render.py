@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from adprof.hunt.attribute import Comparison
 from adprof.hunt.model import HUNT_SCHEMA, Finding, HuntReport, Row
 from adprof.plain import PlainError, from_plain, to_plain
+from adprof.render.console import footnoted
 from adprof.render.html import CSS
 from adprof.util.text import terminal_safe
 
@@ -70,12 +71,19 @@ def findings_table(report: HuntReport) -> Table:
     return t
 
 
-def engines_table(rows: Sequence[Row], title: str = "") -> Table:
-    """The class per engine and mode of one program."""
+#: A note longer than this goes under its engines table, the cell naming it (``[1]``).
+LONG_NOTE = 40
+
+
+def engines_table(rows: Sequence[Row], title: str = "", marks: list[str] | None = None) -> Table:
+    """The class per engine and mode of one program. A long note (an error, a stop's sentence) is a mark in its
+    cell, its text appended to ``marks`` to print under the table (:func:`engines_block`); without ``marks``,
+    the cell holds it whole."""
     t = Table(title=title or None, show_header=True, box=None, padding=(0, 1), pad_edge=False)
     for col in ("engine", "mode", "verdict", "growth", "decided by", "note"):
         t.add_column(col, overflow="fold")
-    for r in rows:
+    notes = [r.note for r in rows] if marks is None else footnoted([r.note for r in rows], LONG_NOTE, marks)
+    for r, note in zip(rows, notes, strict=True):
         engine = f"{r.backend}/{r.profile}" if r.profile else r.backend
         t.add_row(
             _t(engine),
@@ -83,19 +91,29 @@ def engines_table(rows: Sequence[Row], title: str = "") -> Table:
             _t(r.verdict, VERDICT_STYLE.get(r.verdict, "")),
             _t(r.figure),
             _t(r.decided_by),
-            _t(r.note[:90]),
+            _t(note),
         )
     return t
 
 
-def _paragraph(f: Finding) -> Group:
+def engines_block(rows: Sequence[Row], console: Console, title: str = "") -> None:
+    """Print the engines table, then its long notes (whole lines without a terminal: nothing cut in a log)."""
+    marks: list[str] = []
+    console.print(engines_table(rows, title, marks))
+    for mark in marks:
+        console.print(_t(f"  {mark}"), soft_wrap=not console.is_terminal)
+
+
+def _paragraph(f: Finding, console: Console) -> None:
+    """A finding's paragraph: its head, the layer, how it shrank, the search, the engines table, how to
+    reproduce it."""
     head = Text.assemble(
         _t(f"{f.id:04d} ", "bold"),
         _t(f"{f.target}: "),
         _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
         _t(f" {f.figure}"),
     )
-    lines: list[Any] = [head]
+    lines: list[Text] = [head]
     if f.axis == "layer":
         uses = f" (uses the previous value {f.uses} times; predicted base {f.predicted_base:.2f})"
     else:
@@ -105,9 +123,12 @@ def _paragraph(f: Finding) -> Group:
         how = "1-minimal" if f.shrunk.minimal else "the budget stopped it"
         shape = f.shrunk.original_generator.get("shape")
         was = f" on a {tuple(shape)} input" if shape and shape != f.generator.get("shape") else ""
-        lines.append(
-            _t(f"  shrunk from size {f.shrunk.from_size} to {f.shrunk.to_size} ({how}): {f.shrunk.original}{was}")
+        size = (
+            f"size {f.shrunk.to_size} kept, simplified"
+            if f.shrunk.from_size == f.shrunk.to_size
+            else f"from size {f.shrunk.from_size} to {f.shrunk.to_size}"
         )
+        lines.append(_t(f"  shrunk {size} ({how}): {f.shrunk.original}{was}"))
     elif f.shrunk is not None:
         lines.append(_t(f"  already minimal (size {f.shrunk.to_size}; {f.shrunk.tried} reductions tried)"))
     lines.append(_t(f"  search: {f.component} {f.search_figure}; decided by {f.decided_by} on the check path"))
@@ -116,12 +137,13 @@ def _paragraph(f: Finding) -> Group:
     if f.also:
         also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
         lines.append(_t(f"  also the finding of: {', '.join(also)}"))
-    lines.append(engines_table(f.table))
-    lines.append(_t(f"  reproduce: {f.reproduce}"))
+    for line in lines:
+        console.print(line)
+    engines_block(f.table, console)
+    console.print(_t(f"  reproduce: {f.reproduce}"), soft_wrap=not console.is_terminal)
     for t in f.also:
         if t in by and by[t].reproduce and t != f.target:
-            lines.append(_t(f"  reproduce on {t}: {by[t].reproduce}"))
-    return Group(*lines)
+            console.print(_t(f"  reproduce on {t}: {by[t].reproduce}"), soft_wrap=not console.is_terminal)
 
 
 def stats_line(report: HuntReport) -> str:
@@ -139,7 +161,7 @@ def render_hunt(report: HuntReport, console: Console, verbose: bool = False) -> 
         console.print(findings_table(report))
         for f in report.findings:
             console.print()
-            console.print(_paragraph(f))
+            _paragraph(f, console)
     else:
         console.print(_t(f"adprof hunt: no confirmed finding (seed {report.seed})", "bold"))
     console.print()
@@ -164,7 +186,7 @@ def render_compare(comparisons: Sequence[Comparison], console: Console) -> None:
     for c in comparisons:
         console.print()
         console.print(_t(f"{c.chain}: {c.attribution}", "bold"), soft_wrap=True)
-        console.print(engines_table(c.rows))
+        engines_block(c.rows, console)
         console.print(_t(f"  {c.text}"), soft_wrap=True)
 
 
@@ -261,6 +283,7 @@ def render_hunt_html(report: HuntReport) -> str:
 
 __all__ = [
     "HuntSchemaError",
+    "engines_block",
     "engines_table",
     "findings_table",
     "hunt_text",

@@ -118,8 +118,11 @@ def plan_series(
                             declared_reuse=m.get("reuse"),
                             params=dict(m.get("params") or {}),
                             depths=depths,
-                            time_range=None if known_profiles or depths else time_only_range(m.get("depths")),
+                            time_range=None
+                            if known_profiles or depths
+                            else time_only_range(m.get("depths"), bool(m.get("bounded"))),
                             deepen=not known_profiles and not depths and not m.get("declared_depths", True),
+                            on_engine=not per_backend or "engine" in per_backend,
                             axis=m.get("axis") or "layer",
                             cap=m.get("cap") or _declared(backend, "caps", md),
                             cost_phases=tuple(m.get("cost_phases") or ()),
@@ -155,15 +158,40 @@ def _declared(backend: str, attr: str, mode: str) -> Any:
     return table.get(mode)
 
 
+def nothing_planned(metas: list[dict[str, Any]], backends: list[str], modes: str | None) -> str:
+    """Why :func:`plan_series` planned no series, and the option that selects each chain: the backends a chain
+    is declared for (``modes={"torch": ...}``: ``--backend torch``), or the modes it declares (``--mode``)."""
+    if not metas:
+        return "no chain to measure"
+    want = csv_list(modes) if modes is not None else None
+    why = []
+    for m in metas:
+        per_backend = {b: tuple(ms) for b, ms in (m.get("backend_modes") or {}).items()}
+        if per_backend and not set(per_backend) & set(backends):
+            on = ", ".join(per_backend)
+            why.append(f"chain {m['name']!r} runs on {on} only (its modes= names {on}), and this run measures "
+                       f"{', '.join(backends)}: select it with --backend {','.join(per_backend)}")  # fmt: skip
+            continue
+        declared = sorted({md for b in backends for md in per_backend.get(b, m.get("modes") or KNOWN_MODES)})
+        asked = f", not {', '.join(want)}" if want else ""
+        why.append(f"chain {m['name']!r} declares modes {', '.join(declared)}{asked}: select them with --mode "
+                   f"{','.join(declared)}")  # fmt: skip
+    return "; ".join(why)
+
+
 def series_depths(meta: dict[str, Any], backend: str, mode: str, counters: bool) -> tuple[int, ...] | None:
     """The depths planned for a series (None: the adaptive schedule): the chain's own when it declares
-    ``adaptive=False``; else the backend's for the mode (torch compile: small steps, compiles cost seconds);
-    else None: the adaptive schedule (for a backend without counters, over :func:`time_only_range`)."""
+    ``adaptive=False``; else the backend's for the mode (torch compile: small steps, compiles cost seconds), up
+    to the chain's ``max_depth``; else None: the adaptive schedule (for a backend without counters, over
+    :func:`time_only_range`)."""
     del counters  # planned by time_only_range
     if meta.get("adaptive", True) is False:
         return tuple(meta.get("depths") or ()) or None
     declared = _declared(backend, "mode_depths", mode)
     if declared:
+        own = meta.get("depths") if meta.get("bounded") else None
+        if own:  # the chain's max_depth is a maximum there too
+            return tuple(d for d in declared if d <= max(own)) or tuple(own)
         return tuple(declared)
     return None
 
@@ -173,12 +201,15 @@ def series_depths(meta: dict[str, Any], backend: str, mode: str, counters: bool)
 TIME_ONLY_SPAN = (8, 128)
 
 
-def time_only_range(declared: Sequence[int] | None) -> tuple[int, int]:
-    """The depth range of a time-only backend's series: the chain's own when it spans >= 8x (deep chains),
-    else :data:`TIME_ONLY_SPAN`; then one doubling beyond, which the cap stops when it would be too slow.
-    A deterministic metric that decides gets 2^(1/3) steps over it (13 depths over a 16x range); time gets
-    the time schedule (:mod:`adprof.measure.time_schedule`)."""
+def time_only_range(depths: Sequence[int] | None, bounded: bool = False) -> tuple[int, int]:
+    """The depth range of a time-only backend's series. A chain that gave ``max_depth`` (``bounded``) is measured
+    within ``1..max_depth``, never past it. Else the chain's depths' range when it spans >= 8x, or
+    :data:`TIME_ONLY_SPAN`, and one doubling beyond, which the cap stops when it would be too slow. A
+    deterministic metric that decides gets 2^(1/3) steps over it (13 depths over a 16x range); time gets the time
+    schedule (:mod:`adprof.measure.time_schedule`)."""
+    if bounded and depths and min(depths) > 0:
+        return min(depths), max(depths)
     lo, hi = TIME_ONLY_SPAN
-    if declared and min(declared) > 0 and max(declared) / min(declared) >= 8:
-        lo, hi = min(declared), max(declared)
+    if depths and min(depths) > 0 and max(depths) / min(depths) >= 8:
+        lo, hi = min(depths), max(depths)
     return lo, 2 * hi

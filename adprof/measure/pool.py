@@ -219,10 +219,11 @@ def _probe_structures(
     status: LaneStatus,
     poll: Callable[[], None] | None,
 ) -> dict[StructureKey, dict[str, Any]]:
-    """One structure recording per (file, chain) (its first spec gives the depth)."""
+    """One structure recording per (file, chain) that runs on the engine (its first spec gives the depth)."""
     chains: dict[StructureKey, SeriesSpec] = {}
     for s in specs:
-        chains.setdefault((s.file, s.chain), s)
+        if s.on_engine:
+            chains.setdefault((s.file, s.chain), s)
     keys = list(chains)
     tasks = [_structure_job(f, n, cfg, budget, chains[f, n].max_depth) for f, n in keys]
     return {

@@ -121,6 +121,9 @@ class SeriesSpec:
     #: Where time decides, the schedule may go deeper than the range's top (neither the chain nor --max-depth
     #: gave one): the top is where it starts, at least :data:`TIME_DEPTH`, and a safety, not a stop.
     deepen: bool = False
+    #: The chain runs on adprof's engine (declared for no backend, or for ``engine`` among others): its structure
+    #: is recorded there before timing. A chain declared for JAX or torch only is not run on the engine.
+    on_engine: bool = True
 
     @property
     def phases(self) -> tuple[str, ...]:

@@ -9,12 +9,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from adprof import model
-from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
+from adprof.comparison import STATES, Comparison, State, describe_side, memory_changed, profile_text
 from adprof.model import (
     HalvingRow,
     Point,
@@ -23,6 +24,7 @@ from adprof.model import (
     Series,
     counter_totals,
     fmt_seconds,
+    phase_text,
 )
 from adprof.report import (
     LOADED_MARK,
@@ -42,10 +44,13 @@ from adprof.report import (
     shows_memory,
     worst_time_text,
 )
-from adprof.util.text import terminal_safe
+from adprof.util.text import range_text, terminal_safe
 
 #: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
 MIN_WIDTH = 80
+
+#: A table laid out without a terminal (a pipe, a file, a CI log) may be at most this wide: its natural width.
+UNBOUNDED = 10_000
 
 
 class SafeConsole(Console):
@@ -62,6 +67,21 @@ class SafeConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(terminal_safe(text), **kwargs)
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """As :meth:`Console.print`; without a terminal a table is laid out at its natural width when that is
+        wider than the console: a pipe has no width to fit, and a cell cut or a word broken there (``stoppe``,
+        ``superlinear-transfor``/``m``) cannot be read back or copied."""
+        wide = 0 if self.is_terminal else natural_width(self, objects)
+        if wide <= self.width:
+            super().print(*objects, **kwargs)
+            return
+        width = self.width
+        self.width = wide
+        try:
+            super().print(*objects, **kwargs)
+        finally:
+            self.width = width
+
     def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
         for seg in super().render(renderable, options):
             if seg.control or not seg.text:
@@ -69,6 +89,24 @@ class SafeConsole(Console):
             else:
                 safe = terminal_safe(seg.text)
                 yield seg if safe is seg.text else Segment(safe, seg.style, seg.control)
+
+
+def natural_width(console: Console, objects: Sequence[Any]) -> int:
+    """The widest natural width of the tables among ``objects`` (every cell on one line), 0 without a table."""
+    options = console.options.update_width(UNBOUNDED)
+    return max((Measurement.get(console, options, o).maximum for o in objects if isinstance(o, Table)), default=0)
+
+
+def footnoted(texts: Sequence[str], limit: int, marks: list[str]) -> list[str]:
+    """Cells of a column whose long texts go under the table: a text over ``limit`` characters becomes its mark
+    (``[2]``) and is appended to ``marks`` as ``[2] text``; the others are kept."""
+    cells = []
+    for text in texts:
+        if len(text) > limit:
+            marks.append(f"[{len(marks) + 1}] {text}")
+            text = f"[{len(marks)}]"
+        cells.append(text)
+    return cells
 
 
 VERDICT_STYLE = {
@@ -111,8 +149,26 @@ def _time_caption(report: Report) -> str:
     return base + (f"; time: {'; '.join(stats)}" if stats else "") + loaded
 
 
+def stopped_cells(report: Report) -> tuple[list[str], list[str]]:
+    """The ``stopped`` column of the summary (why a row's schedule stopped, short: ``budget share [1]``; an error:
+    ``error``, its line follows the table) and the sentences printed under the table, one per mark
+    (``[1] mul [engine/v08, eager]: stopped after depth 12: next point ...``): a sentence never sits in a cell."""
+    cells: list[str] = []
+    notes: list[str] = []
+    for r in report.results:
+        s = r.series
+        if s.error:
+            cells.append("error")
+        elif s.stop is not None:
+            notes.append(f"[{len(notes) + 1}] {s.label}: {s.stop.text()}")
+            cells.append(f"{s.stop.reason.value} [{len(notes)}]")
+        else:
+            cells.append("")
+    return cells, notes
+
+
 def summary_table(report: Report) -> Table:
-    """One row per result."""
+    """One row per result; why a row stopped is a mark whose sentence :func:`stopped_cells` gives."""
     t = Table(title="adprof summary", show_lines=False, caption=_time_caption(report))
     files = _file_column(report)
     if files:
@@ -125,8 +181,9 @@ def summary_table(report: Report) -> Table:
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"), min_width=wide)
     if machines:
         t.add_column("machine")
-    t.add_column("stopped", overflow="fold")
-    for r, file in zip(report.results, files or [None] * len(report.results), strict=True):
+    t.add_column("stopped")
+    stopped, _ = stopped_cells(report)
+    for r, file, why in zip(report.results, files or [None] * len(report.results), stopped, strict=True):
         s, v = r.series, r.verdict
         chain = chain_label(s)
         cells = [
@@ -141,7 +198,7 @@ def summary_table(report: Report) -> Table:
             _t(depth_reached(s)),
             _t(worst_time_text(s)),
         ]
-        t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(s.error or s.stopped or ""))
+        t.add_row(*cells, *([_t(machine_host(s))] if machines else []), _t(why))
     return t
 
 
@@ -284,6 +341,8 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
     runaway, error or mildly superlinear series (linear series appear in the table only). ``verbose``:
     every result's full evidence instead."""
     console.print(summary_table(report))
+    for note in stopped_cells(report)[1]:  # whole lines without a terminal: a CI log keeps each one searchable
+        console.print(_t(note), soft_wrap=not console.is_terminal)
     sw = sweep_rich_table(report.sweeps)
     if sw is not None:
         console.print(sw)
@@ -361,7 +420,7 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
 def render_halving(rows: Sequence[HalvingRow], console: Console | None = None, phases: Sequence[str] = ()) -> Table:
     """The depth-halving table (rows from :func:`adprof.analysis.halving.halving_rows`): cost at the deepest
     depth d, at d/2 and d/4, the ratios and their reading. Printed on ``console`` when given."""
-    t = Table(title=f"depth halving ({'+'.join(phases)})" if phases else "depth halving")
+    t = Table(title=f"depth halving ({phase_text('+'.join(phases))})" if phases else "depth halving")
     for col in ("depth", "time", "counters", "halving ratio", "reading"):
         t.add_column(col, justify="right" if col != "reading" else "left")
     if not rows:
@@ -383,8 +442,8 @@ def render_halving_result(result: Result, console: Console) -> None:
     if s.mode == "eager" and deep is not None and "backward0" in deep.times and "backward" in deep.times:
         cache = deep.extra.get("cache", {})
         console.print(
-            f"depth {deep.depth}: call 0 backward {deep.times['backward0'] * 1e3:.2f} ms, calls "
-            f"1..{(deep.calls or 0) - 1} median {deep.times['backward'] * 1e3:.2f} ms "
+            f"depth {deep.depth}: call 1 backward {deep.times['backward0'] * 1e3:.2f} ms, "
+            f"{range_text('call', 'calls', 2, max(deep.calls or 2, 2))} median {deep.times['backward'] * 1e3:.2f} ms "
             f"(cache hits {cache.get('hits', '-')}, misses {cache.get('misses', '-')}); forward "
             f"{deep.times.get('forward', 0) * 1e3:.2f} ms",
             markup=False,
@@ -405,7 +464,7 @@ STATE_STYLE = {
 
 def comparison_table(comparison: Comparison) -> Table:
     """One row per series of a comparison, the regressions first: state, chain, backend/profile (both when they
-    differ), mode, verdict and growth before and after, and why."""
+    differ), mode, verdict and growth before and after (the memory where it changed), and why: one line each."""
     t = Table(title=f"adprof compare: {comparison.base or 'base'} -> {comparison.new or 'new'}")
     for col in ("state", "chain", "backend/profile", "mode", "before", "after", "why"):
         t.add_column(col, no_wrap=col == "state", overflow="fold")
@@ -417,8 +476,8 @@ def comparison_table(comparison: Comparison) -> Table:
             _t(side.chain if side is not None else c.key.chain),
             _t(profile_text(c)),
             _t(c.key.mode),
-            _t(describe_side(c.before)),
-            _t(describe_side(c.after)),
+            _t(describe_side(c.before, memory_changed(c))),
+            _t(describe_side(c.after, memory_changed(c))),
             _t(c.reason),
         )
     return t

@@ -6,6 +6,9 @@ Each verdict appears as plain text in an element with class ``verdict`` (plus ``
 from __future__ import annotations
 
 import html
+import shlex
+from collections.abc import Mapping
+from typing import Any
 
 from adprof.comparison import STATES, Comparison, Side, profile_text
 from adprof.model import Report, Result
@@ -229,8 +232,30 @@ def _body(report: Report) -> list[str]:
     ]
 
 
+def _env_value(value: Any) -> str:
+    """An environment field as a person reads it (HTML): a mapping as a table of its own (``versions``), a list
+    as the words it holds (``argv``: the command), a number or a string as written."""
+    if isinstance(value, Mapping):
+        rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{_env_value(v)}</td></tr>" for k, v in value.items())
+        return f"<table>{rows}</table>"
+    if isinstance(value, list | tuple):
+        return escape(shlex.join(str(v) for v in value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return escape(str(value))
+
+
+def _environment(env: Mapping[str, Any]) -> str:
+    """The environment's rows; a field without a value (``None``: not recorded, or the default) is left out."""
+    return "".join(
+        f"<tr><th>{escape(str(k).replace('_', ' '))}</th><td>{_env_value(x)}</td></tr>"
+        for k, x in env.items()
+        if x is not None and x != {} and x != []
+    )
+
+
 def _page_parts(report: Report) -> list[str]:
-    env = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(x))}</td></tr>" for k, x in report.environment.items())
+    env = _environment(report.environment)
     meta = []
     if report.elapsed_seconds is not None:
         meta.append(f"elapsed {report.elapsed_seconds:.1f} s")

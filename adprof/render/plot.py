@@ -106,7 +106,7 @@ def _draw_panel(ax: Any, title: str, results: list[Result], memory: bool = False
     ax.set_title(plot_text(f"{title}: memory" if memory else title), fontsize=9)
     ax.set_xlabel("depth")
     ylabel = "bytes (saved for backward, or peak)" if memory else "cost / cost at the first depth (deciding metric)"
-    ax.set_ylabel(ylabel, fontsize=7)
+    ax.set_ylabel(ylabel, fontsize=8)
     drawn = False
     for k, r in enumerate(results):
         fit, color = plotted_fit(r, memory), f"C{k % 10}"
@@ -125,7 +125,35 @@ def _draw_panel(ax: Any, title: str, results: list[Result], memory: bool = False
         drawn = True
     if drawn:
         ax.set_yscale("log")
-    ax.legend(fontsize=6, loc="upper left")
+    from matplotlib.transforms import offset_copy
+
+    # under the axes (below the depth label), never over the curves: the figure leaves it room (_rows_layout)
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-BELOW_AXES, units="inches")
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=below, frameon=False)
+    ax.tick_params(which="both", labelsize=8)
+
+
+#: The legend's font (points: 12.5 px at the default 100 dpi) and where it starts under its axes (inches: below the
+#: tick labels and the depth label).
+LEGEND_PT = 9
+BELOW_AXES = 0.45
+#: A panel's axes height and the room over it (the title), in inches.
+AXES_IN, TITLE_IN = 3.0, 0.4
+
+
+def _legend_in(entries: int) -> float:
+    """The height of a legend of ``entries`` lines (a line: the font and half of it between lines), in inches."""
+    return entries * LEGEND_PT * 1.5 / 72 + 0.1
+
+
+def _rows_layout(fig: Any, nrows: int, entries: int, width: float, **adjust: float) -> None:
+    """Size ``fig`` for ``nrows`` rows of panels, each with a legend of ``entries`` lines under its axes, and place
+    the axes so that no legend covers another panel."""
+    under = BELOW_AXES + _legend_in(entries) + 0.1
+    row = TITLE_IN + AXES_IN + under
+    height = nrows * row
+    fig.set_size_inches(width, height)
+    fig.subplots_adjust(top=1 - TITLE_IN / height, bottom=under / height, hspace=(TITLE_IN + under) / AXES_IN, **adjust)
 
 
 def plot_report(report: Report, path: str | Path) -> Path:
@@ -151,9 +179,10 @@ def report_figure(report: Report) -> Any:
     n = max(len(panels), 1)
     ncols = min(2, n)
     nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(6.4 * ncols, 4.4 * nrows))
+    fig = Figure()
+    entries = max((len(rs) for _, rs, _ in panels), default=1)
+    _rows_layout(fig, nrows, entries, 6.4 * ncols, left=0.08, right=0.98, wspace=0.25)
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45, bottom=0.08, top=0.95)
     for i, ax in enumerate(axes.flat):
         if i < len(panels):
             _draw_panel(ax, *panels[i])
@@ -178,8 +207,9 @@ def chain_svg(title: str, results: list[Result]) -> str:
 
     memory = has_memory(results)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "adprof"}):
-        fig = Figure(figsize=(12.8 if memory else 6.4, 4.2))  # fixed margins: constrained layout is slow per figure
-        fig.subplots_adjust(left=0.12 / (2 if memory else 1), right=0.98, bottom=0.12, top=0.9, wspace=0.25)
+        fig = Figure()  # fixed margins: constrained layout is slow per figure
+        _rows_layout(fig, 1, len(results), 12.8 if memory else 6.4, left=0.12 / (2 if memory else 1), right=0.98)
+        fig.subplots_adjust(wspace=0.25)
         _draw_panel(fig.add_subplot(1, 2 if memory else 1, 1), title, results)
         if memory:  # memory against depth beside time
             _draw_panel(fig.add_subplot(1, 2, 2), title, results, memory=True)

@@ -24,3 +24,8 @@ def terminal_safe(text: str) -> str:
 def one_line_safe(text: str) -> str:
     """:func:`terminal_safe`, with newlines and tabs as spaces (for one-line messages)."""
     return terminal_safe(text).replace("\n", " ").replace("\t", " ")
+
+
+def range_text(singular: str, plural: str, first: int, last: int) -> str:
+    """A range as a person writes it: ``calls 2..5``, or ``call 2`` where it holds one (never ``calls 2..2``)."""
+    return f"{singular} {first}" if first == last else f"{plural} {first}..{last}"
