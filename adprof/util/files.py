@@ -56,7 +56,8 @@ def _kind(mode: int) -> str:
 
 
 def _mib(n: int) -> str:
-    return f"{n / 2**20:.0f} MiB"
+    """A size in words: ``300 MiB``, ``4096 bytes``."""
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
 def _open_regular(path: str | Path, max_bytes: int) -> int:
@@ -65,6 +66,10 @@ def _open_regular(path: str | Path, max_bytes: int) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
+        with contextlib.suppress(OSError):  # a socket cannot be opened: say what it is
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputFileError(f"{path}: {_kind(mode)}, not a regular file: give a file") from None
         raise InputFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
         st = os.fstat(fd)
@@ -78,15 +83,17 @@ def _open_regular(path: str | Path, max_bytes: int) -> int:
     return fd
 
 
-def check_input_file(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> None:
-    """Raise :class:`InputFileError` unless ``path`` is a regular file of at most ``max_bytes`` (a chain file
-    before a worker imports it: a FIFO, ``/dev/zero`` or a directory is one line)."""
-    os.close(_open_regular(path, max_bytes))
+def check_input_file(path: str | Path, max_bytes: int | None = None) -> None:
+    """Raise :class:`InputFileError` unless ``path`` is a regular file of at most ``max_bytes`` (default
+    :data:`MAX_INPUT_BYTES`): a chain file before a worker imports it (a FIFO, ``/dev/zero`` or a directory is
+    one line)."""
+    os.close(_open_regular(path, MAX_INPUT_BYTES if max_bytes is None else max_bytes))
 
 
-def read_input(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``max_bytes`` (a file growing while it is read is
-    cut at the cap, and refused); raises :class:`InputFileError` (one line)."""
+def read_input(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes`` (default :data:`MAX_INPUT_BYTES`; a file
+    growing while it is read is cut at the cap, and refused); raises :class:`InputFileError` (one line)."""
+    max_bytes = MAX_INPUT_BYTES if max_bytes is None else max_bytes
     fd = _open_regular(path, max_bytes)
     chunks: list[bytes] = []
     size = 0
@@ -106,7 +113,7 @@ def read_input(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
     return b"".join(chunks)
 
 
-def read_json(path: str | Path, schema: Callable[[Any], T], max_bytes: int = MAX_INPUT_BYTES) -> T:
+def read_json(path: str | Path, schema: Callable[[Any], T], max_bytes: int | None = None) -> T:
     """``schema`` of the JSON in ``path`` (read by :func:`read_input`); ``schema`` raises ValueError (one
     line) for data that does not fit it. Raises :class:`InputFileError`: ``PATH: why``."""
     data = read_input(path, max_bytes)
