@@ -118,7 +118,7 @@ def test_unlisted_every_reader_of_user_files_refuses_what_is_not_a_regular_file(
             (["report", str(tmp_path)], "a directory"),
             (["report", str(sock_path)], "a socket"),
             (["compare", "/dev/null", str(saved)], "a device"),
-            (["guard", str(fifo), "--baseline", "/dev/zero"], "a device"),
+            (["guard", str(fifo), "--baseline", "/dev/null"], "a device"),
             (["check", str(fifo), "--budget", "60"], "FIFO"),
         ]
         for args, why in cases:
