@@ -19,6 +19,7 @@ import pytest
 from compare_helpers import report as make_report
 from compare_helpers import result
 
+import adprof
 from adprof import model
 from adprof.cli import main, parse_command
 from adprof.cli.common import UsageError
@@ -31,7 +32,7 @@ from adprof.model import Report, Shard
 from adprof.render.jsonout import report_text
 from adprof.util import files
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(adprof.__file__).resolve().parents[1]  # the checkout under test (its adprof, its docs)
 SURROGATE = "bad\udcff"  # a chain name from undecodable bytes (argv, a program's JSON)
 
 
