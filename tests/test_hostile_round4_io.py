@@ -313,8 +313,8 @@ def test_unlisted_no_output_overwrites_any_path_an_argument_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Cases nobody listed: the pyproject.toml a guard reads its limits from, a hard link to a file named inside a
-    shell command inside a shell command, a colon list (``PYTHONPATH=a:b``), ``-oPATH``, flame's ``-o`` over a
-    program's input, and report's own files through ``--opt=PATH``."""
+    shell command inside a shell command, a colon list (``PYTHONPATH=a:b``), ``-oPATH``, a file a ``python -c``
+    program opens, flame's ``-o`` over a program's input, and report's own files through ``--opt=PATH``."""
     monkeypatch.chdir(tmp_path)
     for name in ("pyproject.toml", "prog.py", "cfg.json", "lib.json", "o.json", "a.json"):
         (tmp_path / name).write_text("{}")
@@ -326,6 +326,8 @@ def test_unlisted_no_output_overwrites_any_path_an_argument_names(
     _refused(["check", "--cmd", "env PYTHONPATH=x:lib.json python prog.py {depth}", "--json", "lib.json"], "input")
     _refused(["guard", "--cmd", "prog -oo.json {depth}", "--markdown", "o.json"], "input of this run")
     _refused(["report", "a.json", "--json=a.json"], "input of this run")
+    python_c = "python3 -c 'import sys; data = open(\"cfg.json\").read()' {depth}"
+    _refused(["guard", "--cmd", python_c, "--json", "cfg.json"], "input of this run")
     assert main(["flame", "--cmd", "python prog.py --config=cfg.json {depth}", "--depth", "2", "-o", "cfg.json"]) == 2
     assert (tmp_path / "cfg.json").read_text() == "{}"
 

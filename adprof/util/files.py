@@ -169,12 +169,14 @@ FINDING_FILE = re.compile(r"([0-9]+)_.*\.py")
 _SHELL_DEPTH = 4
 
 
+#: What may stand around a path inside an argument: quotes, brackets, separators (``open("in.json")``,
+#: ``--data=x.json``, ``PYTHONPATH=a:b``, ``f(x.json,y.json)``).
+_AROUND_PATHS = re.compile(r"""[^\s'"`()\[\]{},;=:<>|&]+""")
+
+
 def _named(word: str, depth: int) -> Iterator[str]:
     yield word
-    for sep in ("=", ":"):  # --data=PATH, VAR=PATH, PYTHONPATH=a:b
-        if sep in word:
-            for part in word.split(sep)[1:]:
-                yield from _named(part, _SHELL_DEPTH) if part else ()
+    yield from _AROUND_PATHS.findall(word)  # --data=PATH, VAR=PATH, a:b, open("PATH") in a -c program
     if len(word) > 2 and word[0] == "-" and word[1].isalpha():  # -oPATH
         yield word[2:]
     if depth < _SHELL_DEPTH and any(c.isspace() for c in word):  # sh -c 'prog --data=x.json'
@@ -187,13 +189,14 @@ def _named(word: str, depth: int) -> Iterator[str]:
 
 
 def named_paths(arguments: Iterable[str]) -> list[str]:
-    """Every existing file (or symbolic link) that ``arguments`` may name: an argument itself, the value of
-    ``--opt=PATH`` (and ``VAR=PATH``, ``-oPATH``, ``a:b`` lists), and the words of a shell command inside one
-    (``sh -c 'prog --data=x.json'``), read again the same way. No output may overwrite one of them."""
+    """Every existing file (or symbolic link) that ``arguments`` may name: an argument itself, every run of path
+    characters in it (the value of ``--opt=PATH``, ``VAR=PATH``, ``a:b`` lists, ``open("PATH")`` in a ``-c``
+    program), ``-oPATH``, and the words of a shell command inside one (``sh -c 'prog --data=x.json'``), read again
+    the same way. Only what exists counts. No output may overwrite one of them."""
     found: dict[str, None] = {}
     for argument in arguments:
         for word in _named(argument, 0):
-            if word and "\0" not in word and "{" not in word and os.path.lexists(word):
+            if word and "\0" not in word and os.path.lexists(word):
                 found.setdefault(word, None)
     return list(found)
 
