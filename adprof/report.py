@@ -182,10 +182,9 @@ def _merge_shards(
             if pos in placed:
                 raise MergeError(f"series {pos} of the plan is in two shards")
             placed[pos] = res
-    missing = sorted(set(range(1, first.count + 1)) - seen)
-    if missing:
+    if len(seen) < first.count:
         text = (
-            f"shard {', '.join(f'{k}/{first.count}' for k in missing)} missing "
+            f"shard {_missing_text(seen, first.count)} missing "
             f"({first.planned - len(placed)} of {first.planned} series not in this report)"
         )
         if not allow_missing:
@@ -194,6 +193,23 @@ def _merge_shards(
             )
         notes.append(f"merged {len(seen)} of {first.count} shards: {text}")
     return [placed[pos] for pos in sorted(placed)]
+
+
+#: The most missing shards a message names one by one.
+MISSING_NAMED = 8
+
+
+def _missing_text(seen: set[int], count: int) -> str:
+    """``2/4, 3/4``: the shards of 1..``count`` not in ``seen``, the first :data:`MISSING_NAMED` of them named
+    (a count of 10**30 in a hand-edited record is never enumerated)."""
+    named: list[str] = []
+    k = 0
+    while len(named) < MISSING_NAMED and k < count:
+        k += 1
+        if k not in seen:
+            named.append(f"{k}/{count}")
+    left = count - len(seen) - len(named)
+    return ", ".join(named) + (f" and {left} more" if left > 0 else "")
 
 
 def _check_shard(sh: Shard) -> None:

@@ -137,6 +137,13 @@ def test_unlisted_the_reader_reads_json_by_its_schema(tmp_path: Path) -> None:
             files.read_json(bad, _schema)
 
 
+def test_unlisted_a_report_with_a_byte_order_mark_reads(tmp_path: Path, saved: Path) -> None:
+    """Nobody listed it: a report saved again by an editor that adds a UTF-8 byte-order mark."""
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + saved.read_bytes())
+    assert main(["report", str(bom)]) == 0
+
+
 def _schema(data: Any) -> Report:
     from adprof.render.jsonout import load_report
 
@@ -183,6 +190,15 @@ def test_item03_R15_a_merge_with_a_missing_shard_fails_unless_allowed(
     assert any("merged 1 of 2 shards" in n for n in notes)
     assert main(["report", str(two), str(one)]) == 0  # every shard: merged, no flag needed
     assert "--allow-missing" in (ROOT / "docs" / "scale-out.md").read_text()
+
+
+def test_unlisted_a_hand_edited_shard_count_of_10_30_is_one_line(tmp_path: Path) -> None:
+    """Nobody listed it: ``"count": 10**30`` in a shard record (the merge enumerated every shard: it never ended;
+    run in a child limited in memory and time)."""
+    rep = Report(results=[result("c0")], shard=Shard(1, 10**30, 2, [0], "p"))
+    done = _adprof("report", str(_saved(tmp_path / "s.json", rep)), cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "more missing" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and len(done.stderr) < 1000
 
 
 # --------------------------------------------------------------------------- 4. R16: shards of other file contents

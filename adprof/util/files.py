@@ -118,7 +118,7 @@ def read_json(path: str | Path, schema: Callable[[Any], T], max_bytes: int | Non
     line) for data that does not fit it. Raises :class:`InputFileError`: ``PATH: why``."""
     data = read_input(path, max_bytes)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark (an editor's) is not part of the JSON
     except UnicodeDecodeError as exc:
         raise InputFileError(f"{path}: not a JSON report (not UTF-8: byte {exc.start})") from None
     try:
