@@ -138,10 +138,12 @@ class MergeError(ValueError):
     """Reports that do not merge into one (two copies of a shard, shards of different plans): one line."""
 
 
-def merge_reports(reports: Sequence[Report]) -> Report:
+def merge_reports(reports: Sequence[Report], *, allow_missing: bool = False) -> Report:
     """One report of several: the shards of one run (``--shard K/N``) back in the plan's order, or whole
     reports one after another. Notes are kept once each, the sweep table is rebuilt over all results,
-    the elapsed time is the longest one (shards run side by side). Raises :class:`MergeError`."""
+    the elapsed time is the longest one (shards run side by side). Raises :class:`MergeError`: a shard of the
+    run missing (unless ``allow_missing``: a note names it), the same measurement twice (one report given
+    twice, or a copy of it), shards of different runs."""
     if len(reports) == 1 and reports[0].shard is None:
         only = reports[0]
         only.sweeps = sweep_table(only.results)  # derived from the results: a saved table is not trusted
@@ -149,11 +151,12 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     shards = [r.shard for r in reports]
     notes: list[str] = []
     if all(sh is not None for sh in shards):
-        results = _merge_shards(reports, [sh for sh in shards if sh is not None], notes)
+        results = _merge_shards(reports, [sh for sh in shards if sh is not None], notes, allow_missing)
     elif any(sh is not None for sh in shards):
         raise MergeError("cannot merge the report of a shard (--shard) with whole reports")
     else:
         results = [r for rep in reports for r in rep.results]
+        _no_twice(reports)
     for rep in reports:
         notes.extend(n for n in rep.notes if n not in notes)
     elapsed = [r.elapsed_seconds for r in reports if r.elapsed_seconds is not None]
@@ -167,7 +170,25 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     )
 
 
-def _merge_shards(reports: Sequence[Report], shards: Sequence[Shard], notes: list[str]) -> list[Result]:
+def _no_twice(reports: Sequence[Report]) -> None:
+    """Raise :class:`MergeError` when one measured series is in two of ``reports`` (a report given twice, or a
+    copy of it): its results would count twice. Two measurements of one chain (two machines, two days) differ
+    in their points, and merge."""
+    where: dict[str, int] = {}
+    for i, rep in enumerate(reports, 1):
+        for r in rep.results:
+            key = repr(r.series)
+            if key in where and where[key] != i:
+                raise MergeError(
+                    f"reports {where[key]} and {i} hold the same measurement of {r.series.label} (one report "
+                    "given twice, or a copy of it): give each report once"
+                )
+            where.setdefault(key, i)
+
+
+def _merge_shards(
+    reports: Sequence[Report], shards: Sequence[Shard], notes: list[str], allow_missing: bool = False
+) -> list[Result]:
     first = shards[0]
     if any(sh.count != first.count or sh.planned != first.planned or sh.plan != first.plan for sh in shards):
         raise MergeError("these shards come from different runs (other targets, options or --shard N)")
@@ -185,13 +206,34 @@ def _merge_shards(reports: Sequence[Report], shards: Sequence[Shard], notes: lis
             if pos in placed:
                 raise MergeError(f"series {pos} of the plan is in two shards")
             placed[pos] = res
-    missing = sorted(set(range(1, first.count + 1)) - seen)
-    if missing:
-        notes.append(
-            f"merged {len(seen)} of {first.count} shards: shard {', '.join(f'{k}/{first.count}' for k in missing)} "
-            f"missing ({first.planned - len(placed)} of {first.planned} series not in this report)"
+    if len(seen) < first.count:
+        text = (
+            f"shard {_missing_text(seen, first.count)} missing "
+            f"({first.planned - len(placed)} of {first.planned} series not in this report)"
         )
+        if not allow_missing:
+            raise MergeError(
+                f"{text}: give every shard's report, or --allow-missing to merge the {len(seen)} of {first.count} given"
+            )
+        notes.append(f"merged {len(seen)} of {first.count} shards: {text}")
     return [placed[pos] for pos in sorted(placed)]
+
+
+#: The most missing shards a message names one by one.
+MISSING_NAMED = 8
+
+
+def _missing_text(seen: set[int], count: int) -> str:
+    """``2/4, 3/4``: the shards of 1..``count`` not in ``seen``, the first :data:`MISSING_NAMED` of them named
+    (a count of 10**30 in a hand-edited record is never enumerated)."""
+    named: list[str] = []
+    k = 0
+    while len(named) < MISSING_NAMED and k < count:
+        k += 1
+        if k not in seen:
+            named.append(f"{k}/{count}")
+    left = count - len(seen) - len(named)
+    return ", ".join(named) + (f" and {left} more" if left > 0 else "")
 
 
 def _check_shard(sh: Shard) -> None:

@@ -164,7 +164,9 @@ def test_shard_reports_merge_back_in_plan_order() -> None:
     merged = merge_reports([rep(2, [1, 4]), rep(1, [0, 2, 3])])
     assert [r.series.chain for r in merged.results] == ["c0", "c1", "c2", "c3", "c4"]
     assert merged.notes == ["shard 2", "same", "shard 1"] and merged.shard is None
-    alone = merge_reports([rep(1, [0, 2, 3])])
+    with pytest.raises(MergeError, match="2/2 missing"):  # a missing shard fails, unless allowed
+        merge_reports([rep(1, [0, 2, 3])])
+    alone = merge_reports([rep(1, [0, 2, 3])], allow_missing=True)
     assert any("1 of 2 shards" in n and "2/2 missing" in n for n in alone.notes)
     with pytest.raises(MergeError, match="given twice"):
         merge_reports([rep(1, [0]), rep(1, [0])])

@@ -6,7 +6,6 @@ import argparse
 import math
 import os
 import platform
-import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ from rich.console import Console
 from adprof import model
 from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS, check_backend
-from adprof.guard import parse_bytes
+from adprof.guard import parse_bytes, pyproject_path
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, csv_list
@@ -27,7 +26,15 @@ from adprof.options import RULES, depths_arg, parse_number  # noqa: F401  (depth
 from adprof.options import arg as option_arg
 from adprof.render.jsonout import json_safe  # noqa: F401  (re-exported: its home is the JSON renderer)
 from adprof.report import fmt_growth
-from adprof.util.files import OutputPathError, check_output_path, write_atomic
+from adprof.util.files import (
+    FINDING_FILE,
+    OutputPathError,
+    OwnedDir,
+    check_output_path,
+    named_paths,
+    write_atomic,
+    write_stream,
+)
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -100,23 +107,45 @@ def positive_int_arg(value: str) -> int:
     return n
 
 
+#: Options whose values are never paths (names, choices, numbers): not read by :func:`run_inputs`.
+NOT_PATHS = frozenset({"command", "backend", "profile", "mode", "metric", "trust", "name", "scheduler", "format"})
+
+
+def output_dests(args: argparse.Namespace) -> set[str]:
+    """The ``args`` attributes that are output paths (``json``, ``html``, ``plot``, ``markdown``, ``junit``,
+    ``output``), and hunt's ``out``."""
+    from adprof.render import FILE_RENDERERS
+
+    options = [r.option for r in FILE_RENDERERS] + [option for option, _ in OTHER_OUTPUTS]
+    return {o.lstrip("-").replace("-", "_") for o in options} | {"output", "out"}
+
+
 def run_inputs(args: argparse.Namespace) -> list[str]:
-    """The files a run reads (chain files of its targets, the files a ``--cmd`` template names): no
-    output may overwrite them."""
-    files: list[str] = []
-    targets = list(getattr(args, "targets", None) or []) + list(getattr(args, "files", None) or [])
-    if getattr(args, "target", None):
-        targets.append(args.target)
-    for target in targets:
-        files.append(str(target).split("::", 1)[0])
-    template = getattr(args, "cmd", None)
-    if template:
-        try:
-            words = shlex.split(template)
-        except ValueError:
-            words = []
-        files.extend(w for w in words if "{" not in w and os.path.isfile(w))
-    return files
+    """Every existing file that any argument of the run names (:func:`adprof.util.files.named_paths`): the
+    targets' chain files, ``--baseline``, the reports of ``report``/``compare``, a ``--cmd`` program and every
+    path in its words (``--data=PATH``, ``sh -c '...'``), and the ``pyproject.toml`` a guard reads. No output
+    may overwrite one."""
+    skip = output_dests(args) | NOT_PATHS
+    words: list[str] = []
+    for dest, value in vars(args).items():
+        if dest in skip or dest.startswith("_"):
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, str):
+                words.append(v.split("::", 1)[0] if dest in ("targets", "target") else v)
+    pyproject = pyproject_path() if getattr(args, "command", None) == "guard" else None
+    if pyproject is not None:  # the limits of [tool.adprof.guard]
+        words.append(str(pyproject))
+    return named_paths(words)
+
+
+def owned_dirs(args: argparse.Namespace) -> list[OwnedDir]:
+    """Directories the run fills with files of its own: ``hunt --out`` (its findings, ``NNNN_*.py``)."""
+    out = getattr(args, "out", None)
+    if getattr(args, "command", None) == "hunt" and isinstance(out, str) and out:
+        return [OwnedDir("--out", out, FINDING_FILE, "findings (NNNN_<engine>_<mode>.py)")]
+    return []
 
 
 #: Outputs that ``-`` may send to stdout (one of them at a time; the tables then go to stderr).
@@ -129,13 +158,16 @@ def check_outputs(args: argparse.Namespace, outputs: Sequence[tuple[str, str | N
     """Every output path of a command checked before measuring (:func:`adprof.util.files.check_output_path`):
     ``(option, path, suffixes)``; raises :class:`UsageError` (one line, exit 2)."""
     inputs = run_inputs(args)
+    owned = owned_dirs(args)
     others = [(option, path) for option, path, _ in outputs]
     to_stdout = [option for option, path, _ in outputs if path == "-" and option in STDOUT_OUTPUTS]
     if len(to_stdout) > 1:
         raise UsageError(f"{' and '.join(to_stdout)} both ask for stdout ('-'): give one of them a file")
     for option, path, suffixes in outputs:
         try:
-            check_output_path(option, path, suffixes, inputs=inputs, others=others, stdout_ok=option in STDOUT_OUTPUTS)
+            check_output_path(
+                option, path, suffixes, inputs=inputs, others=others, owned=owned, stdout_ok=option in STDOUT_OUTPUTS
+            )
         except OutputPathError as exc:
             raise UsageError(exc.message) from None
 
@@ -416,8 +448,7 @@ def write_outputs(report: Report, args: argparse.Namespace, err: Console, skip: 
         try:
             text = renderer.render(report, path)
             if text is not None and path == "-" and renderer.stdout_ok:
-                sys.stdout.write(text)
-                sys.stdout.flush()
+                write_stream(sys.stdout, text)
             elif text is not None:
                 write_atomic(path, text)  # a reader (or a second run) never sees it half written
         except ImportError as exc:  # matplotlib missing: the report is still fine
@@ -438,8 +469,7 @@ def write_texts(outputs: Sequence[tuple[str, str | None, Callable[[], str]]], er
             continue
         try:
             if path == "-":
-                sys.stdout.write(text())
-                sys.stdout.flush()
+                write_stream(sys.stdout, text())
             else:
                 write_atomic(path, text())  # a reader (or a second run) never sees it half written
         except OSError as exc:

@@ -7,6 +7,7 @@ import argparse
 import os
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from adprof.cli.common import (
     EXIT_OK,
     SIGNALS,
     UsageError,
+    check_outputs,
     consoles,
     exit_status_of,
     option_arg,
@@ -33,7 +35,7 @@ from adprof.measure import MeasureConfig
 from adprof.measure.pool import LanePool
 from adprof.options import jobs_for_cores
 from adprof.util import procs
-from adprof.util.files import OutputPathError, check_output_path, write_atomic
+from adprof.util.files import write_atomic, write_stream
 
 DEFAULT_HUNT_BUDGET = 600.0
 DEFAULT_OUT = "found"
@@ -126,6 +128,10 @@ class _Progress:
                 f"hunt: confirmed {data['id']:04d} {data['target']}: {data['verdict']} {data['figure']}"
                 f" -> {data['file']}"
             )
+        elif event == "unwritten":
+            self.say(
+                f"hunt: cannot write finding {data['id']:04d} to {data['file']} ({data['error']}); kept in the report"
+            )
         elif event == "shrunk":
             c["shrunk"] += 1
             if self.verbose:
@@ -150,25 +156,34 @@ class _Progress:
 
 
 def _check_out(out: str) -> Path:
+    """``--out``, proved writable before anything is measured (a file made there and removed; not there yet: its
+    parent writable, where the first finding makes it): a file, a dangling link, a missing parent or a read-only
+    folder is one line and exit 2, not a lost hunt."""
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise UsageError(f"--out {out}: not a directory")
+    if path.is_symlink() and not path.exists():
+        raise UsageError(f"--out {out}: a symbolic link to nothing ({os.readlink(path)})")
     parent = path.resolve().parent
     if not path.exists() and not parent.is_dir():
         raise UsageError(f"--out {out}: its parent directory {parent} does not exist")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UsageError(f"--out {out}: not writable")
+    if not path.exists():
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"--out {out}: cannot make it in {parent} (permission denied)")
+        return path
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".adprof-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
     return path
 
 
 def _check_files(args: argparse.Namespace) -> None:
-    outputs = [("--json", args.json, None), ("--html", args.html, (".html", ".htm"))]
-    others = [(o, p) for o, p, _ in outputs]
-    for option, path, suffixes in outputs:
-        try:
-            check_output_path(option, path, suffixes, others=others, stdout_ok=option == "--json")
-        except OutputPathError as exc:
-            raise UsageError(exc.message) from None
+    """``--json`` and ``--html``: the output check of every command (no input, no other output, no finding file
+    of ``--out``)."""
+    check_outputs(args, [("--json", args.json, None), ("--html", args.html, (".html", ".htm"))])
 
 
 def environment(argv: Sequence[str]) -> dict[str, Any]:
@@ -190,8 +205,8 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     args.jobs, jobs_note = jobs_for_cores(args.jobs)  # workers beyond the cores only slow each other down
     if jobs_note is not None:
         err.print(f"adprof: {jobs_note}", markup=False, highlight=False)
-    out = _check_out(args.out)
     _check_files(args)
+    out = _check_out(args.out)
     targets = hunt_targets(expand_backends(args.backend), args.profile, args.mode)
     started = args.started
     workdir = Path(procs.temp_dir("adprof-hunt-"))  # the guardian removes it if adprof is killed
@@ -236,7 +251,10 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
             markup=False,
         )
         return exit_status_of(report.interrupted)
-    if not written:
+    unwritten = [f for f in report.findings if f.write_error]
+    for f in unwritten:
+        err.print(f"adprof: error: finding {f.id:04d}: cannot write {f.file} ({f.write_error})", markup=False)
+    if not written or unwritten:
         return EXIT_BAD_INPUT
     return EXIT_FINDING if report.findings else EXIT_OK
 
@@ -250,8 +268,7 @@ def _write(report: Any, args: argparse.Namespace, err: Console) -> bool:
         try:
             text = render(report)
             if path == "-":
-                sys.stdout.write(text)
-                sys.stdout.flush()
+                write_stream(sys.stdout, text)
             else:
                 write_atomic(path, text)
         except (OSError, ValueError) as exc:

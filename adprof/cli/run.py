@@ -26,6 +26,7 @@ from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
 from adprof.model import Report, Series, Shard
 from adprof.report import analyze_structures, build_report, measured_versions
+from adprof.util.files import InputFileError, named_paths, read_input
 
 
 class _Progress:
@@ -111,11 +112,29 @@ def _shard_key(spec: SeriesSpec) -> str:
     return "\x1f".join(parts)
 
 
-def _spec_settings(spec: SeriesSpec) -> str:
-    """How a series is measured, beside its name: shards measured otherwise are of another run."""
+def file_digest(path: str, digests: dict[str, str]) -> str:
+    """The sha256 of the file at ``path`` (read by the one reader of user files; ``""`` when it cannot be read),
+    remembered in ``digests``: shards of one run measured files of the same contents."""
+    if path not in digests:
+        try:
+            digests[path] = hashlib.sha256(read_input(path)).hexdigest()
+        except InputFileError:
+            digests[path] = ""
+    return digests[path]
+
+
+def _spec_settings(spec: SeriesSpec, digests: dict[str, str]) -> str:
+    """How a series is measured, beside its name: shards measured otherwise are of another run. It holds the
+    contents of the files measured (the chain file; the files a ``--cmd`` program's words name), as the Dask path
+    sends them: shards of other file contents are of another run. A program's files count inside the working
+    directory only (the project's, not the interpreter nor a system tool, which may differ between CI machines)."""
     cmd = spec.cmd
     how = (cmd.template, cmd.metric, sorted(cmd.phases.items())) if cmd is not None else None
-    return repr((spec.depths, spec.max_depth, spec.metric, spec.cap, how))
+    here = os.getcwd() + os.sep
+    named = named_paths([cmd.template]) if cmd is not None else []
+    files = ([spec.file] if spec.file else []) + [f for f in named if os.path.abspath(f).startswith(here)]
+    contents = [file_digest(f, digests) for f in files if os.path.isfile(f)]
+    return repr((spec.depths, spec.max_depth, spec.metric, spec.cap, how, contents))
 
 
 def measuring_settings(cfg: MeasureConfig, trust: str | None) -> str:
@@ -132,7 +151,8 @@ def shard_specs(
     that lets ``adprof report`` put the shards back in the plan's order. Its ``plan`` fingerprints the series
     and how they are measured (``settings``: :func:`measuring_settings`, and each series' own settings)."""
     keys = [_shard_key(s) for s in specs]
-    measured = [settings, *(f"{k}\x1d{_spec_settings(s)}" for k, s in zip(keys, specs, strict=True))]
+    digests: dict[str, str] = {}
+    measured = [settings, *(f"{k}\x1d{_spec_settings(s, digests)}" for k, s in zip(keys, specs, strict=True))]
     plan = hashlib.sha256("\x1e".join(measured).encode()).hexdigest()[:16]
     positions = [
         i for i, k in enumerate(keys) if int(hashlib.sha256(k.encode()).hexdigest()[:12], 16) % count == index - 1

@@ -78,6 +78,9 @@ class Finding:
     memory: bool = False
     confirmation: dict[str, Any] = field(default_factory=dict)  # the confirming series' JSON (adprof check's)
     source: str = ""  # the chain file's text
+    #: Why :attr:`file` could not be written (a full disk, a read-only folder): "" when it was. The finding, its
+    #: source and the report are kept whatever happens to one file.
+    write_error: str = ""
 
 
 @dataclass

@@ -66,7 +66,7 @@ def findings_table(report: HuntReport) -> Table:
             _t(f.decided_by),
             _t(f.summary),
             _t(f.attribution),
-            _t(f.file),
+            _t(f.file + (f" (not written: {f.write_error})" if f.write_error else "")),
         )
     return t
 
@@ -259,7 +259,7 @@ def render_hunt_html(report: HuntReport) -> str:
                 f"<tr><td><a href='#f{f.id}'>{f.id:04d}</a></td><td>{escape(f.target)}</td>"
                 f"<td>{_verdict_html(f.verdict)}</td><td>{escape(f.figure)}</td><td>{escape(f.decided_by)}</td>"
                 f"<td><code>{escape(f.summary)}</code></td><td>{escape(f.attribution)}</td>"
-                f"<td>{escape(f.file)}</td></tr>"
+                f"<td>{escape(f.file + (f' (not written: {f.write_error})' if f.write_error else ''))}</td></tr>"
             )
         parts.append("</table>")
     for f in report.findings:

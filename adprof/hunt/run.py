@@ -26,7 +26,7 @@ findings written so far.
 
 from __future__ import annotations
 
-import re
+import os
 import shlex
 import textwrap
 import threading
@@ -49,7 +49,7 @@ from adprof.measure.executor import Executor
 from adprof.measure.pool import LanePool
 from adprof.model import INCONCLUSIVE, Result, StopReason
 from adprof.render.jsonout import result_to_json
-from adprof.util.files import write_atomic
+from adprof.util.files import FINDING_FILE, write_atomic
 
 #: Share of the budget the search gets; the rest shrinks, confirms and attributes.
 SEARCH_SHARE = 0.35
@@ -284,7 +284,7 @@ class Hunt:
         f.table = self._rows(prog, f.file, Target(f.backend, f.profile, f.mode), f.memory)
         f.attribution, f.attribution_text = attr.attribute(f.table)
         f.source = found_source(f, prog.gen, prog.plan_target, self.cfg.seed)
-        write_atomic(f.file, f.source)
+        self._write_file(f)
 
     def _refine(self) -> None:
         """What is left of the budget checks again the table cells that the budget cut short (not measured, or
@@ -478,8 +478,7 @@ class Hunt:
             confirmation=result_to_json(result),
         )
         finding.source = found_source(finding, gen, prog.plan_target, self.cfg.seed)
-        self.cfg.out.mkdir(parents=True, exist_ok=True)
-        write_atomic(str(path), finding.source)
+        self._write_file(finding)
         self.report.findings.append(finding)
         self.finding_programs[n] = prog
         self.report.stats.confirmed += 1
@@ -502,9 +501,30 @@ class Hunt:
             row.reproduce = "adprof check " + shlex.join(words)
         return rows
 
+    def _write_file(self, f: Finding) -> None:
+        """Write a finding's chain file. A failure (a full disk, a read-only folder, a dangling link) is kept in the
+        finding (:attr:`Finding.write_error`) and said once; the hunt goes on, and its report is written whatever
+        happens to one file."""
+        try:
+            self.cfg.out.mkdir(parents=True, exist_ok=True)
+            write_atomic(f.file, f.source)
+        except OSError as exc:
+            first = not f.write_error
+            f.write_error = exc.strerror or str(exc) or type(exc).__name__
+            if first:
+                self._emit("unwritten", {"id": f.id, "file": f.file, "error": f.write_error})
+        else:
+            f.write_error = ""
+
     def _next_number(self) -> int:
+        """The next finding's number: past every finding of this hunt and every ``N_*.py`` in ``--out``, of any
+        width (``9999_...`` is followed by ``10000_...``)."""
         used = [f.id for f in self.report.findings]
-        existing = [int(m.group(1)) for p in self.cfg.out.glob("*.py") if (m := re.match(r"(\d{4})_", p.name))]
+        try:
+            names = [entry.name for entry in os.scandir(self.cfg.out)]
+        except OSError:  # not there yet
+            names = []
+        existing = [int(m.group(1)) for name in names if (m := FINDING_FILE.fullmatch(name))]
         return max([0, *used, *existing]) + 1
 
 

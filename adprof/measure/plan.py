@@ -14,6 +14,7 @@ from adprof.chain import KNOWN_MODES, parse_target
 from adprof.measure.client import Worker, list_chains
 from adprof.measure.series import SeriesSpec
 from adprof.model import cost_phases
+from adprof.util.files import InputFileError, check_input_file
 
 
 class UsageError(Exception):
@@ -33,6 +34,11 @@ def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | 
         for target in targets:
             path, name = parse_target(target)
             file = str(path)
+            if path.suffix == ".py" and path.exists():  # a FIFO, a device or a directory named x.py: one line
+                try:
+                    check_input_file(path)
+                except InputFileError as exc:
+                    raise UsageError(exc.message) from None
             for m in list_chains(file, [name] if name else None, worker, timeout, hard_deadline):
                 m["file"] = file
                 metas.append(m)

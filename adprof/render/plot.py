@@ -18,7 +18,7 @@ from typing import Any
 
 from adprof.model import Fit, Report, Result
 from adprof.report import chain_label
-from adprof.util.files import write_atomic
+from adprof.util.files import encodable, write_atomic
 from adprof.util.text import terminal_safe
 
 MISSING = "plots need matplotlib: pip install 'adprof[plot]'"
@@ -34,8 +34,9 @@ def _figure_cls() -> Any:
 
 def plot_text(text: str) -> str:
     """A user's string (a chain name, a sweep value, a ``--cmd`` name) as matplotlib draws it literally: control
-    characters shown as ``\\xNN`` (as on the terminal), ``$`` not read as the start of mathtext."""
-    return terminal_safe(text).replace("$", r"\$")
+    characters shown as ``\\xNN`` (as on the terminal), a lone surrogate as ``\\udcNN`` (matplotlib refuses it),
+    ``$`` not read as the start of mathtext."""
+    return encodable(terminal_safe(text)).replace("$", r"\$")
 
 
 @contextlib.contextmanager
