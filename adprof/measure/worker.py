@@ -1,9 +1,10 @@
 """The measuring subprocess: ``python -m adprof.measure.worker``.
 
-It reads one JSON request per line on stdin and answers on its *original* stdout, which it keeps
-to itself: at start-up fd 1 is redirected to stderr, so a chain that prints cannot corrupt the
-protocol. A request may be answered by ``{"event": ...}`` progress lines before the final answer
-(which has an ``ok`` field). Requests:
+It reads one JSON request per line on its *original* stdin and answers on its *original* stdout,
+both of which it keeps to itself: at start-up fd 1 is redirected to stderr, so a chain that prints
+cannot corrupt the protocol, and fd 0 to ``/dev/null``, so a chain that reads its input sees an end
+of file instead of waiting on (or eating) the next request. A request may be answered by
+``{"event": ...}`` progress lines before the final answer (which has an ``ok`` field). Requests:
 
 * ``{"op": "list", "file": F, "names": [..] | null}`` -> ``{"ok": true, "chains": [metadata, ...]}``
   (sweeps expanded into variants);
@@ -207,12 +208,17 @@ class _Worker:
 def main() -> None:
     """Serve requests until stdin closes or ``exit`` arrives."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
+    requests = os.fdopen(os.dup(0), "r")
     os.dup2(2, 1)  # user prints go to stderr
     sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # a chain reading stdin reads an end of file, never the protocol
+    os.close(null)
+    sys.stdin = open(os.devnull)  # the process' own stdin, for its lifetime
     faulthandler.enable()
     if os.getpgrp() == os.getpid():  # our own group (started by adprof): nothing of it may outlive adprof
         if os.environ.get(COUNT_ENV):  # counting instructions under callgrind
-            threading.Thread(target=_watch_hangup, args=(sys.stdin.fileno(),), daemon=True).start()
+            threading.Thread(target=_watch_hangup, args=(requests.fileno(),), daemon=True).start()
         else:
             threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     import adprof.backends.engine  # noqa: F401 - imported before freezing
@@ -220,7 +226,7 @@ def main() -> None:
     _freeze()
     w = _Worker(out)
     w.send({"event": "ready", "pid": os.getpid()})
-    for line in sys.stdin:
+    for line in requests:
         line = line.strip()
         if not line:
             continue

@@ -1,0 +1,116 @@
+"""Regression tests of the failures the fourth hostile round (benchmarks/hostile_round4.py) found, one per class.
+
+Each test is named after what it covers and fails on fc6d0bb. The round's table and results:
+benchmarks/hostile_round4.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adprof import model
+from adprof.analysis.classify import decide
+from adprof.cli import main
+from adprof.model import CensorReason, Point, PointStatus, Series, Stop, StopReason
+
+SIN = "    y = x\n    for _ in range(depth):\n        y = xp.sin(y)\n    return xp.sum(y)\n"
+
+
+def _chain_file(tmp_path: Path, name: str, body: str, decorator: str = "input_shape=(3,), depths=(1, 2, 3)") -> Path:
+    path = tmp_path / f"{name}.py"
+    head = "import os\nimport sys\n\nimport adprof\n\n\n"
+    path.write_text(f"{head}@adprof.chain({decorator})\ndef {name}(xp, x, depth):\n{body}{SIN}")
+    return path
+
+
+def _check(tmp_path: Path, target: Path, *extra: str) -> tuple[int, dict]:
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "check",
+            str(target),
+            "--profile",
+            "fixed",
+            "--mode",
+            "traced",
+            "--no-structure",
+            "--no-color",
+            "--budget",
+            "20",
+            "--cap",
+            "1",
+            "--json",
+            str(out),
+            *extra,
+        ]
+    )
+    return code, json.loads(out.read_text())
+
+
+# ------------------------------------------------------------------ a kill right after the first depth
+
+
+def _first_depth_then_killed(first_wall: float) -> Series:
+    """Depth 1 measured in about a millisecond of phases (its wall ``first_wall``: the worker's start-up is in
+    it), then depth 2 killed in ``record`` at its 4 s timeout."""
+    times = {"record": 2e-4, "transform": 4e-4, "drop": 8e-5}
+    s = Series(
+        "c",
+        "engine",
+        "fixed",
+        "traced",
+        points=[
+            Point(
+                depth=1,
+                times=times,
+                counters={"transform": {"key_comparisons": 10}},
+                wall_seconds=first_wall,
+            ),
+            Point(
+                depth=2,
+                times={"record": 4.0},
+                wall_seconds=4.01,
+                status=PointStatus.KILLED,
+                censor_reason=CensorReason.TIMEOUT,
+                censored_phase="record",
+            ),
+        ],
+    )
+    s.stop = Stop(StopReason.TIMEOUT, after=1, depth=2, phase="record", seconds=4.0, limit=4.0)
+    return s
+
+
+@pytest.mark.parametrize("first_wall", [3.06, 0.002])
+def test_kill_after_one_depth_is_a_runaway_whatever_the_first_wall(first_wall):
+    """A chain that hangs at depth 2 (it stopped itself, recursed for ever, waited on a lock) read
+    "inconclusive", exit 0, when depth 1's wall held the worker's start-up (3 s on a loaded machine): the kill
+    was compared with the wall of the depth below, scaled by a generous power law, and "predicted". The
+    killed phase is compared with the same phase below it."""
+    v = decide(_first_depth_then_killed(first_wall))
+    assert v.kind == model.RUNAWAY and v.killed and v.is_finding, (v.kind, v.reason)
+    assert "depth 2 killed" in v.reason
+
+
+def test_kill_the_phase_predicts_is_still_explained():
+    """The other side: a kill that the killed phase's own times predict stays what the depths predict."""
+    s = _first_depth_then_killed(3.0)
+    s.points[0].times["record"] = 1.5  # depth 1's record took 1.5 s: 4 s at depth 2 is no hang
+    v = decide(s)
+    assert v.kind != model.RUNAWAY, v.reason
+
+
+# ------------------------------------------------------------------ a chain that reads its stdin
+
+
+@pytest.mark.parametrize("read", ["sys.stdin.readline()", pytest.param("os.read(0, 10)", marks=pytest.mark.slow)])
+def test_chain_reading_stdin_reads_end_of_file(tmp_path, read):
+    """The worker's stdin was the request pipe: a chain reading its stdin waited for the next request (which
+    adprof sends only after the answer), was killed, and a healthy chain read ``error: the chain hangs``."""
+    path = _chain_file(tmp_path, "reads", f"    {read}\n")
+    code, report = _check(tmp_path, path)
+    (row,) = report["results"]
+    assert row["error"] is None and row["verdict"] == "linear", row["error"]
+    assert code == 0
