@@ -114,3 +114,39 @@ def test_chain_reading_stdin_reads_end_of_file(tmp_path, read):
     (row,) = report["results"]
     assert row["error"] is None and row["verdict"] == "linear", row["error"]
     assert code == 0
+
+
+# ------------------------------------------------------------------ chain files Python imports
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        pytest.param(lambda src: b"\xef\xbb\xbf" + src.encode(), id="utf8-bom"),
+        pytest.param(
+            lambda src: ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + src).encode("latin-1"), id="latin1-cookie"
+        ),
+        pytest.param(lambda src: ("# vim: set fileencoding=cp1252 :\n# \u20ac\n" + src).encode("cp1252"), id="cp1252"),
+        pytest.param(lambda src: src.replace("\n", "\r\n").encode(), id="crlf"),
+    ],
+)
+def test_chain_file_in_any_encoding_python_imports_loads(tmp_path, encode):
+    """adprof read a chain file as UTF-8 text: a BOM was "syntax error ... U+FEFF" and a PEP 263 coding cookie
+    "cannot read: 'utf-8' codec can't decode", exit 2, on files Python imports."""
+    from adprof.chain import load_chains
+
+    src = _chain_file(tmp_path, "enc", "").read_text()
+    path = tmp_path / "encoded.py"
+    path.write_bytes(encode(src))
+    assert [c.name for c in load_chains(path)] == ["enc"]
+
+
+@pytest.mark.parametrize("data", [b"x = 1\x00\n", "x = 1\n".encode("utf-16")])
+def test_chain_file_with_null_bytes_is_one_syntax_line(tmp_path, data):
+    from adprof.chain import ChainSyntaxError, load_chains
+
+    path = tmp_path / "nul.py"
+    path.write_bytes(data)
+    with pytest.raises(ChainSyntaxError) as info:
+        load_chains(path)
+    assert "line None" not in str(info.value) and "\n" not in str(info.value)
