@@ -150,3 +150,35 @@ def test_chain_file_with_null_bytes_is_one_syntax_line(tmp_path, data):
     with pytest.raises(ChainSyntaxError) as info:
         load_chains(path)
     assert "line None" not in str(info.value) and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------ chain names
+
+
+@pytest.mark.parametrize("name", [3, "", "   ", b"x", ["x"]])
+def test_chain_name_option_must_be_a_non_empty_string(name):
+    """``name=3`` was an internal error (exit 3, a TypeError in a regex) after measuring; ``name=''`` silently
+    became the function's name."""
+    import adprof
+    from adprof.chain import ChainError
+
+    def f(xp, x, depth):
+        return xp.sum(x)
+
+    with pytest.raises(ChainError) as info:
+        adprof.chain(f, name=name)
+    assert "name" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_function_found_by_name_is_named_so(tmp_path):
+    """``x.py::f`` where ``f = lambda xp, x, depth: ...``: the chain was named ``<lambda>``, and the worker, which
+    looks chains up by name, answered "no chain or function named '<lambda>'" (exit 1 on a healthy chain)."""
+    from adprof.chain import load_chains
+
+    path = tmp_path / "lam.py"
+    path.write_text(
+        "f = lambda xp, x, depth: xp.sum(xp.sin(x))\n\ndef g(xp, x, depth):\n    return xp.sum(x)\n\nh = g\n"
+    )
+    assert [c.name for c in load_chains(path, ["f", "h"])] == ["f", "h"]
+    (again,) = load_chains(path, ["f"])
+    assert again.name == "f"

@@ -159,7 +159,7 @@ def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
     if ch is None:
         if not inspect.isfunction(obj):
             raise ChainSignatureError(f"{base!r} in {path} is a {type(obj).__name__}, not a function")
-        ch = chain(obj)
+        ch = chain(obj, name=base)  # the name it was found by (a module-level lambda's own is '<lambda>')
     return ch
 
 
