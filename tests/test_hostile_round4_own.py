@@ -182,3 +182,21 @@ def test_function_found_by_name_is_named_so(tmp_path):
     assert [c.name for c in load_chains(path, ["f", "h"])] == ["f", "h"]
     (again,) = load_chains(path, ["f"])
     assert again.name == "f"
+
+
+# ------------------------------------------------------------------ symbolic link loops
+
+
+def test_symlink_loop_as_input_or_output_is_one_line(tmp_path):
+    """``adprof check loop.py --json r.json`` with ``loop.py -> loop.py``: ``RuntimeError: Symlink loop``,
+    an internal error (exit 3), from the check that an output is none of the inputs (Python 3.11's resolve)."""
+    from adprof.util.files import OutputPathError, check_output_path
+
+    (tmp_path / "loop.py").symlink_to(tmp_path / "loop.py")
+    check_output_path("--json", str(tmp_path / "r.json"), inputs=[tmp_path / "loop.py"])  # not the same file
+    (tmp_path / "a.json").symlink_to(tmp_path / "b.json")
+    (tmp_path / "b.json").symlink_to(tmp_path / "a.json")
+    with pytest.raises(OutputPathError) as info:
+        check_output_path("--json", str(tmp_path / "a.json"))
+    assert "loop" in info.value.message
+    assert main(["check", str(tmp_path / "loop.py"), "--json", str(tmp_path / "r.json")]) == 2

@@ -29,7 +29,7 @@ class OutputPathError(ValueError):
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (Python 3.11's resolve)
         return False
 
 
@@ -58,7 +58,10 @@ def check_output_path(
         raise OutputPathError(f"{option} {path}: is a directory (give a file name)")
     if p.exists() and not p.is_file():
         raise OutputPathError(f"{option} {path}: not a regular file (cannot write a report there)")
-    parent = p.resolve().parent
+    try:
+        parent = p.resolve().parent
+    except RuntimeError:  # a symbolic link loop
+        raise OutputPathError(f"{option} {path}: cannot write there (a symbolic link loop)") from None
     if not parent.is_dir():
         raise OutputPathError(f"{option} {path}: cannot write there (no such directory {p.parent})")
     if parent.is_relative_to("/proc") or parent.is_relative_to("/sys") or parent.is_relative_to("/dev"):
