@@ -382,7 +382,8 @@ def body_cases() -> list[Case]:
         bad("ret-complex", "", tail="    return complex(1, 2)\n"),
         bad("ret-generator", "", tail="    yield xp.sum(x)\n"),
         fine("ret-0d-reshape", "", tail=HEALTHY.replace("return xp.sum(y)", "return xp.reshape(xp.sum(y), ())")),
-        bad("ret-constant", "", tail="    return xp.sum(xp.asarray([1.0, 2.0]))\n", exits={0, 1}, check=None),
+        # a value that does not depend on x: no gradient path; constant cost, so linear is no lie
+        bad("ret-constant", "", tail="    return xp.sum(xp.asarray([1.0, 2.0]))\n", exits={0, 1}, check=lambda o: None),
         bad("ret-depth-kind", "", tail=HEALTHY.replace("return xp.sum(y)", "return xp.sum(y) if depth < 3 else 'x'")),
         # raising
         bad("raise-at1-only", "    if depth == 1:\n        raise ValueError('only at one')\n", exits={0, 1}),
@@ -658,7 +659,7 @@ def file_cases() -> list[Case]:
             g,
             "file-unreadable",
             [*base, "x.py"],
-            {2},
+            {2} if os.geteuid() != 0 else {0},  # root reads a file of mode 000
             files={"x.py": ok_src},
             setup=lambda t: (t / "x.py").chmod(0),
             wall=45.0,
@@ -732,7 +733,12 @@ def cmds_cases() -> list[Case]:
             out_says("kill|hang|timeout"),
             wall=30.0,
         ),
-        c("ratio-expo", ["ratio", "expo.py::expo", *r, "--profile", "v08", "--max-depth", "8"], {1}, out_says("exponential")),
+        c(
+            "ratio-expo",
+            ["ratio", "expo.py::expo", *r, "--profile", "v08", "--max-depth", "8"],
+            {1},
+            out_says("exponential"),
+        ),
         c(
             "ratio-json-and-markdown-stdout",
             ["ratio", "ok.py::ok", *r, "--max-depth", "3", "--json", "-", "--markdown", "-"],
@@ -756,7 +762,11 @@ def cmds_cases() -> list[Case]:
             out_says("kill|hang|timeout"),
             wall=30.0,
         ),
-        c("halve-traced-expo", ["halve", "expo.py::expo", *r, "--profile", "v08", "--mode", "traced", "--depth", "8"], {1}),
+        c(
+            "halve-traced-expo",
+            ["halve", "expo.py::expo", *r, "--profile", "v08", "--mode", "traced", "--depth", "8"],
+            {1},
+        ),
         c("halve-json", ["halve", "ok.py::ok", *r, "--depth", "4", "--json", "r.json"], {0}, results_count(1)),
         c("halve-two-chains-no-name", ["halve", "two.py", *r], {2}),
         c(

@@ -200,3 +200,36 @@ def test_symlink_loop_as_input_or_output_is_one_line(tmp_path):
         check_output_path("--json", str(tmp_path / "a.json"))
     assert "loop" in info.value.message
     assert main(["check", str(tmp_path / "loop.py"), "--json", str(tmp_path / "r.json")]) == 2
+
+
+# ------------------------------------------------------------------ a chain that patches the array namespace
+
+
+def test_chain_patching_xp_does_not_break_the_next_chain(tmp_path, monkeypatch):
+    """``xp.sin = None`` in one chain made every chain measured after it in the same worker an ``error``
+    ("'NoneType' object is not callable"): the worker restored the clock and the cwd after a request, not the
+    array namespace all chains share. Two point requests to one worker, in-process."""
+    import io
+
+    import adprof.backends.engine  # noqa: F401 - as the worker imports it before its first request
+    from adprof.measure import worker
+
+    monkeypatch.setattr(worker, "_freeze", lambda: None)
+    path = tmp_path / "patch.py"
+    path.write_text(
+        "import numpy\nimport adprof\n\n\n@adprof.chain(input_shape=(3,), depths=(1, 2))\n"
+        "def a_patch(xp, x, depth):\n    xp.sin = None\n    numpy.sin = None\n    return xp.sum(x)\n\n\n"
+        f"@adprof.chain(input_shape=(3,), depths=(1, 2))\ndef b_ok(xp, x, depth):\n{SIN}"
+    )
+    out = io.StringIO()
+    w = worker._Worker(out)
+    for name in ("a_patch", "b_ok"):
+        w.handle(
+            {"op": "point", "file": str(path), "chain": name, "backend": "engine", "profile": "fixed"}
+            | {"mode": "traced", "depth": 2, "calls": 1}
+        )
+    answers = [json.loads(line) for line in out.getvalue().splitlines() if '"ok"' in line]
+    assert [a["ok"] for a in answers] == [True, True], answers[-1]
+    import numpy
+
+    assert callable(numpy.sin)

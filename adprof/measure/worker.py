@@ -25,7 +25,8 @@ Failures answer ``{"ok": false, "kind": ..., "error": one line, ...}`` with kind
 process group: the worker is a session leader) when a point hangs; a crash (segfault) shows as
 end-of-file on the protocol stream. A watchdog thread kills the group when the parent dies, and the
 clock functions of :mod:`time` are restored after every request, so a chain that patches them
-cannot falsify the measurements of the next one; so is the working directory, so that a chain's
+cannot falsify the measurements of the next one; so are the array namespaces (``xp``, numpy) and the
+working directory, so that a chain's
 ``os.chdir`` cannot move the files of the next request.
 """
 
@@ -62,6 +63,31 @@ def _freeze() -> None:
 
 #: ``time`` functions a chain could patch; restored after every request.
 _CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
+#: The array namespaces chains are given as ``xp`` (and numpy, which they import): a chain that sets or deletes
+#: one of their attributes (``xp.sin = ...``) must not break or falsify the chains measured after it.
+_NAMESPACES = ("engine.numpy", "numpy", "jax.numpy", "autograd.numpy", "array_api_compat.torch", "math")
+
+
+def _namespaces() -> dict[str, dict[str, Any]]:
+    """The attributes of each loaded module of :data:`_NAMESPACES`."""
+    return {name: dict(vars(mod)) for name in _NAMESPACES if (mod := sys.modules.get(name)) is not None}
+
+
+def _restore_namespaces(saved: dict[str, dict[str, Any]]) -> None:
+    """Put back the attributes :func:`_namespaces` saw (one added since stays: modules cache their lazily
+    imported submodules so)."""
+    for name, attrs in saved.items():
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        now = vars(mod)
+        for key, value in attrs.items():
+            if now.get(key, _MISSING) is not value:
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(mod, key, value)
+
+
+_MISSING = object()
 
 
 def _kill_family() -> None:
@@ -138,11 +164,13 @@ class _Worker:
     # -- requests ----------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> None:
         clocks = {name: getattr(time, name) for name in _CLOCKS}
+        namespaces = _namespaces()
         try:
             self.handle_request(req)
         finally:
             for name, fn in clocks.items():
                 setattr(time, name, fn)
+            _restore_namespaces(namespaces)
             with contextlib.suppress(OSError):  # a chain's os.chdir must not move the next request's files
                 os.chdir(self.cwd)
 
