@@ -233,3 +233,63 @@ def test_chain_patching_xp_does_not_break_the_next_chain(tmp_path, monkeypatch):
     import numpy
 
     assert callable(numpy.sin)
+
+
+# ------------------------------------------------------------------ the environment: streams, flags, -OO
+
+
+def _empty_report(path: Path) -> Path:
+    from adprof.api import Report
+    from adprof.report import build_report
+
+    Report.of(build_report([], {}, notes=["nothing measured"])).to_json(str(path))
+    return path
+
+
+def test_stdout_that_cannot_be_written_is_one_line_not_an_internal_error(tmp_path):
+    """``adprof check ... > /dev/full``: "internal error: OSError: [Errno 28] No space left on device", exit 3."""
+    import subprocess
+    import sys
+
+    saved = _empty_report(tmp_path / "r.json")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-P", "-m", "adprof", "report", str(saved), "--no-color"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["adprof: error: cannot write the output: No space left on device"]
+
+
+def test_no_color_is_plain_text_even_when_color_is_forced(monkeypatch):
+    """``--no-color`` under ``FORCE_COLOR=1`` still wrote bold and italic escape sequences into the report."""
+    import argparse
+    import io
+
+    from adprof.cli.common import consoles
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    out, _ = consoles(argparse.Namespace(no_color=True, json=None, markdown=None))
+    out.file = io.StringIO()
+    out.print("[bold red]runaway[/] [italic]x[/]")
+    assert "\x1b" not in out.file.getvalue()
+
+
+def test_cli_under_python_OO_parses(tmp_path):
+    """``PYTHONOPTIMIZE=2`` drops docstrings: building the parser read ``__doc__.split`` (AttributeError and a
+    traceback, exit 1, for every command)."""
+    import subprocess
+    import sys
+
+    saved = _empty_report(tmp_path / "r.json")
+    proc = subprocess.run(
+        [sys.executable, "-OO", "-P", "-m", "adprof", "report", str(saved), "--no-color"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
