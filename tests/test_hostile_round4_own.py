@@ -293,3 +293,75 @@ def test_cli_under_python_OO_parses(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ plugin backends that lie
+
+
+def _plugin_class(**declarations):
+    from adprof.backends.base import Backend
+
+    base = {
+        "name": "plug",
+        "modes": ("traced",),
+        "phases": {"traced": ("record", "transform")},
+        "metrics": {"traced": ("python_calls",)},
+        "deciding_metrics": {"traced": ("python_calls",)},
+    }
+    return type("Plug", (Backend,), {**base, **declarations})
+
+
+@pytest.mark.parametrize(
+    "declarations",
+    [
+        {"modes": ("traced", "eager")},  # a mode without phases: it was measured at depth 8, hundreds of times
+        {"deciding_metrics": {"traced": ("no_such_metric",)}},  # read linear on a metric never reported
+        {"lower_bound_metrics": {"traced": ("graph_nodes",)}},
+        {"modes": ()},
+    ],
+)
+def test_plugin_declarations_that_contradict_themselves_are_one_line(declarations):
+    from adprof.backends import BUILTIN_BACKENDS, declaration_problem
+
+    assert all(declaration_problem(cls()) is None for cls in BUILTIN_BACKENDS.values())
+    problem = declaration_problem(_plugin_class(**declarations)())
+    assert problem is not None and "\n" not in problem
+
+
+def test_plugin_module_calling_sys_exit_is_one_line(tmp_path, monkeypatch):
+    """A plugin module that calls ``sys.exit(4)`` when imported ended adprof with exit status 4."""
+    from importlib.metadata import EntryPoint
+
+    from adprof import backends
+
+    (tmp_path / "exits_plugin.py").write_text("import sys\nsys.exit(4)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint(name="exits", value="exits_plugin:Backend", group="adprof.backends")
+    monkeypatch.setattr(backends, "plugin_entry_points", lambda: {"exits": ep})
+    with pytest.raises(backends.BrokenBackendError) as info:
+        backends._load_plugin("exits")
+    assert "SystemExit" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("times", "metrics", "says"),
+    [
+        ({"record": 1e-3, "transform": 1e-3}, {"transform": {"python_calls": -40}}, "python_calls = -40"),
+        ({"record": 1e-3, "transform": 1e-3}, {"transform": {"python_calls": float("nan")}}, "python_calls = nan"),
+        ({"record": 1e-3, "transform": 1e-3}, {"transform": {"python_calls": 10**400}}, "401-digit"),
+        ({"record": 1e-3, "transform": -1.0}, {}, "-1.0 seconds"),
+        ({"record": 1e-3, "transform": float("inf")}, {}, "inf seconds"),
+        ({"nonsense": 1.0}, {}, "no time for any phase"),
+    ],
+)
+def test_plugin_point_with_bad_numbers_is_an_error(times, metrics, says):
+    """Negative counters read ``linear`` (exit 0), a 400-digit one was an "internal error: OverflowError", a point
+    without the mode's phases was measured again and again: the worker sent whatever ``measure_point`` returned."""
+    from adprof.measure.worker import point_problem
+
+    backend = _plugin_class()()
+    ok = Point(depth=2, times={"record": 1e-3, "transform": 2e-3}, metrics={"transform": {"python_calls": 40}})
+    assert point_problem(ok, backend, "traced") is None
+    assert "not a Point" in (point_problem(None, backend, "traced") or "")
+    problem = point_problem(Point(depth=2, times=times, metrics=metrics), backend, "traced")
+    assert problem is not None and says in problem and "'plug'" in problem

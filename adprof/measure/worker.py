@@ -37,6 +37,7 @@ import dataclasses
 import faulthandler
 import gc
 import json
+import math
 import os
 import select
 import signal
@@ -50,6 +51,7 @@ from adprof.backends.memory import PEAK, PeakWatch, memory_time
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
+from adprof.model import Point
 from adprof.util import procs
 
 
@@ -88,6 +90,37 @@ def _restore_namespaces(saved: dict[str, dict[str, Any]]) -> None:
 
 
 _MISSING = object()
+
+
+def _bad_number(value: Any) -> bool:
+    """Not a finite, non-negative real number (a bool, None, a string, NaN, -1, 10**400 are not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    try:
+        return not math.isfinite(float(value)) or value < 0
+    except OverflowError:
+        return True
+
+
+def point_problem(pt: Any, backend: Any, mode: str) -> str | None:
+    """What is wrong with the point a backend's ``measure_point`` returned (a plugin's may be anything), as one
+    line naming the backend; None when it is a :class:`~adprof.model.Point` with a time for one of the mode's
+    phases and finite, non-negative times and metrics."""
+    who = f"backend {backend.name!r}"
+    if not isinstance(pt, Point):
+        return f"{who} returned a {type(pt).__name__}, not a Point"
+    declared = tuple(backend.phases.get(mode, ()))
+    if declared and not any(ph in pt.times for ph in declared):
+        return f"{who} returned no time for any phase of {mode} ({', '.join(declared)})"
+    for phase, t in pt.times.items():
+        if _bad_number(t):
+            return f"{who} returned {t!r} seconds for {phase} (not a finite, non-negative number)"
+    for phase, values in pt.metrics.items():
+        for metric, v in (values or {}).items():
+            if v is not None and _bad_number(v):
+                shown = repr(v) if len(repr(v)) <= 40 else f"a {len(str(v))}-digit number"
+                return f"{who} returned {metric} = {shown} in {phase} (not a finite, non-negative number)"
+    return None
 
 
 def _kill_family() -> None:
@@ -222,6 +255,10 @@ class _Worker:
                         "point": dataclasses.asdict(f.point) if f.point is not None else None,
                     }
                 )
+                return
+            problem = point_problem(pt, backend, req["mode"])
+            if problem is not None:
+                self.send({"ok": False, "kind": "output", "error": f"depth {req['depth']}: {problem}"})
                 return
             if memory:
                 with memory_time(pt):  # the peak's own cost: reading /proc/self/status
