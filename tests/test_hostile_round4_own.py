@@ -365,3 +365,36 @@ def test_plugin_point_with_bad_numbers_is_an_error(times, metrics, says):
     assert "not a Point" in (point_problem(None, backend, "traced") or "")
     problem = point_problem(Point(depth=2, times=times, metrics=metrics), backend, "traced")
     assert problem is not None and says in problem and "'plug'" in problem
+
+
+# ------------------------------------------------------------------ the Python API's arguments
+
+
+def _api_chain():
+    import adprof
+
+    def f(xp, x, depth):
+        return xp.sum(xp.sin(x))
+
+    return adprof.chain(f, input_shape=(3,), depths=(1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"mode": 123}, "mode"),
+        ({"backend": [1]}, "backend"),
+        ({"profile": ("fixed", None)}, "profile"),
+        ({"bogus_option": 1}, "bogus_option"),
+    ],
+)
+def test_api_odd_arguments_are_usage_errors(kwargs, says):
+    """``adprof.check(ch, mode=123)`` raised ``TypeError: can only join an iterable``, and an unknown keyword
+    ``TypeError: chain() got an unexpected keyword argument``: the API promises ``adprof.UsageError``, one line."""
+    import adprof
+
+    with pytest.raises(adprof.UsageError) as info:
+        adprof.check(_api_chain(), **kwargs)
+    assert says in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(adprof.UsageError):
+        adprof.guard(_api_chain(), **kwargs)
