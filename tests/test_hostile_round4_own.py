@@ -398,3 +398,22 @@ def test_api_odd_arguments_are_usage_errors(kwargs, says):
     assert says in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(adprof.UsageError):
         adprof.guard(_api_chain(), **kwargs)
+
+
+def test_guardian_left_running_is_no_warning_under_pythonwarnings_error():
+    """``PYTHONWARNINGS=error adprof check ...`` ended with "Exception ignored in: Popen.__del__" and a traceback:
+    the guardian outlives adprof by design, and its Popen warned "subprocess N is still running" at exit."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "from adprof.util import procs\nprocs._start_guardian()\n"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, (
+        proc.stderr
+    )
