@@ -25,6 +25,7 @@ project). The regression tests of the failures this round found are tests/test_h
 results are in benchmarks/hostile_round4.md.
 """
 
+# ruff: noqa: E501 - the table's API scripts and chain sources are string literals, one per case, kept whole
 from __future__ import annotations
 
 import argparse
@@ -125,6 +126,7 @@ class Case:
     script: str | None = None  # run this Python script (the API) instead of adprof
     stdout: str = "pipe"  # "pipe", "closed" (fd 1 closed), "full" (/dev/full), "head" (closed after 200 bytes)
     readonly_cwd: bool = False
+    stderr_escapes_ok: bool = False  # a terminal's cursor movements on stderr are expected (FORCE_COLOR)
     note: str = ""
     #: A failure this round found and did not fix (why): reported as KNOWN, not counted as a failure.
     known: str = ""
@@ -133,7 +135,7 @@ class Case:
 def _start(case: Case, argv: list[str], tmp: Path, env: dict[str, str]) -> subprocess.Popen:
     out: Any = subprocess.PIPE
     if case.stdout == "full":
-        out = open("/dev/full", "w")  # noqa: SIM115 - closed with the process
+        out = open("/dev/full", "w")
     kwargs: dict[str, Any] = {}
     if case.stdout == "closed":
         out = None
@@ -231,9 +233,9 @@ def _status_problems(case: Case, o: Outcome) -> list[str]:
     return found
 
 
-def _output_problems(o: Outcome) -> list[str]:
+def _output_problems(o: Outcome, stderr_ok: bool = False) -> list[str]:
     found: list[str] = []
-    if RAW_ESCAPE.search(o.out) or RAW_ESCAPE.search(o.err):
+    if RAW_ESCAPE.search(o.out) or (not stderr_ok and RAW_ESCAPE.search(o.err)):
         found.append("a raw control character reached the terminal")
     for html in o.tmp.glob("*.html"):
         page = html.read_text(errors="replace")
@@ -246,7 +248,7 @@ def _output_problems(o: Outcome) -> list[str]:
 
 def problems(case: Case, o: Outcome) -> list[str]:
     """Every promise the case broke (empty: it held them all)."""
-    found = _status_problems(case, o) + _output_problems(o)
+    found = _status_problems(case, o) + _output_problems(o, case.stderr_escapes_ok)
     if o.left:
         found.append(f"processes left behind: {o.left}")
     if case.wall is not None and o.wall > case.wall:
@@ -910,7 +912,8 @@ def env_cases() -> list[Case]:
         e("columns-huge", env={"COLUMNS": "100000"}),
         e("columns-text", env={"COLUMNS": "abc"}),
         e("lines-0", env={"LINES": "0"}),
-        e("no-color-and-force", env={"NO_COLOR": "1", "FORCE_COLOR": "1"}),
+        # forced: stderr is a terminal (rich's progress moves the cursor there); the report is plain text
+        e("no-color-and-force", env={"NO_COLOR": "1", "FORCE_COLOR": "1"}, stderr_escapes_ok=True),
         e("term-dumb", env={"TERM": "dumb"}),
         e(
             "lang-c-unicode",
@@ -935,7 +938,7 @@ def env_cases() -> list[Case]:
             check=None,
             readonly_cwd=True,
         ),
-        e("readonly-cwd-json", {2}, None, readonly_cwd=True),
+        e("readonly-cwd-json", {2} if os.geteuid() != 0 else {0}, None, readonly_cwd=True),  # root writes anyway
         e(
             "stdout-closed",
             {0},
@@ -960,7 +963,9 @@ def env_cases() -> list[Case]:
         e("adprof-env-junk", env={"ADPROF_RUN": "x" * 1000, "ADPROF_OWNER": "\x1b[2J"}),
         e("xdg-cache-readonly", env={"XDG_CACHE_HOME": "/proc"}),
         e(
-            "mplconfig-bad",
+            "mplconfig-bad",  # matplotlib refuses the environment's backend: one line, exit 2, is right
+            exits={0, 2},
+            check=None,
             args=["check", "ok.py", *FAST, "--mode", "traced", "--budget", "15", "--json", "r.json", "--plot", "p.png"],
             env={"MPLCONFIGDIR": "/nonexistent/mpl", "MPLBACKEND": "nosuchbackend"},
         ),
@@ -1129,7 +1134,7 @@ def api_cases() -> list[Case]:
         ),
         a(
             "interrupt-sigint",
-            "slow_src = '''import time\\nimport adprof\\n@adprof.chain(input_shape=(3,), depths=tuple(range(1, 9)))\\ndef slow(xp, x, depth):\\n    time.sleep(0.5)\\n    return xp.sum(xp.sin(x))\\n'''\n"
+            "slow_src = '''import time\\nimport adprof\\n@adprof.chain(input_shape=(3,), depths=tuple(range(1, 9)))\\ndef slow(xp, x, depth):\\n    time.sleep(1.0)\\n    return xp.sum(xp.sin(x))\\n'''\n"
             "open('slow.py', 'w').write(slow_src)\n"
             "threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
             "try:\n    adprof.check('slow.py', profile='fixed', mode='traced', structure=False, budget=40)\n"
@@ -1146,12 +1151,12 @@ def api_cases() -> list[Case]:
         ),
         a(
             "sigterm-during-check",
-            "slow_src = '''import time\\nimport adprof\\n@adprof.chain(input_shape=(3,), depths=tuple(range(1, 9)))\\ndef slow(xp, x, depth):\\n    time.sleep(0.5)\\n    return xp.sum(xp.sin(x))\\n'''\n"
+            "slow_src = '''import time\\nimport adprof\\n@adprof.chain(input_shape=(3,), depths=tuple(range(1, 9)))\\ndef slow(xp, x, depth):\\n    time.sleep(1.0)\\n    return xp.sum(xp.sin(x))\\n'''\n"
             "open('slow.py', 'w').write(slow_src)\n"
             "threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()\n"
             "try:\n    adprof.check('slow.py', profile='fixed', mode='traced', structure=False, budget=40)\n"
             "except adprof.Interrupted:\n    print('interrupted')\n",
-            exits={0, 143},
+            exits={0, 143, -15},  # the API promises Ctrl-C only: a plain script dies of SIGTERM
             check=None,
         ),
         a("check-notebook-magic-no-ipython", "import adprof.notebook\n"),
@@ -1347,6 +1352,12 @@ def plugin_cases() -> list[Case]:
         p("plugin-import-exits", "plug", "ok", {2}, side="import sys\nsys.exit(4)\n"),
         p("plugin-backend-all", "all", "ok", {0, 1, 2}),
     ]
+    for c in cases:
+        if c.name == "plugin-import-prints":
+            c.known = (
+                "a plugin's module is imported in adprof's own process (to check its declarations): what it prints "
+                "there is its own output, not a string adprof renders"
+            )
     # the eager mode on the liar: declared, no phases
     cases[14].args[cases[14].args.index("traced")] = "eager"
     return cases
@@ -1463,6 +1474,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", default="", help="a regular expression on case names")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--markdown", default=None, help="write the results as a Markdown table here")
     args = ap.parse_args(argv)
     cases = all_cases()
     if args.only:
@@ -1510,7 +1522,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} cases, {failed} failed, {total:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"cases": rows, "failed": failed, "seconds": total}, indent=2))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_table(rows))
     return 1 if failed else 0
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The results as a Markdown table: group, case, exit, seconds, outcome and what failed."""
+    lines = ["| group | case | exit | s | result | problems |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        mark = "known" if r["known"] else "FAIL" if r["problems"] else "ok"
+        why = "; ".join(p.replace("|", "\\|").replace("\n", " ") for p in r["problems"])[:300]
+        lines.append(f"| {r['group']} | `{r['name']}` | {r['exit']} | {r['wall']:.1f} | {mark} | {why} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
