@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import math
 import os
 import sys
@@ -213,10 +214,19 @@ def _listed(value: Any) -> list[Any]:
     return [value]
 
 
-def _csv(value: str | Sequence[str] | None) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else ",".join(value)
+def _csv(option: str, value: str | Sequence[str] | None) -> str | None:
+    """A name or a list of names as the command's comma-separated value; anything else is a UsageError."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    raise UsageError(f"{option}: expected a name or a list of names, got {value!r}")
+
+
+#: The options ``@adprof.chain`` takes (a plain function's keyword arguments to check and guard).
+_CHAIN_OPTIONS = frozenset(
+    name for name, p in inspect.signature(chain).parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
 
 
 def _target(obj: Any, options: dict[str, Any], shipment: Shipment) -> str:
@@ -247,6 +257,11 @@ def _shipped_targets(
 ) -> Iterator[tuple[list[str], Shipment]]:
     """The targets' strings, with the chains that live in no file shipped by ``deadline`` (the run's end: the
     budget covers shipping); the files removed on exit."""
+    unknown = sorted(set(options) - _CHAIN_OPTIONS)
+    if unknown:
+        raise UsageError(
+            f"unknown option(s) {', '.join(unknown)}; a chain's options: {', '.join(sorted(_CHAIN_OPTIONS))}"
+        )
     with Shipment(ship, deadline=deadline) as shipment:
         targets = [_target(t, options, shipment) for t in _listed(target)]
         if not targets:
@@ -379,9 +394,9 @@ def check(
             "check",
             *targets,
             *_options_argv(
-                backend=_csv(backend),
-                profile=_csv(profile),
-                mode=_csv(mode),
+                backend=_csv("backend", backend),
+                profile=_csv("profile", profile),
+                mode=_csv("mode", mode),
                 depths=depths,
                 budget=budget,
                 cap=cap,
@@ -452,9 +467,9 @@ def guard(
                 max_leak=max_leak,
                 baseline=base_path,
                 tolerance=tolerance,
-                backend=_csv(backend),
-                profile=_csv(profile),
-                mode=_csv(mode),
+                backend=_csv("backend", backend),
+                profile=_csv("profile", profile),
+                mode=_csv("mode", mode),
                 depths=depths,
                 budget=budget,
                 cap=cap,

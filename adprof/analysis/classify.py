@@ -62,6 +62,7 @@ from adprof.analysis.jumps import (
     expected,
     growth_ratio,
     outgrows,
+    phase_seconds,
     time_jumps,
     whole_point_time,
 )
@@ -389,6 +390,19 @@ def _deeper_advice(series: Series) -> str:
     return f"{cost}--max-depth or --depths, and --budget"
 
 
+def _kill_prediction(series: Series, stop: model.Stop, fit: Fit) -> tuple[float, list[int]] | None:
+    """What the measured depths predict for the killed point: for the phase it was killed in, like for like with
+    the kill's seconds (a point's wall also holds one-time costs, such as the worker's start-up on the first
+    depth, which would excuse any kill after it); the whole point's wall where no phase is known."""
+    if stop.depth is None:
+        return None
+    if stop.phase is not None:
+        got = expected(series, stop.depth, fit, phase_seconds(stop.phase))
+        if got is not None:
+            return got
+    return expected(series, stop.depth, fit, point_wall)
+
+
 def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
     """Points stopped before they finished (killed at their timeout, cut by the budget's end): each has a lower
     bound on its cost, read against what the deciding model predicts there (:mod:`~adprof.analysis.jumps`).
@@ -419,8 +433,8 @@ def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
             "runaway; give it the budget (--budget) or the cap (--cap) to finish that depth"
         )
     elif stop is not None:
-        got = expected(series, stop.depth, fit, point_wall) if stop.depth is not None else None
-        if got is not None:
+        got = _kill_prediction(series, stop, fit)
+        if got is not None and (stop.seconds is None or got[0] * RUNAWAY_FACTOR >= stop.seconds):
             v.evidence.append(
                 f"{model.killed_text(stop).split(': the chain', 1)[0]}, where {_model_text(fit)} predicts "
                 f"{model.fmt_seconds(got[0])}: the kill is what the measured depths predict, not a hang"

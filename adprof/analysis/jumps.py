@@ -38,6 +38,7 @@ __all__ = [
     "point_time",
     "measured_jumps",
     "outgrows",
+    "phase_seconds",
     "time_jumps",
     "unconfirmed_jumps",
     "whole_point_time",
@@ -116,7 +117,7 @@ def expected(
     return (max(scaled) if largest else min(scaled)), froms
 
 
-def _phase_time(phase: str, cpu: bool = False) -> Callable[[Point], float | None]:
+def phase_seconds(phase: str, cpu: bool = False) -> Callable[[Point], float | None]:
     """A phase's seconds of a point: its time (wall), or its CPU time where the backend read one."""
 
     def value(p: Point) -> float | None:
@@ -229,7 +230,7 @@ def measured_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
     measured = [p for p in series.points if not p.censored]
     for ph in _timed_phases(series):
         cpu = all(ph in p.cpu_times for p in measured if ph in p.times)
-        value, floor = _phase_time(ph, cpu), JUMP_FLOOR if cpu else WALL_JUMP_FLOOR
+        value, floor = phase_seconds(ph, cpu), JUMP_FLOOR if cpu else WALL_JUMP_FLOOR
         fastest: dict[int, float] = {}
         for p in measured:
             v = value(p)

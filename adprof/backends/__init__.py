@@ -64,7 +64,7 @@ def _load_plugin(name: str) -> Backend:
     where = f"plugin backend {name!r} ({ep.value}" + (f", from {dist}" if dist else "") + ")"
     try:
         obj = ep.load()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: a module that calls sys.exit() when imported
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise BrokenBackendError(f"{where} failed to load: {type(exc).__name__}{': ' + msg if msg else ''}") from None
     try:
@@ -75,7 +75,28 @@ def _load_plugin(name: str) -> Backend:
         raise BrokenBackendError(f"{where} is not an adprof.backends.base.Backend (got {type(backend).__name__})")
     if backend.name != name:
         raise BrokenBackendError(f"{where} declares name {backend.name!r}, registered as {name!r}")
+    problem = declaration_problem(backend)
+    if problem is not None:
+        raise BrokenBackendError(f"{where} {problem}")
     return backend
+
+
+def declaration_problem(backend: Backend) -> str | None:
+    """What contradicts itself in a backend's declarations (one line), else None: a backend without modes, a
+    mode without phases, a deciding or lower-bound metric the mode does not report."""
+    modes = backend.modes
+    if not isinstance(modes, tuple | list) or not modes or not all(isinstance(m, str) and m for m in modes):
+        return f"declares no modes (modes = {modes!r})"
+    for mode in modes:
+        phases = backend.phases.get(mode)
+        if not phases or not all(isinstance(p, str) and p for p in phases):
+            return f"declares mode {mode!r} without phases (phases[{mode!r}] = {phases!r})"
+        reported = set(backend.metrics.get(mode, ()))
+        for table in ("deciding_metrics", "lower_bound_metrics"):
+            extra = [m for m in getattr(backend, table).get(mode, ()) if m not in reported]
+            if extra:
+                return f"declares {table}[{mode!r}] {extra} that metrics[{mode!r}] does not report"
+    return None
 
 
 @functools.cache
@@ -200,6 +221,7 @@ __all__ = [
     "Backend",
     "BackendNotInstalledError",
     "BrokenBackendError",
+    "declaration_problem",
     "UnknownBackendError",
     "backend_declaration",
     "backend_versions",

@@ -104,13 +104,16 @@ def _error_line(exc: BaseException, filename: str) -> str:
 def _import_isolated(path: Path) -> Any:
     """Execute ``path`` as a fresh module; sys.modules and sys.path are restored afterwards."""
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        source = path.read_bytes()  # bytes: compile honours a BOM and a coding cookie (PEP 263), as import does
+    except OSError as exc:
         raise ChainImportError(f"cannot read {path}: {exc}") from None
     try:
         compile(source, str(path), "exec")
     except SyntaxError as exc:
-        raise ChainSyntaxError(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
+        where = f" line {exc.lineno}" if exc.lineno else ""
+        raise ChainSyntaxError(f"syntax error in {path}{where}: {exc.msg}") from None
+    except ValueError as exc:  # null bytes (Python 3.11)
+        raise ChainSyntaxError(f"syntax error in {path}: {exc}") from None
 
     mod_name = f"_adprof_chains_{path.stem if path.stem.isidentifier() else 'file'}_{uuid.uuid4().hex[:12]}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -156,7 +159,7 @@ def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
     if ch is None:
         if not inspect.isfunction(obj):
             raise ChainSignatureError(f"{base!r} in {path} is a {type(obj).__name__}, not a function")
-        ch = chain(obj)
+        ch = chain(obj, name=base)  # the name it was found by (a module-level lambda's own is '<lambda>')
     return ch
 
 

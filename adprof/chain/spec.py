@@ -499,7 +499,11 @@ def _check_reuse(reuse: Any, sweep: Mapping[str, Any], name: str) -> None:
 def _make_chain(fn: Callable[..., Any], **opts: Any) -> Chain:
     if not callable(fn):
         raise ChainSignatureError(f"@adprof.chain must decorate a function, got {fn!r}")
-    name = opts.pop("name", None) or getattr(fn, "__name__", None) or "chain"
+    given = opts.pop("name", None)
+    if given is not None and (not isinstance(given, str) or not given.strip()):
+        label = getattr(fn, "__name__", "chain")
+        raise ChainError(f"chain {label!r}: name must be a non-empty string, got {given!r}")
+    name = given or getattr(fn, "__name__", None) or "chain"
     sweep = _sweep_of(opts.pop("sweep", None) or {}, name)
     _check_signature(fn, name, list(sweep))
     declared = opts.get("depths") is not None or opts.get("max_depth") is not None

@@ -21,6 +21,9 @@ The top layer: it may import every other layer, nothing imports it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import signal
 import sys
 import threading
@@ -57,13 +60,20 @@ class _RaisingParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _epilog() -> str:
+    """The exit statuses of this module's docstring (none under ``python -OO``, which drops docstrings)."""
+    if not __doc__ or "Exit status" not in __doc__:
+        return ""
+    return __doc__.split("Exit status", 1)[1].join(["Exit status", ""]).split("Everything")[0]
+
+
 def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The argparse parser of ``adprof`` (``parser_class``: of it and its subcommands' parsers)."""
     parser = parser_class(
         prog="adprof",
         description="Find autodiff cost pathologies: exponential transform blowup, superlinear "
         "per-backward cost, or neither, and what to do about it.",
-        epilog=__doc__.split("Exit status", 1)[1].join(["Exit status", ""]).split("Everything")[0],
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"adprof {__version__}")
@@ -183,15 +193,40 @@ def _main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
         return _interrupted(exc, args, start)
+    except OSError as exc:
+        if exc.errno not in _STREAM_ERRNOS:
+            return _internal(exc, args.verbose)
+        _silence_stdout()
+        with contextlib.suppress(OSError):
+            print(f"adprof: error: cannot write the output: {os.strerror(exc.errno)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else ""
-        print(
-            f"adprof: internal error: {type(exc).__name__}: {terminal_safe(msg)} (rerun with --verbose)",
-            file=sys.stderr,
-        )
-        if args.verbose:
-            traceback.print_exc()
-        return EXIT_INTERNAL
+        return _internal(exc, args.verbose)
+
+
+#: Errors of the environment, never of adprof: a full disk, a closed pipe, a gone terminal (writing the report to
+#: stdout; the files adprof writes give their own one line).
+_STREAM_ERRNOS = frozenset({errno.ENOSPC, errno.EPIPE, errno.EIO})
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail once more."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+
+
+def _internal(exc: BaseException, verbose: bool) -> int:
+    """An internal error: one line (and the traceback with ``--verbose``), exit 3."""
+    msg = str(exc).splitlines()[0] if str(exc) else ""
+    print(
+        f"adprof: internal error: {type(exc).__name__}: {terminal_safe(msg)} (rerun with --verbose)",
+        file=sys.stderr,
+    )
+    if verbose:
+        traceback.print_exception(exc)
+    return EXIT_INTERNAL
 
 
 __all__ = ["build_parser", "exit_code", "main", "parse_command"]

@@ -342,7 +342,8 @@ def consoles(args: argparse.Namespace) -> tuple[Console, Console]:
     """(report console, stderr console). With ``--json -`` (or ``--markdown -``) the report goes to stderr."""
     from adprof.render.console import SafeConsole  # escapes the control characters of users' strings
 
-    kw: dict[str, Any] = {"no_color": True} if args.no_color else {}
+    # --no-color: plain text, no style either (FORCE_COLOR=1 would otherwise still print bold and italic codes)
+    kw: dict[str, Any] = {"no_color": True, "color_system": None} if args.no_color else {}
     err = SafeConsole(stderr=True, highlight=False, **kw)
     out = err if stdout_output(args) else SafeConsole(highlight=False, **kw)
     if not out.is_terminal and "COLUMNS" not in os.environ:

@@ -1,9 +1,10 @@
 """The measuring subprocess: ``python -m adprof.measure.worker``.
 
-It reads one JSON request per line on stdin and answers on its *original* stdout, which it keeps
-to itself: at start-up fd 1 is redirected to stderr, so a chain that prints cannot corrupt the
-protocol. A request may be answered by ``{"event": ...}`` progress lines before the final answer
-(which has an ``ok`` field). Requests:
+It reads one JSON request per line on its *original* stdin and answers on its *original* stdout,
+both of which it keeps to itself: at start-up fd 1 is redirected to stderr, so a chain that prints
+cannot corrupt the protocol, and fd 0 to ``/dev/null``, so a chain that reads its input sees an end
+of file instead of waiting on (or eating) the next request. A request may be answered by
+``{"event": ...}`` progress lines before the final answer (which has an ``ok`` field). Requests:
 
 * ``{"op": "list", "file": F, "names": [..] | null}`` -> ``{"ok": true, "chains": [metadata, ...]}``
   (sweeps expanded into variants);
@@ -24,7 +25,8 @@ Failures answer ``{"ok": false, "kind": ..., "error": one line, ...}`` with kind
 process group: the worker is a session leader) when a point hangs; a crash (segfault) shows as
 end-of-file on the protocol stream. A watchdog thread kills the group when the parent dies, and the
 clock functions of :mod:`time` are restored after every request, so a chain that patches them
-cannot falsify the measurements of the next one; so is the working directory, so that a chain's
+cannot falsify the measurements of the next one; so are the array namespaces (``xp``, numpy) and the
+working directory, so that a chain's
 ``os.chdir`` cannot move the files of the next request.
 """
 
@@ -35,6 +37,7 @@ import dataclasses
 import faulthandler
 import gc
 import json
+import math
 import os
 import select
 import signal
@@ -48,6 +51,7 @@ from adprof.backends.memory import PEAK, PeakWatch, memory_time
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
+from adprof.model import Point
 from adprof.util import procs
 
 
@@ -61,6 +65,62 @@ def _freeze() -> None:
 
 #: ``time`` functions a chain could patch; restored after every request.
 _CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
+#: The array namespaces chains are given as ``xp`` (and numpy, which they import): a chain that sets or deletes
+#: one of their attributes (``xp.sin = ...``) must not break or falsify the chains measured after it.
+_NAMESPACES = ("engine.numpy", "numpy", "jax.numpy", "autograd.numpy", "array_api_compat.torch", "math")
+
+
+def _namespaces() -> dict[str, dict[str, Any]]:
+    """The attributes of each loaded module of :data:`_NAMESPACES`."""
+    return {name: dict(vars(mod)) for name in _NAMESPACES if (mod := sys.modules.get(name)) is not None}
+
+
+def _restore_namespaces(saved: dict[str, dict[str, Any]]) -> None:
+    """Put back the attributes :func:`_namespaces` saw (one added since stays: modules cache their lazily
+    imported submodules so)."""
+    for name, attrs in saved.items():
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        now = vars(mod)
+        for key, value in attrs.items():
+            if now.get(key, _MISSING) is not value:
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(mod, key, value)
+
+
+_MISSING = object()
+
+
+def _bad_number(value: Any) -> bool:
+    """Not a finite, non-negative real number (a bool, None, a string, NaN, -1, 10**400 are not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    try:
+        return not math.isfinite(float(value)) or value < 0
+    except OverflowError:
+        return True
+
+
+def point_problem(pt: Any, backend: Any, mode: str) -> str | None:
+    """What is wrong with the point a backend's ``measure_point`` returned (a plugin's may be anything), as one
+    line naming the backend; None when it is a :class:`~adprof.model.Point` with a time for one of the mode's
+    phases and finite, non-negative times and metrics."""
+    who = f"backend {backend.name!r}"
+    if not isinstance(pt, Point):
+        return f"{who} returned a {type(pt).__name__}, not a Point"
+    declared = tuple(backend.phases.get(mode, ()))
+    if declared and not any(ph in pt.times for ph in declared):
+        return f"{who} returned no time for any phase of {mode} ({', '.join(declared)})"
+    for phase, t in pt.times.items():
+        if _bad_number(t):
+            return f"{who} returned {t!r} seconds for {phase} (not a finite, non-negative number)"
+    for phase, values in pt.metrics.items():
+        for metric, v in (values or {}).items():
+            if v is not None and _bad_number(v):
+                shown = repr(v) if len(repr(v)) <= 40 else f"a {len(str(v))}-digit number"
+                return f"{who} returned {metric} = {shown} in {phase} (not a finite, non-negative number)"
+    return None
 
 
 def _kill_family() -> None:
@@ -137,11 +197,13 @@ class _Worker:
     # -- requests ----------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> None:
         clocks = {name: getattr(time, name) for name in _CLOCKS}
+        namespaces = _namespaces()
         try:
             self.handle_request(req)
         finally:
             for name, fn in clocks.items():
                 setattr(time, name, fn)
+            _restore_namespaces(namespaces)
             with contextlib.suppress(OSError):  # a chain's os.chdir must not move the next request's files
                 os.chdir(self.cwd)
 
@@ -194,6 +256,10 @@ class _Worker:
                     }
                 )
                 return
+            problem = point_problem(pt, backend, req["mode"])
+            if problem is not None:
+                self.send({"ok": False, "kind": "output", "error": f"depth {req['depth']}: {problem}"})
+                return
             if memory:
                 with memory_time(pt):  # the peak's own cost: reading /proc/self/status
                     peak_bytes = peak.bytes()
@@ -207,12 +273,17 @@ class _Worker:
 def main() -> None:
     """Serve requests until stdin closes or ``exit`` arrives."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
+    requests = os.fdopen(os.dup(0), "r")
     os.dup2(2, 1)  # user prints go to stderr
     sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # a chain reading stdin reads an end of file, never the protocol
+    os.close(null)
+    sys.stdin = open(os.devnull)  # the process' own stdin, for its lifetime
     faulthandler.enable()
     if os.getpgrp() == os.getpid():  # our own group (started by adprof): nothing of it may outlive adprof
         if os.environ.get(COUNT_ENV):  # counting instructions under callgrind
-            threading.Thread(target=_watch_hangup, args=(sys.stdin.fileno(),), daemon=True).start()
+            threading.Thread(target=_watch_hangup, args=(requests.fileno(),), daemon=True).start()
         else:
             threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     import adprof.backends.engine  # noqa: F401 - imported before freezing
@@ -220,7 +291,7 @@ def main() -> None:
     _freeze()
     w = _Worker(out)
     w.send({"event": "ready", "pid": os.getpid()})
-    for line in sys.stdin:
+    for line in requests:
         line = line.strip()
         if not line:
             continue

@@ -147,7 +147,7 @@ def same_file(a: Path, b: Path) -> bool:
     """Whether ``a`` and ``b`` are one file: the same path once symbolic links are resolved, or a hard link."""
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except (OSError, RuntimeError):  # a symlink loop
+    except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (Python 3.11's resolve)
         return False
 
 

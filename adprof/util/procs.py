@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,9 @@ def _start_guardian() -> None:
     finally:
         os.close(read)
     os.set_blocking(write, False)
+    # The guardian outlives this process by design: its Popen's "subprocess N is still running" at exit is no
+    # error (under PYTHONWARNINGS=error it printed "Exception ignored in: Popen.__del__" and a traceback).
+    warnings.filterwarnings("ignore", category=ResourceWarning, module="subprocess")
     with _lock:
         _own[guardian.pid] = ""
         _state.update(guardian=guardian, pipe=write)
