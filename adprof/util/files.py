@@ -8,10 +8,14 @@ device such as ``/dev/zero`` or a directory is one line, never a hang nor a Memo
 
 :func:`check_output_path` runs before anything is measured (bad input is one line and exit 2, never a
 lost run): the path must name a regular file in a writable directory, of a known type where the
-option has types, that is none of the run's inputs (a chain file, a program) and no other output of
-the same run. :func:`write_atomic` writes a temporary file in the same directory and renames it over
-the path: a reader, or a second run writing the same file at the same time, sees the old file or the
-new one, whole, never an empty or partial one; a run killed while writing leaves the old file as it was.
+option has types, that is no file any argument names (:func:`named_paths`: a chain file, a report, a
+baseline, every path in a ``--cmd`` program's words, links followed), no other output of the same run,
+and no file of the form a run's own directory holds (:class:`OwnedDir`: hunt's findings).
+:func:`write_atomic` writes a temporary file in the same directory and renames it over the path: a
+reader, or a second run writing the same file at the same time, sees the old file or the new one, whole,
+never an empty or partial one; a run killed while writing leaves the old file as it was. Text leaves
+adprof through :func:`encode_text` (files) and :func:`write_stream` (streams): what an encoding cannot
+hold, a lone surrogate included, is escaped, never an error.
 """
 
 from __future__ import annotations
