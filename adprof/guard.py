@@ -53,6 +53,9 @@ GUARD_COUNTER_BUDGET = 5_000_000
 #: sooner), so a hang is killed after 4 x 15 = 60 s, which a CI job can afford; the whole run gets 10 minutes.
 GUARD_CAP = 15.0
 GUARD_BUDGET = 600.0
+#: The largest budget the guard advises, as a multiple of the run's (past it, the missing depths are too costly to
+#: guard, whatever the advice).
+ADVICE_FACTOR = 10.0
 #: Depths when the chain declares none: unit steps (per-layer ratios) then doublings.
 DEFAULT_DEPTHS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
 
@@ -369,6 +372,8 @@ def missing_text(result: Result, missing: Sequence[int], budget: float | None) -
     if secs is None or budget is None:
         return f"{head}; rerun with a larger --budget"
     more = max(1, math.ceil(1.5 * secs))
+    if more > ADVICE_FACTOR * budget:  # no advice of a budget the run could never have (a model far past its data)
+        return f"{head}; they would take about {secs:.3g} s, over {ADVICE_FACTOR:g}x the {budget:g} s budget"
     return f"{head}; they need about {secs:.3g} s more: rerun with --budget {math.ceil(budget + more):d}"
 
 

@@ -393,3 +393,16 @@ def test_item10_an_interrupted_hunt_reports_the_candidates_its_search_found(tmp_
     report = Hunt(cfg, executor, check_executor=SimpleNamespace(interrupted=None)).run()  # type: ignore[arg-type]
     assert report.interrupted == "SIGINT"
     assert report.stats.candidates == found
+
+
+def test_r17_the_guard_never_advises_a_budget_far_past_its_own():
+    """R17: the advice for depths the budget cut was `--budget 1886` on a 4 s run: a budget over ten times the
+    run's is no advice; a sane one still is."""
+    s = _exact_series(lambda d: 10.0 * d, range(1, 5))
+    s.planned_depths = list(range(1, 9))
+    s.stop = Stop(StopReason.BUDGET_SHARE, after=4, depth=5, seconds=1200.0, limit=1.0)
+    r = Result(s, decide(s))
+    text = missing_text(r, missing_depths(r), 4.0)
+    assert "--budget" not in text and "over 10x the 4 s budget" in text
+    s.stop = Stop(StopReason.BUDGET_SHARE, after=4, depth=5, seconds=2.0, limit=1.0)
+    assert "rerun with --budget" in missing_text(r, missing_depths(r), 4.0)
