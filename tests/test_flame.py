@@ -300,7 +300,10 @@ def test_real_sampling_fixed_has_no_key_equality(tmp_path) -> None:
     assert run.status["state"] == "done" and run.status["iterations"] > 10, run.status
     assert s.probe > 100, render_summary(s)
     assert s.inclusive_share("key equality") < 0.05, render_summary(s)
-    assert s.inclusive_share("grad") > 0.3, render_summary(s)
+    # the point runner's phases, each sample under one (a phase here lasts about a sampling period: which one a
+    # sample near an edge carries is not asserted)
+    assert {p for p, _, _ in run.profile.samples()} <= {"record", "transform", "compile", "run", "drop"}
+    assert s.inclusive_share("grad") + s.inclusive_share("compile") > 0.3, render_summary(s)
 
 
 @pytest.mark.slow  # ~15 s under load: the error paths are covered by fake py-spy runs by default

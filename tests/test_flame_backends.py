@@ -15,6 +15,7 @@ import pytest
 from adprof import flame
 from adprof.cli import main as cli_main
 from adprof.flame.collapse import Frame, parse_collapsed
+from adprof.flame.diff import growth, render_growth
 from adprof.flame.output import render_chrometrace, render_speedscope
 from adprof.flame.timeline import (
     PhasedProfile,
@@ -224,6 +225,23 @@ def test_timeline_leaves_out_the_harness_frames() -> None:
     log = {"anchor": [0, 0], "events": [[0.0, "record"], [0.01, None]], "iterations": 1}
     prof = phased_profile(segs, log, 1000.0, offset=(0.0, 0.0))
     assert not prof.slices and prof.harness == pytest.approx(0.004)
+
+
+def _prof(selfs: dict[str, float], points: int, window: float) -> PhasedProfile:
+    slices = [Slice(0.0, sec, "transform", _frames("measure_point", fn)) for fn, sec in selfs.items()]
+    return PhasedProfile(slices=slices, rate=1000.0, iterations=points, window_seconds=window)
+
+
+def test_growth_ranks_by_time_added_per_layer_not_by_a_ratio_on_a_tiny_base() -> None:
+    """key equality adds most time per point per layer; a function seen once at the shallow depth, with a far
+    larger ratio, is ranked below it (and a function that grew little, below both)."""
+    base = _prof({"structural_key_eq": 0.60, "bind": 0.001, "other": 0.399}, points=20, window=1.0)
+    new = _prof({"structural_key_eq": 0.90, "bind": 0.05, "other": 0.05}, points=2, window=1.0)
+    rows = growth(base, new, depth_delta=4)
+    assert [g.function for g in rows][:2] == ["structural_key_eq (m.py)", "bind (m.py)"]
+    assert rows[1].ratio > rows[0].ratio  # the ratio alone would have put bind first
+    text = render_growth(rows, 8, 12)
+    assert "fastest-growing: structural_key_eq (m.py)" in text
 
 
 # --------------------------------------------------------------------------- formats

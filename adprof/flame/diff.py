@@ -4,9 +4,11 @@ Both runs measure whole points with the backend's point runner, in the same phas
 point is its share of a run's samples times the worker's own time in the phases per point
 (:meth:`~adprof.flame.timeline.PhasedProfile.seconds_per_point`, by the worker's clock: py-spy falling behind on
 a loaded machine loses samples, not time). So the two depths compare per call, whatever the two runs' lengths.
-:func:`growth` ranks functions by how much their self time per point grew, as the depth-halving report does for
-a whole phase. The ranking uses a conservative bound of the ratio: both sample counts move two Poisson
-deviations against growth, so a function seen in a handful of samples does not outrank one seen in hundreds.
+:func:`growth` ranks functions by how fast their self time per point grows: the seconds it adds per point per
+layer, as the depth-halving report does for a whole phase (the ratio and its per-layer factor are shown beside).
+The ranking uses a conservative bound: both sample counts move two Poisson deviations against growth, so a
+function seen in a handful of samples, whose ratio may be huge on a tiny base, does not outrank one seen in
+hundreds.
 The flame graph of the deeper run is coloured by the change of each frame's share
 (:func:`adprof.flame.svg.render_flame_svg` with ``base``).
 """
@@ -36,7 +38,7 @@ class Growth:
     ratio: float  # new / base (the base taken as one sample when the function was not seen there)
     per_layer: float  # ratio ** (1 / (depth difference))
     seen_at_base: bool
-    low: float = 0.0  # the conservative bound the ranking uses
+    low: float = 0.0  # the ranking's conservative bound of the seconds added per point per layer
 
 
 def self_samples(prof: PhasedProfile) -> dict[str, float]:
@@ -64,29 +66,34 @@ def growth(base: PhasedProfile, new: PhasedProfile, depth_delta: int, min_share:
         base_s = kb / nb * tb if nb else 0.0
         ratio = new_s / (max(kb, 1.0) / nb * tb) if nb and tb else math.inf
         lo_new = max(k - 2.0 * math.sqrt(k), 0.0) / nn * tn
-        hi_base = (kb + 2.0 * math.sqrt(kb + 1.0) + 1.0) / nb * tb if nb else math.inf
+        hi_base = (kb + 2.0 * math.sqrt(kb + 1.0) + 1.0) / nb * tb if nb else 0.0
         per_layer = ratio ** (1.0 / depth_delta) if depth_delta > 0 and 0 < ratio < math.inf else math.nan
-        out.append(
-            Growth(fn, base_s, new_s, kb / nb if nb else 0.0, k / nn, ratio, per_layer, kb > 0, lo_new / hi_base)
-        )
+        low = (lo_new - hi_base) / max(depth_delta, 1)
+        out.append(Growth(fn, base_s, new_s, kb / nb if nb else 0.0, k / nn, ratio, per_layer, kb > 0, low))
     return sorted(out, key=lambda g: (-g.low, -g.ratio, g.function))
 
 
 def render_growth(rows: Sequence[Growth], depth: int, vs: int, top: int = 8) -> str:
     """The text of the differential: which functions' self time grows fastest from ``depth`` to ``vs``."""
-    lines = [f"self time per point, depth {depth} -> {vs} (fastest-growing first; >= {MIN_SHARE:.0%} of depth {vs}):"]
+    lines = [
+        f"self time per point, depth {depth} -> {vs} (fastest-growing first: time added per layer; "
+        f">= {MIN_SHARE:.0%} of depth {vs}):"
+    ]
     if not rows:
         lines.append("  no function holds enough of the samples to rank")
         return "\n".join(lines)
     for g in rows[:top]:
         mark = "" if g.seen_at_base else " (not sampled at the shallower depth: its ratio is a lower bound)"
+        added = (g.new - g.base) / max(vs - depth, 1)
         lines.append(
-            f"  x{g.ratio:<7.2f} (x{g.per_layer:.2f}/layer)  {_ms(g.base):>9} -> {_ms(g.new):>9}  "
-            f"{g.base_share:>4.0%} -> {g.new_share:>4.0%} of self time  {g.function}{mark}"
+            f"  +{_ms(added):>10}/layer  {_ms(g.base):>9} -> {_ms(g.new):>9} "
+            f"(x{g.ratio:.1f}, x{g.per_layer:.2f}/layer)  {g.base_share:>4.0%} -> {g.new_share:>4.0%} of self time  "
+            f"{g.function}{mark}"
         )
     first = rows[0]
     lines.append(
-        f"fastest-growing: {first.function} (self time per point x{first.ratio:.2f} from depth {depth} to {vs})"
+        f"fastest-growing: {first.function} (self time per point {_ms(first.base)} -> {_ms(first.new)}, "
+        f"x{first.ratio:.1f} from depth {depth} to {vs})"
     )
     return "\n".join(lines)
 

@@ -16,6 +16,7 @@ weight times the rate is a number of samples.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -208,6 +209,12 @@ def phase_windows(events: Sequence[Sequence], kept: Sequence[str] = ()) -> list[
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _cut(frames: Stack) -> Stack | None:
+    """:func:`cut_to_probe`, once per distinct stack (the offset search splits the trace 38 times)."""
+    return cut_to_probe(frames)
+
+
 def _split(
     segments: Sequence[Segment], windows: Sequence[tuple[float, float, str]], off: float, longest: float
 ) -> Iterator[tuple[str, float, float, str | None, Stack | None]]:
@@ -227,7 +234,7 @@ def _split(
             b = a + longest
         i = bisect.bisect_right(starts, a) - 1
         if i >= 0 and a < windows[i][1]:
-            yield ("in", a, b, windows[i][2], cut_to_probe(seg.frames))
+            yield ("in", a, b, windows[i][2], _cut(seg.frames))
         else:
             yield ("out", a, b, None, None)
 
@@ -236,6 +243,7 @@ def _split(
 KEY_FRAMES = 8
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _keyed(cut: Stack | None) -> bool:
     """A probe stack deep enough to say which part of a point it is in (the runner's own frames above a phase's
     work are shared by the phases), not the harness's."""
