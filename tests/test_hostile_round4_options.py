@@ -393,7 +393,7 @@ def test_the_issue_case_large_problem_sizes_decide():
     decide(timed)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(
     depths=st.lists(st.integers(1, 10**7), min_size=2, max_size=10, unique=True).map(sorted),
     data=st.data(),
