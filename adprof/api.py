@@ -42,7 +42,7 @@ from adprof.chain import ChainError, as_chain, chain
 from adprof.chain.ship import Shipment, file_target
 from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
 from adprof.comparison import Comparison as _Comparison
-from adprof.guard import GuardConfigError, GuardReport
+from adprof.guard import GuardConfigError, GuardReport, guard_depths
 from adprof.measure import LoadError
 from adprof.measure.plan import UsageError
 from adprof.util import procs
@@ -363,7 +363,7 @@ def check(
                 backend=_csv(backend),
                 profile=_csv(profile),
                 mode=_csv(mode),
-                depths=depths,
+                depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
                 budget=budget,
                 cap=cap,
                 calls=calls,
@@ -433,7 +433,7 @@ def guard(
                 backend=_csv(backend),
                 profile=_csv(profile),
                 mode=_csv(mode),
-                depths=depths,
+                depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
                 budget=budget,
                 cap=cap,
                 **_memory_option(memory),
