@@ -190,6 +190,12 @@ def test_r24_reuse_nan_inf_and_empty_input_shape_are_refused():
             adprof.chain(f, **kw)
     assert adprof.chain(f, input_shape=()).make_input().shape == ()  # a scalar input is fine
 
+    def swept(xp, x, depth, k):
+        return xp.sum(x)
+
+    with pytest.raises(ChainError, match="chain 'swept': reuse:"):  # a variant's reuse, through a sweep
+        adprof.chain(swept, sweep={"k": [1, math.nan]}, reuse="k")
+
 
 def test_r28_seed_and_huge_input_shape_name_the_chain_and_the_option():
     with pytest.raises(ChainError, match=r"^chain 'f': seed: expected a non-negative integer, got -1"):
