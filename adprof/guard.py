@@ -95,14 +95,17 @@ def parse_bytes(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}")
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
+        if options.RULES["max_leak"].problem(value) is not None:
             raise ValueError(f"expected a non-negative number of bytes, got {value!r}")
         return float(value)
-    m = _BYTES.match(value) if isinstance(value, str) else None
+    m = _BYTES.match(value) if isinstance(value, str) and len(value) <= 64 else None
     unit = m.group(2).upper() if m else ""
     if m is None or unit not in BYTE_UNITS:
         raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}")
-    return float(m.group(1)) * BYTE_UNITS[unit]
+    amount = float(m.group(1)) * BYTE_UNITS[unit]
+    if options.RULES["max_leak"].problem(amount) is not None:  # '9' * 400 bytes is inf: past the rule's bound
+        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}: {model.fmt_bytes(amount)}")
+    return amount
 
 
 def _limit(table: dict[str, Any], key: str, where: str) -> float | None:

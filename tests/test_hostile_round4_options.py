@@ -473,3 +473,35 @@ def test_the_options_table_is_documented_in_one_place():
     for rule in RULES.values():
         assert rule.meaning and math.isfinite(rule.high) and rule.low <= rule.high
         assert rule.describe().startswith(rule.meaning)
+
+
+HOSTILE = ["nan", "inf", "-inf", "1e309", "-1", "", " ", "١", "²", "0x10", "1_000", "1,,2", "\x00"]
+HOSTILE += ["9" * 400, "9" * 5000]
+
+
+def test_own_round_every_typed_option_of_every_command():
+    """Our own round (issue 39's class, 15 strings x every typed option of every command but flame's, whose
+    options are another helper's): each is refused by argparse's ArgumentTypeError (one line, exit 2) or read
+    as a finite value under a bound; never a ValueError from int() (5000 digits), never inf (``--max-leak 9...9``)."""
+    import argparse
+
+    from adprof.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    tried = 0
+    for command, parser in sub.choices.items():
+        if command == "flame":
+            continue
+        for action in parser._actions:
+            if not callable(action.type) or not action.option_strings:
+                continue
+            for text in HOSTILE:
+                tried += 1
+                try:
+                    value = action.type(text)
+                except argparse.ArgumentTypeError:
+                    continue
+                values = value if isinstance(value, tuple) else (value,)
+                for v in values:
+                    assert isinstance(v, int | float) and math.isfinite(v) and abs(v) <= 2.0**63, (command, text)
+    assert tried > 300
