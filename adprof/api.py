@@ -45,6 +45,7 @@ from adprof.comparison import Comparison as _Comparison
 from adprof.guard import GuardConfigError, GuardReport, guard_depths
 from adprof.measure import LoadError
 from adprof.measure.plan import UsageError
+from adprof.options import RULES
 from adprof.util import procs
 
 #: Errors of bad input, raised as :class:`UsageError` with their one line.
@@ -273,12 +274,17 @@ def _rename_shipped(report: model.Report, shipment: Shipment) -> None:
 
 
 def _options_argv(**options: Any) -> list[str]:
-    """``--name value`` for every option given (None: the command's default); True: a flag."""
+    """``--name value`` for every option given (None: the command's default); True: a flag. An option with a rule
+    (:data:`adprof.options.RULES`) is checked by it first, with the command line's message (``argument --cap: ...``):
+    a value is refused as the command refuses its string, before it is written out."""
     argv: list[str] = []
     for name, value in options.items():
-        if value is None or value is False:
+        if value is None or value is False and name not in RULES:
             continue
         flag = "--" + name.replace("_", "-")
+        rule = RULES.get(name)
+        if rule is not None and rule.problem(value) is not None:
+            raise UsageError(f"argument {flag}: {rule.refusal(value, rule.problem(value) or '')}")
         if value is True:
             argv.append(flag)
         elif isinstance(value, list | tuple | range):

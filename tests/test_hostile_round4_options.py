@@ -77,8 +77,9 @@ DECORATOR = ("cap", "reuse", "seed", "repeats", "max_depth")
 #: The fixture's (argument or marker) options, and ``[tool.adprof.guard]``'s keys.
 FIXTURE = ("max_base", "max_exponent", "max_memory_exponent", "cap", "budget")
 PYPROJECT = ("max_base", "max_exponent", "max_memory_exponent")
-#: The API's options (written as the command's and parsed by its parser).
+#: The API's options (checked by their rule with the command line's message, then parsed by its parser).
 API = ("budget", "cap", "calls", "jobs")
+API_GUARD = ("budget", "cap", "max_base", "max_exponent", "max_memory_exponent", "tolerance")
 #: Rules read through another option: each dimension of input_shape, and max_leak's bytes (parse_bytes).
 COMPOSITE = ("input_dim", "max_leak")
 
@@ -100,7 +101,7 @@ def bad_texts(rule: options.Rule) -> list[str]:
 
 def test_every_rule_has_an_entry_point():
     """A rule nobody reads is a rule a new option forgot: each is wired somewhere."""
-    wired = set(CLI) | set(DECORATOR) | set(FIXTURE) | set(PYPROJECT) | set(API) | set(COMPOSITE)
+    wired = set(CLI) | set(DECORATOR) | set(FIXTURE) | set(PYPROJECT) | set(API) | set(API_GUARD) | set(COMPOSITE)
     assert set(RULES) <= wired, sorted(set(RULES) - wired)
 
 
@@ -158,11 +159,16 @@ def test_r25_pyproject_refuses_every_out_of_range_value(name, tmp_path):
 
 @pytest.mark.parametrize("name", API)
 def test_api_refuses_every_out_of_range_value(name):
-    for value in bad_values(RULES[name]):
-        if isinstance(value, bool):
-            continue  # True is the API's flag: nothing to parse
+    for value in [*bad_values(RULES[name]), 10**5000]:  # an int Python refuses to write as a string
         with pytest.raises(UsageError, match=f"argument --{name}"):
             adprof.check("nothing.py", **{name: value})
+
+
+@pytest.mark.parametrize("name", API_GUARD)
+def test_api_guard_refuses_every_out_of_range_value(name):
+    for value in bad_values(RULES[name]):
+        with pytest.raises(UsageError, match=f"argument --{name.replace('_', '-')}"):
+            adprof.guard("nothing.py", **{name: value})
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
