@@ -45,9 +45,10 @@ from adprof.chain import ChainError, as_chain, chain
 from adprof.chain.ship import Shipment, file_target
 from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
 from adprof.comparison import Comparison as _Comparison
-from adprof.guard import GUARD_BUDGET, GuardConfigError, GuardReport
+from adprof.guard import GUARD_BUDGET, GuardConfigError, GuardReport, guard_depths
 from adprof.measure import DEFAULT_BUDGET, LoadError
 from adprof.measure.plan import UsageError
+from adprof.options import RULES
 from adprof.util import procs
 
 #: Errors of bad input, raised as :class:`UsageError` with their one line.
@@ -300,12 +301,17 @@ def _ends(started: float, budget: float | None, default: float) -> float:
 
 
 def _options_argv(**options: Any) -> list[str]:
-    """``--name value`` for every option given (None: the command's default); True: a flag."""
+    """``--name value`` for every option given (None: the command's default); True: a flag. An option with a rule
+    (:data:`adprof.options.RULES`) is checked by it first, with the command line's message (``argument --cap: ...``):
+    a value is refused as the command refuses its string, before it is written out."""
     argv: list[str] = []
     for name, value in options.items():
-        if value is None or value is False:
+        if value is None or value is False and name not in RULES:
             continue
         flag = "--" + name.replace("_", "-")
+        rule = RULES.get(name)
+        if rule is not None and rule.problem(value) is not None:
+            raise UsageError(f"argument {flag}: {rule.refusal(value, rule.problem(value) or '')}")
         if value is True:
             argv.append(flag)
         elif isinstance(value, list | tuple | range):
@@ -397,7 +403,7 @@ def check(
                 backend=_csv("backend", backend),
                 profile=_csv("profile", profile),
                 mode=_csv("mode", mode),
-                depths=depths,
+                depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
                 budget=budget,
                 cap=cap,
                 calls=calls,
@@ -470,7 +476,7 @@ def guard(
                 backend=_csv("backend", backend),
                 profile=_csv("profile", profile),
                 mode=_csv("mode", mode),
-                depths=depths,
+                depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
                 budget=budget,
                 cap=cap,
                 **_memory_option(memory),

@@ -97,16 +97,20 @@ def parse_bytes(value: Any) -> float:
     G/GB/GiB, T/TB/TiB, case-insensitive, 1024-based); raises ValueError (one line) for anything else or a
     negative or non-finite number."""
     if isinstance(value, bool):
-        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}")
+        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {options.shown(value)}")
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected a non-negative number of bytes, got {value!r}")
+        if options.RULES["max_leak"].problem(value) is not None:
+            raise ValueError(f"expected a non-negative number of bytes, got {options.shown(value)}")
         return float(value)
-    m = _BYTES.match(value) if isinstance(value, str) else None
+    m = _BYTES.match(value) if isinstance(value, str) and len(value) <= 64 else None
     unit = m.group(2).upper() if m else ""
     if m is None or unit not in BYTE_UNITS:
-        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {value!r}")
-    return float(m.group(1)) * BYTE_UNITS[unit]
+        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {options.shown(value)}")
+    amount = float(m.group(1)) * BYTE_UNITS[unit]
+    if options.RULES["max_leak"].problem(amount) is not None:  # '9' * 400 bytes is inf: past the rule's bound
+        too_many = model.fmt_bytes(amount)
+        raise ValueError(f"expected bytes (4096, '1 MB', '512 KiB'), got {options.shown(value)}: {too_many}")
+    return amount
 
 
 def _limit(table: dict[str, Any], key: str, where: str) -> float | None:
@@ -763,8 +767,8 @@ def guard_depths(depths: Any) -> tuple[int, ...] | None:
     if ok and options.depths_problem(depths) is None:
         return tuple(options.check_depths(depths))
     raise UsageError(
-        f"depths: expected positive integers, e.g. [1, 2, 4, 8], got {depths!r} (each at most {options.MAX_DEPTH}, "
-        f"at most {options.MAX_DEPTH_COUNT} of them)"
+        f"depths: expected positive integers, e.g. [1, 2, 4, 8], got {options.shown(depths)} "
+        f"(each at most {options.MAX_DEPTH}, at most {options.MAX_DEPTH_COUNT} of them)"
     )
 
 

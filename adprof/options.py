@@ -78,7 +78,7 @@ class Rule:
             return "not a number"
         if self.type is int and not isinstance(value, int | np.integer):
             return "not an int"
-        if not math.isfinite(value):
+        if isinstance(value, float | np.floating) and not math.isfinite(value):  # an int of 400 digits is finite
             return "not finite"
         if value < self.low or (self.low_open and value == self.low):
             return "too small"
@@ -96,7 +96,7 @@ class Rule:
     def refusal(self, value: Any, why: str) -> str:
         """``expected a positive number, got 0: too small (seconds ...; at most ...)``: the message without the
         option's name."""
-        return f"expected {self.expected()}, got {value!r}: {why} ({self.meaning}; at most {self.most()})"
+        return f"expected {self.expected()}, got {shown(value)}: {why} ({self.meaning}; at most {self.most()})"
 
     def parse(self, text: str) -> Any:
         """A command-line string under the rule (ASCII digits only); :class:`OptionError` without the name
@@ -122,7 +122,7 @@ class Rule:
 
 def parse_number(text: str, kind: type) -> int | float | None:
     """``text`` as an int or a float written in ASCII (no ``nan``, ``inf``, ``١٢`` or ``1_000``), else None."""
-    if not isinstance(text, str):
+    if not isinstance(text, str) or len(text) > 64:  # 5000 digits: Python's int() raises, no option wants them
         return None
     s = text.strip()
     if kind is int:
@@ -185,7 +185,7 @@ def depths_problem(depths: Iterable[Any]) -> str | None:
             return "no depth"
         for d in (depths[0], depths[-1]):
             if RULES["depth"].problem(d) is not None:
-                return f"{d!r} is not a depth in [1, {MAX_DEPTH}]"
+                return f"{shown(d)} is not a depth in [1, {MAX_DEPTH}]"
         return None
     out = list(depths) if not isinstance(depths, str | bytes) else None
     if out is None:
@@ -196,7 +196,7 @@ def depths_problem(depths: Iterable[Any]) -> str | None:
         return f"{len(out)} depths (at most {MAX_DEPTH_COUNT})"
     for d in out:
         if RULES["depth"].problem(d) is not None:
-            return f"{d!r} is not a depth in [1, {MAX_DEPTH}]"
+            return f"{shown(d)} is not a depth in [1, {MAX_DEPTH}]"
     return None
 
 
@@ -206,9 +206,7 @@ def check_depths(depths: Any, who: str = "", name: str = "depths") -> tuple[int,
     ok = isinstance(depths, Sequence | range) and not isinstance(depths, str | bytes)
     why = depths_problem(depths) if ok else "not a list of depths"
     if why is not None:
-        raise OptionError(
-            f"{who}{name}: expected positive ints, each at most {MAX_DEPTH}, got {_short(depths)} ({why})"
-        )
+        raise OptionError(f"{who}{name}: expected positive ints, each at most {MAX_DEPTH}, got {shown(depths)} ({why})")
     if isinstance(depths, range):  # never materialised past MAX_DEPTH_COUNT (max_depth=10**7 is a range)
         return tuple(depths) if len(depths) <= MAX_DEPTH_COUNT else depths  # type: ignore[return-value]
     return tuple(sorted({int(d) for d in depths}))
@@ -254,7 +252,7 @@ def check_input_shape(shape: Any, who: str = "") -> tuple[int, ...]:
         shape = (shape,)
     bad = OptionError(
         f"{who}input_shape: expected a tuple of positive ints with at most {MAX_INPUT_ELEMENTS} elements in all, "
-        f"got {_short(shape)}"
+        f"got {shown(shape)}"
     )
     if isinstance(shape, str | bytes) or not isinstance(shape, Sequence) or len(shape) > 32:
         raise bad
@@ -274,8 +272,15 @@ def jobs_for_cores(jobs: int, cores: int | None = None) -> tuple[int, str | None
     return n, f"--jobs {jobs}: this machine has {n} core{'s' if n != 1 else ''}; starting {n} workers"
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
+def shown(value: Any) -> str:
+    """``repr(value)`` for a message, at most 80 characters (an int of 5000 digits has no repr: Python refuses to
+    write it)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except ValueError:  # a list holding such an int
+        return f"a {type(value).__name__} holding an integer too long to write"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -299,4 +304,5 @@ __all__ = [
     "parse_shard",
     "rule",
     "shard_arg",
+    "shown",
 ]

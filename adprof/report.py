@@ -167,6 +167,7 @@ def merge_reports(reports: Sequence[Report], *, allow_missing: bool = False) -> 
         elapsed_seconds=max(elapsed) if elapsed else None,
         notes=notes,
         sweeps=sweep_table(results),
+        analysis_errors=[e for rep in reports for e in rep.analysis_errors],
     )
 
 

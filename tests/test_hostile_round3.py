@@ -271,8 +271,10 @@ def test_the_program_at_fault_is_named_at_its_depth() -> None:
 
 def test_max_depth_zero_is_bad_input(capsys) -> None:
     """cmd/cmd-max-depth-zero: ``--max-depth 0`` was read as "not given" (256) and measured; -3 was refused."""
-    code = main(["check", "--cmd", f"{sys.executable} {H3} ok {{depth}}", "--max-depth", "0"])
-    _one_line_exit_2(code, capsys.readouterr().err, "--max-depth must be at least 1 (got 0)")
+    with pytest.raises(SystemExit) as info:  # refused by its rule (adprof/options.py) while parsing
+        main(["check", "--cmd", f"{sys.executable} {H3} ok {{depth}}", "--max-depth", "0"])
+    assert info.value.code == 2
+    assert "argument --max-depth: expected a positive integer, got '0'" in capsys.readouterr().err
 
 
 def test_flame_cmd_on_a_program_that_hangs_is_a_finding_naming_it(monkeypatch, tmp_path: Path, capsys) -> None:

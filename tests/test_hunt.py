@@ -322,7 +322,7 @@ def test_the_same_seed_takes_the_same_path(tmp_path):
         (["--backend", "nosuch"], "unknown backend 'nosuch'"),
         (["--backend", "cmd"], "runs a program"),
         (["--budget", "0"], "expected a positive number"),
-        (["--seed", "-1"], "non-negative integer seed"),
+        (["--seed", "-1"], "--seed: expected a non-negative integer"),
         (["--backend", "engine", "--mode", "compile"], "unknown mode 'compile'"),
         (["--backend", "engine", "--profile", "v09"], "unknown profile 'v09'"),
         (["--html", "report.txt"], "unknown file type"),

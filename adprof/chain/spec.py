@@ -492,6 +492,9 @@ def _check_reuse(reuse: Any, sweep: Mapping[str, Any], name: str) -> None:
     if isinstance(reuse, str):
         if reuse not in sweep:
             raise ChainError(f"chain {name!r}: reuse={reuse!r} names no sweep parameter")
+        for value in sweep[reuse]:  # each variant's reuse is that parameter's value: the same rule
+            if value is not None:
+                _option("reuse", value, name)
     else:
         _option("reuse", reuse, name)
 
