@@ -296,8 +296,11 @@ def _rename_shipped(report: model.Report, shipment: Shipment) -> None:
 def _ends(started: float, budget: float | None, default: float) -> float:
     """The run's end (``time.monotonic()``) for shipping: ``budget`` seconds after ``started`` (the command's
     ``default`` when None or not a positive number: the command itself rejects a bad one, in one line)."""
-    seconds = budget if isinstance(budget, int | float) and 0 < budget < math.inf else default
-    return started + float(seconds)
+    try:
+        seconds = float(budget) if isinstance(budget, int | float) and not isinstance(budget, bool) else default
+    except OverflowError:  # an int past any float: the command refuses it by its rule
+        seconds = default
+    return started + (seconds if 0 < seconds < math.inf else default)
 
 
 def _options_argv(**options: Any) -> list[str]:

@@ -273,6 +273,7 @@ def _fake_hunt(monkeypatch: pytest.MonkeyPatch, write: bool = False) -> list[Hun
 
     def run(self: Hunt) -> HuntReport:
         ran.append(self)
+        self.report.stats.evaluations += 1  # it measured something: a hunt that evaluated nothing is exit 2
         if write:
             f = _finding(self, self._next_number())
             self._write_file(f)

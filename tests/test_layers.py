@@ -18,6 +18,7 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.model", "model"),
     ("adprof.util", "model"),  # standard-library helpers (processes, output files, terminal text)
     ("adprof.plain", "model"),
+    ("adprof.options", "model"),  # the one table of option rules: read by the decorator, CLI, API, fixture
     ("adprof.chain", "chain"),
     ("adprof.backends", "backends"),
     ("adprof.measure", "measure"),

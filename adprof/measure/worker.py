@@ -46,7 +46,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from adprof.backends.instructions import COUNT_ENV
+from adprof.backends.instructions import COUNT_ENV, DUMPS_KEY
 from adprof.backends.memory import PEAK, PeakWatch, memory_time
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
@@ -110,7 +110,8 @@ def point_problem(pt: Any, backend: Any, mode: str) -> str | None:
     if not isinstance(pt, Point):
         return f"{who} returned a {type(pt).__name__}, not a Point"
     declared = tuple(backend.phases.get(mode, ()))
-    if declared and not any(ph in pt.times for ph in declared):
+    counted = pt.extra.get(DUMPS_KEY) or {}  # a counted phase's time is filled by the parent from its dump
+    if declared and not any(ph in pt.times or ph in counted for ph in declared):
         return f"{who} returned no time for any phase of {mode} ({', '.join(declared)})"
     for phase, t in pt.times.items():
         if _bad_number(t):
