@@ -434,7 +434,7 @@ def test_item2_scheduler_that_never_answers_is_one_line_exit_2(
     chain = _chain_file(tmp_path, "calm", "pass\n")
     server = _FakeScheduler(mode)
     try:
-        code = main(["check", str(chain), *FAST, "--budget", "8", "--scheduler", server.address])
+        code = main(["check", str(chain), *FAST, "--budget", "5", "--scheduler", server.address])
         expired = server.expired.is_set()
     finally:
         server.close()
