@@ -248,9 +248,10 @@ class DaskExecutor:
         return max(1, sum(self._nthreads.values()))
 
     def describe(self) -> str:
-        n = len(self._nthreads)
+        """The cluster in one line, from the last answer about its workers (no call to the scheduler)."""
+        n, threads = len(self._nthreads), max(1, sum(self._nthreads.values()))
         where = "an embedded LocalCluster" if self.cluster is not None else self.address
-        return f"dask: {where}, {n} worker{'s' if n != 1 else ''}, {self.lanes} thread{'s' if self.lanes != 1 else ''}"
+        return f"dask: {where}, {n} worker{'s' if n != 1 else ''}, {threads} thread{'s' if threads != 1 else ''}"
 
     def __enter__(self) -> DaskExecutor:
         return self

@@ -45,6 +45,7 @@ def call_within(
     What ``fn`` raises is raised here (any exception, ``MemoryError`` included); a KeyboardInterrupt in the
     waiting thread propagates at once. ``on_late(value)`` is called in the abandoned thread with a value that
     came after the caller gave up (its exceptions are dropped)."""
+    seconds = max(0.0, seconds)
     out: _Outcome[T] = _Outcome()
 
     def run() -> None:
@@ -66,7 +67,7 @@ def call_within(
                 pass
 
     thread = threading.Thread(target=run, name=f"adprof-bounded: {what}", daemon=True)
-    end = time.monotonic() + max(0.0, seconds)
+    end = time.monotonic() + seconds
     thread.start()
     try:
         while not out.done.wait(min(0.1, max(0.0, end - time.monotonic()))):
