@@ -433,3 +433,14 @@ def test_api_ctrl_c_while_loading_raises_interrupted(tmp_path, monkeypatch):
     with pytest.raises(adprof.Interrupted) as info:
         adprof.check(str(path), profile="fixed", mode="traced")
     assert info.value.report is None
+
+
+def test_flame_worker_under_python_OO_parses():
+    """The flame worker (started by ``adprof flame`` with the user's environment) read ``__doc__.splitlines()``."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-OO", "-m", "adprof.flame.flame_worker", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m adprof.flame FILE::CHAIN ...`` (the same options as ``adprof flame``)."""
-    p = argparse.ArgumentParser(prog="adprof flame", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="adprof flame", description=(__doc__ or "adprof flame").splitlines()[0])
     add_arguments(p)
     return run_flame(p.parse_args(argv))
 

@@ -132,7 +132,9 @@ def probe_loop(iteration, seconds: float, status: str | None, done: list[float])
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; exit code 0 on success, 1 if setup or an iteration raised (see the status)."""
-    ap = argparse.ArgumentParser(prog="python -m adprof.flame.flame_worker", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m adprof.flame.flame_worker", description=(__doc__ or "adprof flame").splitlines()[0]
+    )
     ap.add_argument("target", help="FILE::CHAIN")
     ap.add_argument("--mode", choices=("traced", "eager"), default="traced")
     ap.add_argument("--depth", type=int, required=True)
