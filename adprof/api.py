@@ -353,6 +353,10 @@ def _run() -> Iterator[None]:
         yield
     except _BAD_INPUT as exc:
         raise UsageError(str(getattr(exc, "message", None) or exc)) from None
+    except Interrupted:
+        raise
+    except KeyboardInterrupt as exc:  # before the measuring (loading the targets, starting a worker)
+        raise Interrupted(str(getattr(exc, "signal_name", "SIGINT")), None) from None
     finally:
         procs.sweep()
 

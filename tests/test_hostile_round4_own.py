@@ -417,3 +417,30 @@ def test_guardian_left_running_is_no_warning_under_pythonwarnings_error():
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, (
         proc.stderr
     )
+
+
+def test_api_ctrl_c_while_loading_raises_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C while ``adprof.check`` loaded its targets (starting a worker, on a loaded machine the first seconds)
+    escaped as a bare ``KeyboardInterrupt`` with adprof's traceback; the API promises ``adprof.Interrupted``."""
+    import adprof
+    from adprof.cli import check as check_cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_cli, "load_targets", interrupted)
+    path = _chain_file(tmp_path, "c", "")
+    with pytest.raises(adprof.Interrupted) as info:
+        adprof.check(str(path), profile="fixed", mode="traced")
+    assert info.value.report is None
+
+
+def test_flame_worker_under_python_OO_parses():
+    """The flame worker (started by ``adprof flame`` with the user's environment) read ``__doc__.splitlines()``."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-OO", "-m", "adprof.flame.flame_worker", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

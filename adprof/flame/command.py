@@ -319,7 +319,7 @@ def _summary(run: FlameRun, args: argparse.Namespace, where: str, depth: int) ->
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m adprof.flame FILE::CHAIN ...`` (the same options as ``adprof flame``)."""
-    p = argparse.ArgumentParser(prog="adprof flame", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="adprof flame", description=(__doc__ or "adprof flame").splitlines()[0])
     add_arguments(p)
     args = p.parse_args(argv)
     if not args.target:

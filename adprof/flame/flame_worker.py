@@ -156,7 +156,9 @@ def probe_loop(point, seconds: float, status: str | None, done: list[float], eve
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; exit code 0 on success, 1 if setup or a point raised (see the status)."""
-    ap = argparse.ArgumentParser(prog="python -m adprof.flame.flame_worker", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m adprof.flame.flame_worker", description=(__doc__ or "adprof flame").splitlines()[0]
+    )
     ap.add_argument("target", help="FILE::CHAIN")
     ap.add_argument("--backend", default="engine")
     ap.add_argument("--mode", default="traced")
