@@ -313,7 +313,7 @@ def _options_argv(**options: Any) -> list[str]:
             continue
         flag = "--" + name.replace("_", "-")
         rule = RULES.get(name)
-        if rule is not None and rule.problem(value) is not None:
+        if rule is not None and not isinstance(value, str) and rule.problem(value) is not None:  # text: the command's
             raise UsageError(f"argument {flag}: {rule.refusal(value, rule.problem(value) or '')}")
         if value is True:
             argv.append(flag)
@@ -396,6 +396,20 @@ def check(
     from adprof.cli.check import check_report
 
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
+    with _run():
+        options = _options_argv(  # checked before shipping: a bad budget is one line at once, not after a pickle
+            backend=_csv("backend", backend),
+            profile=_csv("profile", profile),
+            mode=_csv("mode", mode),
+            depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
+            budget=budget,
+            cap=cap,
+            calls=calls,
+            jobs=jobs,
+            trust=trust,
+            no_structure=not structure,
+            **_memory_option(memory),
+        )
     with (
         _run(),
         _shipped_targets(target, chain_options, ship, _ends(started, budget, DEFAULT_BUDGET)) as (
@@ -403,23 +417,7 @@ def check(
             shipment,
         ),
     ):
-        argv = [
-            "check",
-            *targets,
-            *_options_argv(
-                backend=_csv("backend", backend),
-                profile=_csv("profile", profile),
-                mode=_csv("mode", mode),
-                depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
-                budget=budget,
-                cap=cap,
-                calls=calls,
-                jobs=jobs,
-                trust=trust,
-                no_structure=not structure,
-                **_memory_option(memory),
-            ),
-        ]
+        argv = ["check", *targets, *options]
         args = parse_command(argv)
         args.started = started
         report, interrupted = check_report(args, argv, _err_console())
@@ -462,6 +460,17 @@ def guard(
     from adprof.cli.guard import guard_outcome
 
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
+    with _run():  # the options checked before shipping: a bad budget is one line at once, not after a pickle
+        _options_argv(
+            max_base=max_base,
+            max_exponent=max_exponent,
+            max_memory_exponent=max_memory_exponent,
+            max_leak=max_leak,
+            tolerance=tolerance,
+            depths=guard_depths(depths),
+            budget=budget,
+            cap=cap,
+        )
     with _run(), contextlib.ExitStack() as stack:
         deadline = _ends(started, budget, GUARD_BUDGET)
         targets, shipment = stack.enter_context(_shipped_targets(target, chain_options, ship, deadline))

@@ -38,7 +38,7 @@ from adprof.chain import as_chain
 from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, State, classify_memory, pair_results
 from adprof.measure import MeasureConfig, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
-from adprof.measure.plan import UsageError, load_targets, plan_series
+from adprof.measure.plan import UsageError, load_targets, nothing_planned, plan_series
 from adprof.model import Report, Result, point_wall
 from adprof.report import build_report
 from adprof.util.text import range_text
@@ -794,9 +794,10 @@ def guard_targets(
     metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)
     notes: list[str] = []
     skipped: dict[tuple[str, str], list[str]] = {}
-    specs = guard_specs(metas, [check_backend(backend)], profile, mode, depths, notes, skipped)
+    backends = [check_backend(backend)]
+    specs = guard_specs(metas, backends, profile, mode, depths, notes, skipped)
     if not specs:
-        raise UsageError("nothing to guard: no chain supports the selected modes" + "".join(f"; {n}" for n in notes))
+        raise UsageError(f"nothing to guard: {nothing_planned(metas, backends, mode)}")
     measured = measure_all(specs, cfg)
     if measured.interrupted is not None:
         raise KeyboardInterrupt(measured.interrupted)

@@ -44,6 +44,10 @@ class ShipError(ChainError):
     """A chain that cannot be sent to the workers; the message is one line (why each method failed)."""
 
 
+class ShipTimeout(ShipError):
+    """Shipping ran past the run's end (the budget covers it): final, no other method is tried."""
+
+
 def is_identifier(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
 
@@ -114,6 +118,8 @@ class Shipment:
         for method in methods:
             try:
                 text = pickled_file(ch, self.deadline) if method == "cloudpickle" else source_file(ch)
+            except ShipTimeout as exc:  # the budget is spent: another method would start a run with none left
+                raise ShipError(f"cannot send chain {ch.name!r} to the measuring workers: {exc}") from None
             except ShipError as exc:
                 why.append(f"{method}: {exc}")
                 continue
@@ -196,7 +202,7 @@ def pickled_file(ch: Chain, deadline: float | None = None) -> str:
         else:
             payload = call_within(dumps, deadline - time.monotonic(), "pickling it")
     except CallTimeout as exc:
-        raise ShipError(f"{exc} (the budget's end)") from None
+        raise ShipTimeout(f"{exc} (the budget's end)") from None
     except Exception as exc:  # what cloudpickle cannot pickle: a lock, an open file, a generator ...
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ShipError(msg) from None

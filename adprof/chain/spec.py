@@ -259,8 +259,6 @@ class Chain:
             "cost_phases": tuple(self.cost_phases) or None,
             "repeats": self.repeats,
         }
-        if isinstance(opts.get("depths"), range):  # max_depth=N: a literal, as it was written
-            opts["max_depth"] = opts.pop("depths")[-1]
         if self.input is None:
             opts["input_shape"] = tuple(self.input_shape)
         else:

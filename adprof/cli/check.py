@@ -86,8 +86,10 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
             declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
             deepest = {key: _deepest(m, max_depth) for m in metas for key in [(m["file"], m["name"])]}
             specs = counted_specs(specs, declared, explicit=bool(args.depths), deepest=deepest)
+        if not specs:
+            raise UsageError(f"nothing to measure: {nothing_planned(metas, backends, args.mode)}")
     if not specs:
-        raise UsageError(f"nothing to measure: {nothing_planned(metas, backends, args.mode)}")
+        raise UsageError("nothing to measure: no series planned")
     shard = None
     if args.shard is not None:
         specs, shard = shard_specs(specs, *args.shard, settings=measuring_settings(cfg, args.trust))

@@ -239,10 +239,14 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if getattr(report, "interrupted", None) is None and SIGNALS.received is not None:
         report.interrupted = SIGNALS.received
     if report.interrupted is None and report.stats.evaluations == 0 and not report.findings:
-        raise UsageError(
-            f"--budget {args.budget:g} s is too small: the hunt evaluated no chain shape in it "
-            "(give it a minute or more)"
-        )
+        _write(report, args, err)  # what the hunt saw (its notes say why an evaluation was lost) is kept
+        if report.stats.tried == 0:
+            raise UsageError(
+                f"--budget {args.budget:g} s is too small: the hunt evaluated no chain shape in it "
+                "(give it a minute or more)"
+            )
+        lost = f": {report.notes[-1]}" if report.notes else ""
+        raise UsageError(f"the hunt tried {report.stats.tried} chain shape(s) and none was measured{lost}")
     written = _write(report, args, err)
     render_hunt(report, out_console, verbose=args.verbose)
     if report.interrupted is not None:

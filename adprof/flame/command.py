@@ -25,6 +25,7 @@ import re
 import sys
 from pathlib import Path
 
+from adprof import options
 from adprof.chain import ChainError, parse_target
 from adprof.flame import sampling
 from adprof.flame.collapse import Stack, attribute
@@ -67,8 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mode", default=None, help="probe mode (default: the chain's first on the backend, else the backend's first)"
     )
-    p.add_argument("--depth", type=int, required=True, help="chain depth to probe")
-    p.add_argument("--vs", type=int, default=None, metavar="D2", help="also sample depth D2: a differential graph")
+    p.add_argument("--depth", type=options.arg("depth"), required=True, help="chain depth to probe")
+    p.add_argument(
+        "--vs", type=options.arg("depth"), default=None, metavar="D2", help="also sample depth D2: a differential graph"
+    )
     p.add_argument("--profile", default=None, help="engine cost profile: v08 or fixed (fixed)")
     p.add_argument("--seconds", type=float, default=3.0, help="seconds of points to sample, per depth (3)")
     p.add_argument("--rate", type=int, default=None, help=f"samples per second, 1..{MAX_RATE} (250; 100 with --native)")
@@ -240,27 +243,32 @@ def _run(args: argparse.Namespace) -> int:
     run = sample(args.depth)
     where = f"{backend} {mode}" + (f", profile {profile}" if profile else "") + (", native" if native else "")
     shown, base = run, None
-    if args.vs is not None:
-        shown, base = sample(args.vs), run
+    shallow, deep = args.depth, args.depth
+    if args.vs is not None:  # the differential reads the deeper run against the shallower, whichever was --depth
+        other = sample(args.vs)
+        shallow, deep = sorted((args.depth, args.vs))
+        base, shown = (run, other) if args.depth < args.vs else (other, run)
     text = _render(fmt, shown, base, args, name, where)
     try:
         write_atomic(output, text)
     except OSError as exc:
         raise FlameError(f"adprof flame: -o {output}: cannot write it ({exc.strerror or exc})") from None
-    print(terminal_safe(_summary(run, args, where, args.depth)))
-    if base is not None:
+    if base is None:
+        print(terminal_safe(_summary(run, args, where, args.depth)))
+    else:
+        print(terminal_safe(_summary(base, args, where, shallow)))
         print()
-        print(terminal_safe(_summary(shown, args, where, args.vs)))
+        print(terminal_safe(_summary(shown, args, where, deep)))
         print()
-        rows = growth(base.profile, shown.profile, args.vs - args.depth)
-        print(terminal_safe(render_growth(rows, args.depth, args.vs, top=args.top)))
+        rows = growth(base.profile, shown.profile, deep - shallow)
+        print(terminal_safe(render_growth(rows, shallow, deep, top=args.top)))
     print(f"\nwrote {output} ({fmt}{', differential' if base is not None else ''})")
     return 0
 
 
 def _render(fmt: str, run: FlameRun, base: FlameRun | None, args: argparse.Namespace, name: str, where: str) -> str:
     prof = run.profile
-    depth = args.vs if base is not None else args.depth
+    depth = max(args.depth, args.vs) if base is not None else args.depth
     title = f"{name} ({where}) depth {depth}"
     if fmt == "svg":
         samples = [(p, f, float(n)) for p, f, n in prof.samples()]
@@ -271,10 +279,11 @@ def _render(fmt: str, run: FlameRun, base: FlameRun | None, args: argparse.Names
             )
             return render_flame_svg(samples, title=f"adprof flame {title}", subtitle=sub, phases=prof.phase_order)
         bsamples = [(p, f, float(n)) for p, f, n in base.profile.samples()]
-        sub = f"differential: depth {args.depth} -> {args.vs}; colour = change of each frame's share of samples"
+        shallow, deep = sorted((args.depth, args.vs))
+        sub = f"differential: depth {shallow} -> {deep}; colour = change of each frame's share of samples"
         return render_flame_svg(
             samples,
-            title=f"adprof flame {title} vs depth {args.depth}",
+            title=f"adprof flame {title} vs depth {min(args.depth, args.vs)}",
             subtitle=sub,
             base=bsamples,
             phases=prof.phase_order,

@@ -110,7 +110,9 @@ def point_problem(pt: Any, backend: Any, mode: str) -> str | None:
     if not isinstance(pt, Point):
         return f"{who} returned a {type(pt).__name__}, not a Point"
     declared = tuple(backend.phases.get(mode, ()))
-    counted = pt.extra.get(DUMPS_KEY) or {}  # a counted phase's time is filled by the parent from its dump
+    counted = (
+        pt.extra.get(DUMPS_KEY) if isinstance(pt.extra, dict) else None
+    ) or {}  # a counted phase's time is filled by the parent from its dump
     if declared and not any(ph in pt.times or ph in counted for ph in declared):
         return f"{who} returned no time for any phase of {mode} ({', '.join(declared)})"
     for phase, t in pt.times.items():

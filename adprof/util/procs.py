@@ -290,19 +290,20 @@ def strays(since: int | None) -> list[int]:
     only a child it started in a new session during a run is mistaken for one. Without the subreaper: none."""
     if since is None or not _state["subreaper"] or not _HAVE_PROC:
         return []
-    with _lock:
-        own = set(_own)
     me, session = os.getpid(), os.getsid(0)
     found = []
-    for pid in children(me):
-        fields = _stat(pid)
-        if pid in own or len(fields) <= 19 or fields[0] in (b"Z", b"X"):
-            continue
-        if int(fields[3]) == session or int(fields[19]) < since:
-            continue
-        if any(entry.startswith(OWNER_VAR.encode() + b"=") for entry in _environ(pid)):
-            continue  # carries a token: its owner's kill_family finds it
-        found.append(pid)
+    # The lock is held for the whole scan: spawn holds it from fork to registration, so a lane's worker that is
+    # between its setsid and its exec (no token in its environment yet) is never taken for a stray.
+    with _lock:
+        for pid in children(me):
+            fields = _stat(pid)
+            if pid in _own or len(fields) <= 19 or fields[0] in (b"Z", b"X"):
+                continue
+            if int(fields[3]) == session or int(fields[19]) < since:
+                continue
+            if any(entry.startswith(OWNER_VAR.encode() + b"=") for entry in _environ(pid)):
+                continue  # carries a token: its owner's kill_family finds it
+            found.append(pid)
     return found
 
 
