@@ -69,7 +69,10 @@ def test_torch_create_graph_is_exponential_per_order():
     r = res[("create_graph_order", "torch", "eager")]
     assert r["verdict"] == "exponential-backward" and "/order" in r["interval_text"]  # the backward time's rate
     assert r["fit"]["metric"].startswith("autograd_nodes") and 1.8 <= r["base"] <= 2.5
-    assert r["proxy_text"].startswith("autograd_nodes x") and r["rate_fit"]["source"] == "time"  # the proxy beside
+    if r["rate_fit"] is not None:  # the backward's time read a rate: it is the one given, the proxy's beside it
+        assert r["proxy_text"].startswith("autograd_nodes x") and r["rate_fit"]["source"] == "time"
+    else:  # a loaded machine: the time read no rate, and the report says the rate given is the proxy's
+        assert any("reads no rate; the one given is the proxy's (autograd_nodes x" in e for e in r["evidence"])
     assert "autograd_nodes" in r["lower_bound_metrics"]
 
 
