@@ -461,15 +461,19 @@ def guard(
 
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
     with _run():  # the options checked before shipping: a bad budget is one line at once, not after a pickle
-        _options_argv(
+        options = _options_argv(
             max_base=max_base,
             max_exponent=max_exponent,
             max_memory_exponent=max_memory_exponent,
             max_leak=max_leak,
             tolerance=tolerance,
-            depths=guard_depths(depths),
+            backend=_csv("backend", backend),
+            profile=_csv("profile", profile),
+            mode=_csv("mode", mode),
+            depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
             budget=budget,
             cap=cap,
+            **_memory_option(memory),
         )
     with _run(), contextlib.ExitStack() as stack:
         deadline = _ends(started, budget, GUARD_BUDGET)
@@ -479,25 +483,7 @@ def guard(
             directory = stack.enter_context(_temporary_directory())
             base_path = Path(directory) / "baseline.json"
             Report.of(baseline).to_json(base_path)
-        argv = [
-            "guard",
-            *targets,
-            *_options_argv(
-                max_base=max_base,
-                max_exponent=max_exponent,
-                max_memory_exponent=max_memory_exponent,
-                max_leak=max_leak,
-                baseline=base_path,
-                tolerance=tolerance,
-                backend=_csv("backend", backend),
-                profile=_csv("profile", profile),
-                mode=_csv("mode", mode),
-                depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
-                budget=budget,
-                cap=cap,
-                **_memory_option(memory),
-            ),
-        ]
+        argv = ["guard", *targets, *options, *_options_argv(baseline=base_path)]
         args = parse_command(argv)
         args.started = started
         outcome, _, interrupted = guard_outcome(args, argv, _err_console())
