@@ -4,6 +4,7 @@ local power of the marginal cost per layer, read over the tail (pure; see :mod:`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -118,8 +119,12 @@ def _second_ratio_base(ratio: float, x: np.ndarray) -> float | None:
         s2 = np.diff(f) / (x[2:] - x[:-2])
         return math.log(s2[1] / s2[0]) if s2[0] > 0 and s2[1] > 0 else -math.inf
 
-    target, lo, hi = math.log(ratio), 1e-9, 1.0
-    top = 700.0 / max(float(x[-1] - x[0]), 1.0)
+    return _solve_base(log_ratio, math.log(ratio), 1e-9, 1.0, 700.0 / max(float(x[-1] - x[0]), 1.0))
+
+
+def _solve_base(log_ratio: Callable[[float], float], target: float, lo: float, hi: float, top: float) -> float:
+    """The base ``e^lb`` at which the rising ``log_ratio(lb)`` reaches ``target``: ``hi`` doubled up to ``top``
+    (past it the powers overflow), then bisection in log b."""
     while hi < top and log_ratio(hi) < target:
         hi = min(2.0 * hi, top)
     for _ in range(200):
@@ -152,13 +157,7 @@ def exact_base(ratio: float, gap1: float, gap2: float) -> float:
         return lb * gap1 + math.log(math.expm1(lb * gap2) / gap2) - math.log(math.expm1(lb * gap1) / gap1)
 
     top = 700.0 / max(gap1, gap2)  # expm1 overflows past e^709: never evaluated past it (steps of 1000 layers)
-    target, lo, hi = math.log(ratio), min(1e-12, top / 2), min(1.0, top)
-    while hi < top and log_ratio(hi) < target:
-        hi = min(2.0 * hi, top)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if log_ratio(mid) < target else (lo, mid)
-    return math.exp((lo + hi) / 2)
+    return _solve_base(log_ratio, math.log(ratio), min(1e-12, top / 2), min(1.0, top), top)
 
 
 def marginal_curve(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
