@@ -324,6 +324,21 @@ def _options_argv(**options: Any) -> list[str]:
     return argv
 
 
+def _series_options(
+    backend: Any, profile: Any, mode: Any, depths: Sequence[int] | None, budget: Any, cap: Any
+) -> dict[str, Any]:
+    """The options check and guard share, as :func:`_options_argv` takes them (depths under their rule before they
+    are written out: ``range(10**9)`` is refused, not listed)."""
+    return {
+        "backend": _csv("backend", backend),
+        "profile": _csv("profile", profile),
+        "mode": _csv("mode", mode),
+        "depths": guard_depths(depths),
+        "budget": budget,
+        "cap": cap,
+    }
+
+
 def _memory_option(memory: bool | None) -> dict[str, bool]:
     """``memory=`` as the command's flag: True ``--memory``, False ``--no-memory``, None neither."""
     if memory is None:
@@ -398,12 +413,7 @@ def check(
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
     with _run():
         options = _options_argv(  # checked before shipping: a bad budget is one line at once, not after a pickle
-            backend=_csv("backend", backend),
-            profile=_csv("profile", profile),
-            mode=_csv("mode", mode),
-            depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
-            budget=budget,
-            cap=cap,
+            **_series_options(backend, profile, mode, depths, budget, cap),
             calls=calls,
             jobs=jobs,
             trust=trust,
@@ -467,12 +477,7 @@ def guard(
             max_memory_exponent=max_memory_exponent,
             max_leak=max_leak,
             tolerance=tolerance,
-            backend=_csv("backend", backend),
-            profile=_csv("profile", profile),
-            mode=_csv("mode", mode),
-            depths=guard_depths(depths),  # under the depths' rule before it is written out (range(10**9))
-            budget=budget,
-            cap=cap,
+            **_series_options(backend, profile, mode, depths, budget, cap),
             **_memory_option(memory),
         )
     with _run(), contextlib.ExitStack() as stack:
