@@ -110,6 +110,10 @@ class Point:
     #: Eager: bytes still held after each forward+backward call and ``gc.collect()``, one per call (call 0 first):
     #: bytes that grow with the number of calls at a fixed depth are a leak.
     retained: list[float] = field(default_factory=list)
+    #: The forward's program at this depth, read deterministically from the forward alone (issue #34; the reader of
+    #: each backend is in :mod:`adprof.backends.program`): ``ops`` (its size), ``flops`` and ``bytes`` (its
+    #: arithmetic), ``intermediate_bytes`` (every value it computes, each once); None when unknown.
+    program: dict[str, int] | None = None
 
     def __post_init__(self) -> None:  # from JSON: plain strings
         self.status = PointStatus(self.status)

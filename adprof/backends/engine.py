@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 import engine
+from adprof.backends import program
 from adprof.backends.base import PhaseCallback, PointFailure, RepeatPolicy, describe_type, no_phase
 from adprof.backends.memory import SAVED, CallMemory, Retained, memory_time, numpy_buffer, numpy_bytes
 from adprof.backends.peer_common import (
@@ -232,6 +233,61 @@ def measure_eager(
     return pt
 
 
+#: The engine's primitives of zero FLOPs (data movement and constants).
+_MOVEMENT = frozenset({"reshape", "transpose", "broadcast_in_dim", "diag", "diag_embed", "tril", "triu", "full", "eye"})
+
+
+def _op_flops(name: str, params: dict[str, Any], ins: list[Any], outs: list[Any]) -> int:
+    """FLOPs of one engine primitive (conventions of :mod:`adprof.backends.program`)."""
+    if name in _MOVEMENT:
+        return 0
+    if name == "matmul":
+        return program.matmul_flops(ins[0].shape, ins[1].shape)
+    if name == "einsum":
+        spec = str(params.get("spec", ""))
+        return program.einsum_flops(spec.split("->")[0].split(","), [a.shape for a in ins])
+    if name in ("reduce_sum", "reduce_max"):
+        return program.numel(ins[0].shape)
+    if name in ("svd", "qr"):  # O(m n min(m, n)), the usual leading terms (4 for an SVD, 2 for QR)
+        m, n = (ins[0].shape[-2], ins[0].shape[-1]) if len(ins[0].shape) >= 2 else (1, 1)
+        batch = program.numel(ins[0].shape[:-2])
+        return (4 if name == "svd" else 2) * batch * m * n * min(m, n)
+    if name == "solve_triangular":
+        a, b = ins[0].shape, ins[1].shape
+        return program.numel(b) * (int(a[-1]) if a else 1)
+    return sum(program.numel(o.shape) for o in outs)  # elementwise: one per output element
+
+
+def read_program(chain: Chain, depth: int, profile: str | None = None) -> dict[str, int]:
+    """The forward's program (:mod:`adprof.backends.program`): the chain recorded on a placeholder (or, for a
+    chain that reads values, one eager forward and its trace), every recorded operation once with its FLOPs,
+    the bytes it reads and writes, and the bytes of its outputs. Nothing is compiled nor differentiated."""
+    from engine.graph import toposort
+    from engine.ops import SHAPE_RULES
+
+    a = chain.make_input()
+    xp = engine.numpy
+    with engine.profile(profile or "fixed"), counters.budget(None):
+        try:
+            x = engine.input(a.shape, a.dtype)
+            y = chain(xp, x, depth)
+        except (Exception, RecursionError):  # a chain that branches on values: its eager forward's trace
+            rt = engine.EagerRuntime()
+            with rt.session():
+                y = chain(xp, rt.variable(a), depth).trace
+        nodes = toposort([y])
+    count = program.ProgramCount()
+    for node in nodes:
+        ins = [p.aval for p in node.inputs]
+        outs = list(SHAPE_RULES[node.prim](*ins, **node.params))
+        count.add(
+            _op_flops(node.prim.name, node.params, ins, outs),
+            sum(program.nbytes(v.shape, v.dtype.itemsize) for v in ins),
+            sum(program.nbytes(v.shape, v.dtype.itemsize) for v in outs),
+        )
+    return count.as_dict()
+
+
 def measure_point(
     chain: Chain,
     mode: str,
@@ -268,4 +324,5 @@ __all__ = [
     "measure_eager",
     "measure_point",
     "measure_traced",
+    "read_program",
 ]

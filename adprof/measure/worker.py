@@ -48,11 +48,15 @@ from typing import Any, TextIO
 
 from adprof.backends.instructions import COUNT_ENV, DUMPS_KEY
 from adprof.backends.memory import PEAK, PeakWatch, memory_time
+from adprof.backends.program import PROGRAM_SECONDS, read_program
 from adprof.chain import Chain, ChainError, load_chains
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
 from adprof.model import Point
 from adprof.util import procs
+
+#: Under callgrind a program reader runs this many times slower: its bound is scaled so.
+COUNTING_SLOWDOWN = 20
 
 
 def _freeze() -> None:
@@ -160,6 +164,7 @@ class _Worker:
         self.out = out
         self.all_chains: dict[str, dict[str, Chain]] = {}
         self.named: dict[tuple[str, str], Chain] = {}
+        self.programs: dict[tuple[Any, ...], dict[str, int] | None] = {}
         self.cwd = os.getcwd()  # the directory relative targets are given from
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -196,6 +201,18 @@ class _Worker:
                 meta["source"] = file
                 out.append(meta)
         return out
+
+    def program(self, backend: Any, ch: Chain, req: dict[str, Any]) -> dict[str, int] | None:
+        """The forward's program at the request's depth (:func:`adprof.backends.program.read_program`: bounded,
+        None when unknown), read once per (chain, backend, profile, depth) in this worker; outside the point's
+        timed phases, as a phase of its own (``program``) so that its time is not charged to the last one."""
+        key = (req["file"], req["chain"], backend.name, req.get("profile"), int(req["depth"]))
+        if key not in self.programs:
+            self.send({"event": "phase", "phase": "program", "call": None})
+            seconds = PROGRAM_SECONDS * (COUNTING_SLOWDOWN if os.environ.get(COUNT_ENV) else 1)
+            self.programs[key] = read_program(backend, ch, int(req["depth"]), req.get("profile"), seconds)
+        found = self.programs[key]
+        return dict(found) if found is not None else None
 
     # -- requests ----------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> None:
@@ -263,6 +280,8 @@ class _Worker:
             if problem is not None:
                 self.send({"ok": False, "kind": "output", "error": f"depth {req['depth']}: {problem}"})
                 return
+            if pt.program is None:
+                pt.program = self.program(backend, ch, req)
             if memory:
                 with memory_time(pt):  # the peak's own cost: reading /proc/self/status
                     peak_bytes = peak.bytes()

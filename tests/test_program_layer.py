@@ -1,0 +1,150 @@
+"""The program layer (issue #34): each backend's forward read deterministically, its ops, FLOPs, bytes and
+intermediates; exact counts on small programs, carried through the worker into the JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+
+import adprof
+from adprof.backends import program
+from adprof.backends.program import PROGRAM_KEYS, bounded, checked, matmul_flops, read_program
+from adprof.model import Point
+from probes import scaling
+
+
+@adprof.chain(input_shape=(3, 5))
+def mm(xp: Any, x: Any, depth: int) -> Any:
+    """(3, 5) @ (5, 7): 2*3*7*5 FLOPs, then a sum."""
+    w = xp.asarray(np.ones((5, 7)))
+    return xp.sum(x @ w)
+
+
+@adprof.chain(input_shape=(4,))
+def sins(xp: Any, x: Any, depth: int) -> Any:
+    """depth sines of 4 elements, then a sum: linear in depth."""
+    y = x
+    for _ in range(depth):
+        y = xp.sin(y)
+    return xp.sum(y)
+
+
+def test_matmul_flops_rules() -> None:
+    assert matmul_flops((3, 5), (5, 7)) == 2 * 3 * 7 * 5
+    assert matmul_flops((2, 3, 5), (5, 7)) == 2 * 2 * 3 * 7 * 5  # batch broadcast
+    assert matmul_flops((5,), (5, 7)) == 2 * 7 * 5
+    assert program.einsum_flops(["ij", "jk"], [(3, 5), (5, 7)]) == 2 * 3 * 5 * 7
+
+
+def test_checked_refuses_bad_counts() -> None:
+    assert checked({"ops": 1, "flops": 2, "bytes": 3, "intermediate_bytes": 4}) == dict(
+        zip(PROGRAM_KEYS, (1, 2, 3, 4), strict=True)
+    )
+    assert checked({"ops": 1, "flops": -2, "bytes": 3, "intermediate_bytes": 4}) is None
+    assert checked({"ops": 1}) is None
+    assert checked(None) is None
+
+
+def test_bound_gives_up_and_restores() -> None:
+    """A reader that never returns is cut off at its bound (None), and the alarm is left as it was."""
+
+    def forever(chain: Any, depth: int, profile: Any) -> Any:
+        while True:
+            try:
+                time.sleep(0.01)
+            except Exception:  # a reader's own handler must not swallow the bound
+                pass
+
+    class Slow:
+        name = "slow"
+        read_program = staticmethod(forever)
+
+    assert read_program(Slow(), sins, 1, None, seconds=0.05) is None
+    import signal
+
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    with bounded(0):  # no bound: nothing armed
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+def test_unknown_backend_has_no_program() -> None:
+    assert read_program("no-such-backend", sins, 3) is None
+
+
+def _read(backend: str, chain: Any, depth: int, profile: str | None = None) -> dict[str, int]:
+    out = read_program(backend, chain, depth, profile, seconds=60.0)
+    assert out is not None, f"no program read on {backend}"
+    return out
+
+
+# -- engine -------------------------------------------------------------------------------------------------------
+
+
+def test_engine_matmul_exact() -> None:
+    p = _read("engine", mm, 1, "fixed")
+    assert p["ops"] == 2  # matmul, reduce_sum
+    assert p["flops"] == 2 * 3 * 7 * 5 + 3 * 7
+    assert p["intermediate_bytes"] == (3 * 7 + 1) * 8
+    assert p["bytes"] == (3 * 5 + 5 * 7 + 3 * 7) * 8 + (3 * 7 + 1) * 8
+
+
+def test_engine_sin_chain_linear() -> None:
+    counts = [_read("engine", sins, d, "fixed") for d in (4, 8, 16)]
+    assert [c["ops"] for c in counts] == [5, 9, 17]
+    assert [c["flops"] for c in counts] == [4 * 4 + 4, 8 * 4 + 4, 16 * 4 + 4]
+    assert [c["intermediate_bytes"] for c in counts] == [(4 * 4 + 1) * 8, (8 * 4 + 1) * 8, (16 * 4 + 1) * 8]
+
+
+def test_engine_attention_quadratic() -> None:
+    """The score matrix is n x n: the intermediates grow ~n², the op count stays put."""
+    a, b = _read("engine", scaling.attention, 32, "fixed"), _read("engine", scaling.attention, 64, "fixed")
+    assert a["ops"] == b["ops"]
+    assert 3.6 < b["intermediate_bytes"] / a["intermediate_bytes"] < 4.1
+    assert 3.6 < b["flops"] / a["flops"] < 4.1
+
+
+def test_engine_program_is_repeatable() -> None:
+    assert _read("engine", scaling.pairs, 16, "fixed") == _read("engine", scaling.pairs, 16, "v08")
+
+
+def test_point_program_round_trips_json() -> None:
+    from adprof.measure.series import point_from_dict
+
+    pt = Point(depth=3, program={"ops": 1, "flops": 2, "bytes": 3, "intermediate_bytes": 4})
+    import dataclasses
+
+    back = point_from_dict(json.loads(json.dumps(dataclasses.asdict(pt))))
+    assert back.program == pt.program
+    assert Point(depth=1).program is None
+
+
+def test_worker_carries_program(tmp_path: Any) -> None:
+    """The point a worker measures carries its program, read once per depth."""
+    from adprof.measure.client import Worker
+
+    w = Worker()
+    try:
+        w.start()
+        req = {
+            "op": "point",
+            "file": scaling.__file__,
+            "chain": "attention",
+            "backend": "engine",
+            "profile": "fixed",
+            "mode": "traced",
+            "depth": 8,
+        }
+        events: list[dict[str, Any]] = []
+        ans = w.request(req, 60.0, events.append)
+        assert ans["ok"], ans
+        assert ans["point"]["program"] == _read("engine", scaling.attention, 8, "fixed")
+        assert any(e.get("phase") == "program" for e in events)
+        events.clear()
+        again = w.request(req, 60.0, events.append)
+        assert again["point"]["program"] == ans["point"]["program"]
+        assert not any(e.get("phase") == "program" for e in events)  # read once per depth
+    finally:
+        w.kill()
