@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 import adprof
 from adprof.backends import program
@@ -148,3 +149,90 @@ def test_worker_carries_program(tmp_path: Any) -> None:
         assert not any(e.get("phase") == "program" for e in events)  # read once per depth
     finally:
         w.kill()
+
+
+# -- JAX ----------------------------------------------------------------------------------------------------------
+
+
+def test_jax_matmul_exact() -> None:
+    pytest.importorskip("jax")
+    p = _read("jax", mm, 1)
+    assert p["ops"] == 2  # dot_general, reduce_sum
+    assert p["flops"] == 2 * 3 * 7 * 5 + (3 * 7 - 1)  # XLA counts n-1 adds per reduction
+    assert p["intermediate_bytes"] == (3 * 7 + 1) * 8
+
+
+def test_jax_counts_transcendentals() -> None:
+    """XLA puts sin apart from flops: the program counts both."""
+    pytest.importorskip("jax")
+    a, b = _read("jax", sins, 8), _read("jax", sins, 16)
+    assert (a["ops"], b["ops"]) == (9, 17)
+    assert b["flops"] - a["flops"] == 8 * 4  # one per element per sine
+    assert b["intermediate_bytes"] - a["intermediate_bytes"] == 8 * 4 * 8
+
+
+def test_jax_attention_quadratic() -> None:
+    pytest.importorskip("jax")
+    a, b = _read("jax", scaling.attention, 32), _read("jax", scaling.attention, 64)
+    assert a["ops"] == b["ops"]
+    assert 3.6 < b["intermediate_bytes"] / a["intermediate_bytes"] < 4.1
+    assert 3.6 < b["flops"] / a["flops"] < 4.1
+
+
+def test_jax_scan_body_counts_per_trip() -> None:
+    """A loop body is one equation in the jaxpr; the program counts it once per trip."""
+    pytest.importorskip("jax")
+
+    @adprof.chain(input_shape=(4,))
+    def scanned(xp: Any, x: Any, depth: int) -> Any:
+        import jax
+
+        y, _ = jax.lax.scan(lambda c, _: (xp.sin(c), None), x, None, length=depth)
+        return xp.sum(y)
+
+    a, b = _read("jax", scanned, 8), _read("jax", scanned, 16)
+    assert b["intermediate_bytes"] - a["intermediate_bytes"] == 8 * 4 * 8
+
+
+# -- torch --------------------------------------------------------------------------------------------------------
+
+
+def test_torch_matmul_exact() -> None:
+    pytest.importorskip("torch")
+    p = _read("torch", mm, 1)
+    assert p["ops"] == 2  # matmul, sum (the constant is a leaf)
+    assert p["flops"] == 2 * 3 * 7 * 5 + 3 * 7
+    assert p["intermediate_bytes"] == (3 * 7 + 1) * 8
+
+
+def test_torch_sin_chain_and_views() -> None:
+    pytest.importorskip("torch")
+
+    @adprof.chain(input_shape=(2, 2))
+    def viewed(xp: Any, x: Any, depth: int) -> Any:
+        y = x
+        for _ in range(depth):
+            y = xp.sin(xp.reshape(xp.transpose(y), (2, 2)))  # views: no new value
+        return xp.sum(y)
+
+    assert _read("torch", viewed, 5)["ops"] == 6
+    assert [_read("torch", sins, d)["flops"] for d in (4, 8)] == [4 * 4 + 4, 8 * 4 + 4]
+
+
+def test_torch_attention_quadratic() -> None:
+    pytest.importorskip("torch")
+    a, b = _read("torch", scaling.attention, 32), _read("torch", scaling.attention, 64)
+    assert a["ops"] == b["ops"]
+    assert 3.6 < b["intermediate_bytes"] / a["intermediate_bytes"] < 4.1
+    assert 3.6 < b["flops"] / a["flops"] < 4.1
+
+
+def test_backends_agree_on_dense_layers() -> None:
+    """Four dense layers: 2*4*w*w FLOPs per layer dominate on every backend; the same intermediates."""
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    e, t, j = (_read(b, scaling.dense4, 64, "fixed" if b == "engine" else None) for b in ("engine", "torch", "jax"))
+    assert e["intermediate_bytes"] == t["intermediate_bytes"] == j["intermediate_bytes"]
+    assert e["ops"] == t["ops"] == j["ops"]
+    for p in (e, t, j):
+        assert abs(p["flops"] - (2 * 4 * 4 * 64 + 4 * 2 * 4 * 64 * 64)) < 4 * 64 * 6

@@ -31,6 +31,7 @@ import re
 import sys
 from typing import Any
 
+from adprof.backends import program
 from adprof.backends.base import (
     DEFAULT_CALLS,
     PhaseCallback,
@@ -443,6 +444,82 @@ def measure_eager(
     )
 
 
+def _sub_jaxprs(eqn: Any) -> list[Any]:
+    """The jaxprs in an equation's params (a ``pjit``'s, a ``custom_jvp_call``'s, a loop's body)."""
+    out = []
+    for p in eqn.params.values():
+        for q in p if isinstance(p, list | tuple) else (p,):
+            if hasattr(q, "eqns") or hasattr(getattr(q, "jaxpr", None), "eqns"):
+                out.append(getattr(q, "jaxpr", q))
+    return out
+
+
+def _outvar_bytes(eqn: Any) -> int:
+    return sum(_aval_bytes(v.aval) for v in eqn.outvars if hasattr(getattr(v, "aval", None), "shape"))
+
+
+def _invar_bytes(eqn: Any) -> int:
+    return sum(_aval_bytes(v.aval) for v in eqn.invars if hasattr(getattr(v, "aval", None), "shape"))
+
+
+def _eqn_flops(eqn: Any) -> int:
+    """FLOPs of one jaxpr equation (conventions of :mod:`adprof.backends.program`): where ``cost_analysis`` is not
+    available."""
+    name = eqn.primitive.name
+    if name in program.MOVEMENT_OPS:
+        return 0
+    ins = [v.aval.shape for v in eqn.invars if hasattr(getattr(v, "aval", None), "shape")]
+    if name == "dot_general":
+        (contract, _), _ = eqn.params["dimension_numbers"]
+        k = 1
+        for d in contract:
+            k *= int(ins[0][d])
+        return 2 * k * sum(program.numel(v.aval.shape) for v in eqn.outvars)
+    if name.startswith("reduce_") or name in ("argmax", "argmin", "cumsum"):
+        return program.numel(ins[0]) if ins else 0
+    return sum(program.numel(v.aval.shape) for v in eqn.outvars)
+
+
+def _walk(jaxpr: Any, count: program.ProgramCount, trips: int = 1) -> None:
+    """Every equation of ``jaxpr`` into ``count``, sub-jaxprs in place of the equation that calls them (a
+    ``scan`` body once per trip; a ``while`` body once: its trip count is not known statically)."""
+    for eqn in jaxpr.eqns:
+        subs = _sub_jaxprs(eqn)
+        if subs:
+            inner = trips * int(eqn.params.get("length", 1)) if eqn.primitive.name == "scan" else trips
+            for sub in subs:
+                _walk(sub, count, inner)
+            continue
+        for _ in range(trips):
+            count.add(_eqn_flops(eqn), _invar_bytes(eqn), _outvar_bytes(eqn))
+
+
+def read_program(chain: Chain, depth: int, profile: str | None = None) -> dict[str, int]:
+    """The forward's program (:mod:`adprof.backends.program`): ``ops`` = the jaxpr's equations, recursively (as
+    ``value_ops``); ``flops`` = ``flops + transcendentals`` of the *lowered* forward's ``cost_analysis()`` (XLA
+    counts sin apart; nothing is compiled), ``bytes`` its ``bytes accessed``, each counted from the equations
+    where JAX gives none; ``intermediate_bytes`` = the bytes of every equation's outputs (sub-jaxprs' instead of
+    the equation calling them)."""
+    x = _input(chain)
+    f = _fn(chain, depth)
+    jaxpr = jax.make_jaxpr(f)(x)
+    count = program.ProgramCount()
+    _walk(jaxpr.jaxpr, count)
+    out = count.as_dict()
+    out["ops"] = count_eqns(jaxpr)
+    try:
+        cost = jax.jit(f).lower(x).cost_analysis()
+    except Exception:
+        cost = None
+    if isinstance(cost, list | tuple):  # older JAX: one dict per computation
+        cost = cost[0] if cost else None
+    if isinstance(cost, dict) and "flops" in cost:
+        out["flops"] = int(round(float(cost.get("flops", 0.0)) + float(cost.get("transcendentals", 0.0))))
+        if "bytes accessed" in cost:
+            out["bytes"] = int(round(float(cost["bytes accessed"])))
+    return out
+
+
 #: Measure one point; ``mode`` is ``traced``, ``compile`` or ``eager``; ``profile`` must be None.
 measure_point = peer_measure_point(
     "jax",
@@ -462,6 +539,7 @@ __all__ = [
     "measure_eager",
     "measure_point",
     "measure_traced",
+    "read_program",
     "residual_bytes",
     "vjp_residual_arrays",
     "xla_memory",

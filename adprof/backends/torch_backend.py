@@ -32,6 +32,7 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from adprof.backends import program
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, measure_phase, no_phase
 from adprof.backends.memory import Retained
 from adprof.backends.peer_common import (
@@ -193,6 +194,84 @@ def autograd_nodes(loss: Any) -> int:
     return len(seen)
 
 
+#: Reductions: one FLOP per input element.
+_REDUCTIONS = frozenset(
+    {"sum", "mean", "amax", "amin", "max", "min", "prod", "logsumexp", "norm", "linalg_vector_norm"}
+)
+
+
+def _tensors(value: Any) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _tensor_bytes(t: Any) -> int:
+    return int(t.numel()) * int(t.element_size())
+
+
+def _storage(t: Any) -> int | None:
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except Exception:
+        return None
+
+
+def _call_flops(name: str, ins: list[Any], outs: list[Any], args: Any) -> int:
+    """FLOPs of one torch function call (conventions of :mod:`adprof.backends.program`)."""
+    if name in ("matmul", "mm", "bmm", "rmatmul", "mv", "dot", "inner"):
+        a, b = (ins[1], ins[0]) if name == "rmatmul" else (ins[0], ins[1])
+        return program.matmul_flops(tuple(a.shape), tuple(b.shape))
+    if name == "einsum" and args and isinstance(args[0], str):
+        spec = args[0].replace(" ", "").split("->")[0].split(",")
+        return program.einsum_flops(spec, [tuple(t.shape) for t in ins])
+    if name in program.MOVEMENT_OPS:
+        return 0
+    if name in _REDUCTIONS:
+        return sum(int(t.numel()) for t in ins[:1])
+    return sum(int(t.numel()) for t in outs)
+
+
+def read_program(chain: Chain, depth: int, profile: str | None = None) -> dict[str, int]:
+    """The forward's program (:mod:`adprof.backends.program`), from one forward under a ``TorchFunctionMode`` that
+    sees every torch function the chain calls (nested calls inside one are not seen twice): ``ops`` the calls
+    that make a new tensor from tensors (views, which share an input's storage, and constants made from data are
+    not ops), ``flops`` ``2*m*n*k`` per
+    matrix product (``FlopCounterMode``'s formula; the mode itself is not used: its first use imports
+    ``torch._dynamo``, seconds to tens of seconds, which killed the reader), one per output element of an
+    elementwise op, one per input element of a reduction, none for data movement; ``bytes`` the bytes each call
+    reads and writes; ``intermediate_bytes`` the bytes of every call's new tensors."""
+    from torch.overrides import TorchFunctionMode
+
+    count = program.ProgramCount()
+
+    class Counting(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            outs = _tensors(out)
+            if not outs:
+                return out
+            ins = _tensors(list(args)) + _tensors(list(kwargs.values()))
+            if not ins:  # a constant made from data (asarray, ones): a leaf, as in the engine and JAX
+                return out
+            shared = {_storage(t) for t in ins} - {None}
+            outs = [t for t in outs if _storage(t) not in shared]  # views: no new value
+            if not outs:
+                return out
+            name = getattr(func, "__name__", "").strip("_")
+            count.add(_call_flops(name, ins, outs, args), sum(map(_tensor_bytes, ins)), sum(map(_tensor_bytes, outs)))
+            return out
+
+    x = _input(chain).requires_grad_(True)
+    f = _fn(chain, depth)
+    with Counting():
+        f(x)
+    return count.as_dict()
+
+
 def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
     """The eager loop's callables: fresh ``requires_grad`` leaves, the chain, ``loss.backward()``."""
     a = chain.make_input()
@@ -348,6 +427,7 @@ __all__ = [
     "measure_eager",
     "measure_point",
     "measure_traced",
+    "read_program",
     "autograd_nodes",
     "op_count",
     "storage_bytes",
