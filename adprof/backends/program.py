@@ -34,7 +34,7 @@ from typing import Any
 #: The keys of ``Point.program``.
 PROGRAM_KEYS: tuple[str, ...] = ("ops", "flops", "bytes", "intermediate_bytes")
 #: Wall seconds a reader may take at one point before it gives up (the program is then unknown, None).
-PROGRAM_SECONDS = 2.0
+PROGRAM_SECONDS = 3.0
 
 #: Ops of zero FLOPs: data movement, views, constants (names as the backends spell them, lower case).
 MOVEMENT_OPS = frozenset(
