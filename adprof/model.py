@@ -61,6 +61,10 @@ class CensorReason(StrEnum):
     COUNTER_BUDGET = "counter budget"
 
 
+#: The phase event of a point's warm-ups (:attr:`Point.warmup`): it has a timeout of its own, never a point's.
+WARMUP_PHASE = "warmup"
+
+
 @dataclass
 class Point:
     """One measured depth of one (chain, backend, profile, mode).
@@ -95,7 +99,8 @@ class Point:
     censor_reason: CensorReason | None = None  # censored/killed: why it stopped
     censored_phase: str | None = None  # censored/killed: the phase that was running
     calls: int | None = None  # eager: forward+backward calls measured at this depth (censored: asked for)
-    #: Wall time of the whole point request, seen by the parent (censored: until it was stopped, a lower bound).
+    #: Wall time of the whole point request, seen by the parent, without its warm-ups (:attr:`warmup`; censored: until
+    #: it was stopped, a lower bound).
     wall_seconds: float | None = None
     #: Wall seconds of the runs of a point that jumped far over its prediction, re-measured to confirm it (a
     #: one-off slow run is not a jump): the point kept is the fastest of them.
@@ -114,6 +119,11 @@ class Point:
     #: each backend is in :mod:`adprof.backends.program`): ``ops`` (its size), ``flops`` and ``bytes`` (its
     #: arithmetic), ``intermediate_bytes`` (every value it computes, each once); None when unknown.
     program: dict[str, int] | None = None
+    #: The warm-ups of the point, outside its timed phases and its timeout (phase :data:`WARMUP_PHASE`): ``once``
+    #: (seconds of the one-time warm-up of the process: the first use of each primitive), ``seconds`` (the
+    #: untimed call at this depth's shapes before call 0, where a backend compiles per shape: JAX eager),
+    #: ``compiles`` and ``compile_seconds`` (the compiles it triggered); ``wall_seconds`` excludes them.
+    warmup: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # from JSON: plain strings
         self.status = PointStatus(self.status)

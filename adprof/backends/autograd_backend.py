@@ -19,6 +19,7 @@ import functools
 import types
 from typing import Any
 
+from adprof.backends import program
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, no_phase
 from adprof.backends.memory import CallMemory, Retained, numpy_buffer, numpy_bytes, numpy_root
 from adprof.backends.peer_common import (
@@ -68,6 +69,57 @@ def _check(y: Any, depth: int) -> None:
     if arr is None:
         check_output((), False, depth, type(value).__name__)
     check_output(tuple(arr.shape), np.issubdtype(arr.dtype, np.floating), depth)
+
+
+def _arrays(values: Any) -> list[Any]:
+    out = []
+    for v in values:
+        v = getattr(v, "_value", v)
+        if isinstance(v, np.ndarray | np.generic | float):
+            out.append(np.asarray(v))
+    return out
+
+
+#: Autograd primitives (by their function's name) of zero FLOPs, or one per input element (reductions).
+_MOVEMENT = program.MOVEMENT_OPS | {"array_from_args", "concatenate_args", "reshape", "transpose", "swapaxes"}
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "amax", "amin"})
+
+
+def read_program(chain: Chain, depth: int, profile: str | None = None) -> dict[str, int]:
+    """The forward's program (:mod:`adprof.backends.program`): the chain traced by autograd's own tracer with a node
+    that keeps each primitive's name, inputs and output (``autograd.tracer.trace``, as ``autograd/misc/tracers.py``
+    does), every node once: ``ops``, ``flops`` (a matrix product ``2*m*n*k``, a reduction one per input element,
+    data movement none, anything else one per output element), ``bytes`` read and written, ``intermediate_bytes``
+    the outputs."""
+    from autograd.tracer import Node, trace
+
+    count = program.ProgramCount()
+
+    class Counting(Node):
+        __slots__ = ()
+
+        def __init__(self, value: Any, fun: Any, args: Any, kwargs: Any, parent_argnums: Any, parents: Any) -> None:
+            name = getattr(fun, "__name__", "")
+            outs = _arrays([value])
+            ins = _arrays(args)
+            if name in ("dot", "matmul", "inner", "tensordot") and len(ins) >= 2 and name != "tensordot":
+                flops = program.matmul_flops(ins[0].shape, ins[1].shape)
+            elif name == "einsum" and args and isinstance(args[0], str):
+                spec = args[0].replace(" ", "").split("->")[0].split(",")
+                flops = program.einsum_flops(spec, [a.shape for a in ins])
+            elif name in _MOVEMENT:
+                flops = 0
+            elif name in _REDUCTIONS:
+                flops = sum(int(a.size) for a in ins[:1])
+            else:
+                flops = sum(int(a.size) for a in outs)
+            count.add(flops, sum(int(a.nbytes) for a in ins), sum(int(a.nbytes) for a in outs))
+
+        def initialize_root(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    trace(Counting.new_root(), _fn(chain, depth), np.asarray(chain.make_input()))
+    return count.as_dict()
 
 
 def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
@@ -181,4 +233,14 @@ def count_eager(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase)
 measure_point = peer_measure_point("autograd", {"eager": measure_eager}, counted={"eager": count_eager})
 
 
-__all__ = ["MODES", "PROFILES", "PointFailure", "count_eager", "measure_eager", "measure_point", "tape_arrays", "xp"]
+__all__ = [
+    "MODES",
+    "PROFILES",
+    "PointFailure",
+    "count_eager",
+    "measure_eager",
+    "measure_point",
+    "read_program",
+    "tape_arrays",
+    "xp",
+]

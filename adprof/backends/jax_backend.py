@@ -15,6 +15,8 @@ work metrics, see :mod:`adprof.backends.base` and the declarations in :mod:`adpr
 * ``eager``: ``jax.grad(f)`` without jit, per call, split in its two halves: ``forward`` =
   ``jax.vjp(f, x)`` (primal ops dispatched one by one, plus linearization), ``backward`` = the VJP
   function applied to 1.0. ``calls`` calls on fresh arrays: call 0 and the lower quartile of the warm calls.
+  One untimed call at each depth comes first (``Point.warmup``: its seconds and the XLA compiles it
+  triggered): the first call at a new shape compiles every primitive, and call 0 must not be that compile.
 
 On import: ``JAX_PLATFORMS=cpu`` and single-threaded XLA
 (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``) unless already set,
@@ -397,6 +399,25 @@ def count_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phas
     return pt
 
 
+#: Every backend compile of this process: ``[count, seconds]`` (eager dispatch compiles each primitive per shape).
+_compiles = [0, 0.0]
+
+
+def _on_compile(event: str, secs: float, **kwargs: Any) -> None:
+    if event == COMPILE_EVENTS["compile"]:
+        _compiles[0] += 1
+        _compiles[1] += float(secs)
+
+
+def compiles_so_far() -> tuple[int, float]:
+    """``(compiles, seconds)`` of XLA backend compiles in this process since the first call (which starts
+    listening to ``jax.monitoring``)."""
+    if "compiles" not in _listening:
+        jax.monitoring.register_event_duration_secs_listener(_on_compile)
+        _listening["compiles"] = True
+    return _compiles[0], _compiles[1]
+
+
 def measure_eager(
     chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_phase: PhaseCallback = no_phase, memory: bool = False
 ) -> Point:
@@ -420,10 +441,6 @@ def measure_eager(
             check_output((), False, d, type(y).__name__)
         check_output(tuple(y.shape), jnp.issubdtype(y.dtype, jnp.floating), d)
 
-    def warm_up() -> None:
-        if first_time(chain, "eager"):
-            _ready(jax.grad(_fn(chain, 1))(jnp.asarray(a)))
-
     calls_memory = CallMemory(
         saved=lambda y, vjp_fn: sum(int(r.nbytes) for r in vjp_residual_arrays(vjp_fn)),
         made=lambda x, y, vjp_fn, g: [x, y, g, *vjp_residual_arrays(vjp_fn)],
@@ -439,8 +456,8 @@ def measure_eager(
         backward=backward,
         scalar=float,
         check=check,
-        warm_up=warm_up,
         memory=calls_memory if memory else None,
+        per_shape=compiles_so_far,  # eager dispatch compiles each primitive at each new shape: warmed up per depth
     )
 
 

@@ -38,7 +38,7 @@ from adprof.backends.base import (
 from adprof.backends.instructions import CountingUnavailable, counted_phase, counter
 from adprof.backends.memory import NO_MEMORY, SAVED, CallMemory, memory_calls
 from adprof.chain import Chain
-from adprof.model import Point, lower_quartile_index
+from adprof.model import WARMUP_PHASE, Point, lower_quartile_index
 
 
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:
@@ -196,6 +196,7 @@ def measure_eager(
     policy: RepeatPolicy = REPEATS,
     meter: CallMeter = wall_meter,
     memory: CallMemory | None = None,
+    per_shape: Callable[[], tuple[int, float]] | None = None,
 ) -> Point:
     """Forward+backward calls on fresh leaves from ``leaf()``: call 0, then warm calls until ``calls`` calls
     are made and the warm calls satisfy ``policy`` (as many as 7 while they stay cheap; no more than
@@ -207,6 +208,12 @@ def measure_eager(
     ``warm_up()`` (untimed, e.g. one call at depth 1 the first time a chain is seen in the process)
     keeps one-time costs of the process (first use of each op) out of call 0. ``meter(phase, call)`` times
     each call (and may measure more: the engine's counters, kept per call in the summary).
+
+    Warm-ups, each announced as phase :data:`~adprof.model.WARMUP_PHASE` (its own timeout: never the point's) and
+    read into :attr:`Point.warmup`: ``warm_up()`` (``once``: its seconds), and with ``per_shape`` (a backend that
+    compiles at each new shape: ``per_shape()`` reads its cumulative ``(compiles, compile seconds)``) one untimed
+    forward+backward call at this depth before call 0 (``seconds``, ``compiles``, ``compile_seconds``): call 0 is
+    then no compile, and a schedule never extrapolates from one.
 
     Times: ``forward0``, ``backward0`` (call 0, one sample each), ``forward``, ``backward`` (lower
     quartile of the warm calls, all in ``samples``). Metrics of one more, untimed, warm call:
@@ -230,7 +237,26 @@ def measure_eager(
 
     try:
         if warm_up is not None:
-            warm_up()
+            on_phase(WARMUP_PHASE, None)
+            with timed_block() as once:
+                warm_up()
+            pt.warmup["once"] = once["seconds"]
+        if per_shape is not None:
+            phase = WARMUP_PHASE
+            on_phase(WARMUP_PHASE, None)
+            before = per_shape()
+            x = leaf()
+            with meter(WARMUP_PHASE, -1) as w:
+                phase = "forward0"
+                loss, state = forward(x)
+                phase = "check"
+                check(loss, depth)
+                phase = "backward0"
+                backward(x, state)
+            after = per_shape()
+            pt.warmup.update(seconds=w["seconds"], compiles=after[0] - before[0], compile_seconds=after[1] - before[1])
+            del x, loss, state
+            phase = "forward0"
         memory = memory or NO_MEMORY
         memory.start(pt)
         i = 0

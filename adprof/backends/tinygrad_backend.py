@@ -35,6 +35,7 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+from adprof.backends import program
 from adprof.backends.base import (
     DEFAULT_CALLS,
     PhaseCallback,
@@ -177,6 +178,30 @@ def _warm_up(chain: Chain, mode: str) -> None:
         _gradient(loss, x).numpy()
 
 
+def read_program(chain: Chain, depth: int, profile: str | None = None) -> dict[str, int]:
+    """The forward's program, best effort (:mod:`adprof.backends.program`): tinygrad's *lazy* graph of the chain
+    (nothing is scheduled nor realized: realizing on the PYTHON device interprets every kernel), before fusion:
+    its float compute UOps (ALU ops and reductions) each once: ``ops``; ``flops`` one per output element of an ALU
+    op, one per input element of a reduction (a matrix product is a broadcast multiply and a sum: ``2*m*n*k``);
+    ``bytes`` read and written; ``intermediate_bytes`` the outputs (fusion keeps fewer of them in memory)."""
+    from tinygrad.uop.ops import GroupOp, Ops
+
+    def size(u: Any) -> int:
+        return program.numel(u.shape) * int(u.dtype.itemsize)
+
+    x = Tensor(chain.make_input())
+    y = _fn(chain, depth)(x)
+    count = program.ProgramCount()
+    for u in y.uop.toposort():
+        alu = u.op in GroupOp.ALU
+        if not (alu or u.op is Ops.REDUCE) or not dtypes.is_float(u.dtype):
+            continue
+        ins = [s for s in u.src if hasattr(s, "shape") and s.op not in (Ops.CONST,)]
+        flops = program.numel(u.shape) if alu else sum(program.numel(s.shape) for s in ins[:1])
+        count.add(flops, sum(size(s) for s in ins), size(u))
+    return count.as_dict()
+
+
 # --------------------------------------------------------------------------- compile
 
 
@@ -303,5 +328,6 @@ __all__ = [
     "on_device",
     "measure_eager",
     "measure_point",
+    "read_program",
     "xp",
 ]

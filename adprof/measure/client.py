@@ -30,7 +30,8 @@ from typing import Any
 
 from adprof.backends.instructions import COUNT_ENV, CountingUnavailable, fill_counts
 from adprof.chain.frames import crash_frame
-from adprof.measure.config import LOAD_TIMEOUT, STARTUP_TIMEOUT
+from adprof.measure.config import LOAD_TIMEOUT, STARTUP_TIMEOUT, WARMUP_TIMEOUT
+from adprof.model import WARMUP_PHASE
 from adprof.util import procs
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
@@ -417,7 +418,7 @@ class Worker:
         started = phase_start = time.monotonic()
         first = True
         while True:
-            limit = max(timeout, first_timeout or 0.0) if first else timeout
+            limit = _phase_limit(phase, max(timeout, first_timeout or 0.0) if first else timeout)
             deadline = phase_start + limit
             if hard_deadline is not None:
                 deadline = min(deadline, hard_deadline)
@@ -448,6 +449,12 @@ class Worker:
                     on_event(data)
                 continue
             return self._answer(data)
+
+
+def _phase_limit(phase: str | None, timeout: float) -> float:
+    """The timeout of a phase: a warm-up (first use of each primitive, a compile per shape) is no point's cost and
+    has :data:`WARMUP_TIMEOUT` at least."""
+    return max(timeout, WARMUP_TIMEOUT) if phase == WARMUP_PHASE else timeout
 
 
 class LoadError(Exception):

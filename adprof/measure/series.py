@@ -55,6 +55,7 @@ from adprof.measure.time_schedule import (
 )
 from adprof.model import (
     RUNAWAY_FACTOR,
+    WARMUP_PHASE,
     CensorReason,
     Fit,
     Point,
@@ -197,6 +198,33 @@ def fastest_per_phase(runs: Sequence[Point]) -> Point:
     walls = [r.wall_seconds for r in runs if r.wall_seconds is not None]
     kept.wall_seconds = min(walls) if walls else kept.wall_seconds
     return kept
+
+
+def compiles_per_shape(pt: Point) -> bool:
+    """The point compiled at its depth's shapes (:attr:`Point.warmup`), and that compile cost more than the point's
+    own phases: every new depth will pay one, so the series spends its budget on fewer, wider-spaced depths."""
+    own = sum(t for t in pt.times.values() if t is not None)
+    return bool(pt.warmup.get("compiles")) and float(pt.warmup.get("seconds") or 0.0) > own
+
+
+def doublings(depths: Sequence[int], first: int) -> list[int]:
+    """``depths`` thinned to doublings from ``first`` (each kept depth at least twice the previous), the deepest
+    kept: a power-law fit wants the span, not the density."""
+    out = [first]
+    rest = sorted(d for d in depths if d > first)
+    for d in rest:
+        if d >= 2 * out[-1]:
+            out.append(d)
+    if rest and out[-1] != rest[-1]:
+        out.append(rest[-1])
+    return out
+
+
+def without_warmup(pt: Point, wall: float) -> float:
+    """A point's wall seconds without its warm-ups (:attr:`Point.warmup`): what the schedule extrapolates and the
+    series is charged for is the point's own cost, never a one-time warm-up or a compile per shape."""
+    warm = sum(float(pt.warmup.get(k) or 0.0) for k in ("once", "seconds"))
+    return max(0.0, wall - warm)
 
 
 def point_from_dict(d: dict[str, Any]) -> Point:
@@ -388,12 +416,14 @@ class _SeriesRun:
             else:
                 self.series.error = f"depth {depth}: {cr.message}"
             return False
-        self.walls.append(time.monotonic() - t0)
+        wall = time.monotonic() - t0
         if not ans.get("ok"):
+            self.walls.append(wall)
             self.failed(depth, last, ans)
             return False
         pt = point_from_dict(ans["point"])
-        pt.wall_seconds = self.walls[-1]
+        pt.wall_seconds = without_warmup(pt, wall)
+        self.walls.append(pt.wall_seconds)
         self.requests[depth] = req
         self.unspent += self._unspent(pt)
         self.series.points.append(pt)
@@ -443,7 +473,7 @@ class _SeriesRun:
         if not ans.get("ok"):
             return False
         again = point_from_dict(ans["point"])
-        again.wall_seconds = time.monotonic() - t0
+        again.wall_seconds = without_warmup(again, time.monotonic() - t0)
         walls = [w for p in at for w in (p.confirm_walls or [p.wall_seconds or 0.0])] + [again.wall_seconds]
         kept = fastest_per_phase([*at, again])  # a phase jumps only where every run shows it
         kept.confirm_walls = walls
@@ -457,6 +487,9 @@ class _SeriesRun:
         series, cap = self.series, self.cfg.cap
         exact = any(not p.censored for p in series.points)
         where = {"depth": depth, "phase": to.phase, "call": to.call}
+        if to.phase == WARMUP_PHASE and to.by_deadline:  # a warm-up is no cost of the point: nothing known there
+            series.stop = Stop(StopReason.BUDGET, after=last if exact else None, seconds=to.total, **where)
+            return
         if to.counting:  # killed under valgrind: its wall time says nothing of the program's own cost (no hang)
             after = last if exact else None
             if to.by_deadline:
@@ -762,6 +795,7 @@ def run_series(
     if explicit is None and spec.time_range is not None and not cfg.unit_steps:
         lo, hi = _time_range(spec, cfg)
         explicit = geometric_depths(lo, hi, step=2 ** (1 / 3))  # unless time decides (below)
+    spaced = explicit is not None and not (cfg.depths or spec.depths)  # our spacing: thinned where shapes compile
     sched = Schedule(cfg.max_depth or spec.max_depth, spec.mode, explicit, cfg.unit_steps, phases=spec.phases)
     if resume is not None and len(series.points) > UNIT_UNTIL and not sched.growing_fast(series.points):
         sched.doubling = True
@@ -794,6 +828,8 @@ def run_series(
         run.say(f"depth {depth}" + (" (counting under valgrind)" if counting else ""))
         if not run.measure(depth, last):
             break
+        if spaced and len(series.points) == 1 and compiles_per_shape(series.points[0]):
+            sched.explicit = doublings(sched.explicit or [], series.points[0].depth)
     if adaptive and sched.explicit is None:
         _fill_open(run)
     if counting:

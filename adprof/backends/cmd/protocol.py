@@ -9,6 +9,7 @@ import statistics
 from typing import Any
 
 from adprof.backends.cmd.process import CommandFailure
+from adprof.backends.program import PROGRAM_KEYS, checked
 from adprof.model import Point
 
 #: Protocol key -> phase base name.
@@ -46,6 +47,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "gradient",
     *MEMORY_KEYS,
     "retained",
+    "program",
 )
 #: "A phase cannot last longer than the process that timed it", with room for a program that sums the
 #: seconds of its threads or reports a model of its costs: only numbers that cannot be a time of this run
@@ -186,10 +188,23 @@ def apply_protocol(pt: Point, obj: dict[str, Any], mode: str) -> bool:
         if (v := as_float(obj.get(key))) is not None:
             pt.extra[key] = v
     _apply_memory(pt, obj)
+    _apply_program(pt, obj)
     unknown = unknown_keys(obj)
     if unknown:
         pt.extra["unknown_keys"] = unknown
     return known
+
+
+def _apply_program(pt: Point, obj: dict[str, Any]) -> None:
+    """``program`` -> ``pt.program``: the forward's program as the program counts it (an object of the keys of
+    :data:`~adprof.backends.program.PROGRAM_KEYS`, each a count >= 0; anything else is a malformed line)."""
+    if "program" not in obj:
+        return
+    counts = checked(obj["program"])
+    if counts is None:
+        keys = ", ".join(PROGRAM_KEYS)
+        raise CommandFailure("malformed", f"program is not an object of counts >= 0 with the keys {keys}")
+    pt.program = counts
 
 
 def _apply_memory(pt: Point, obj: dict[str, Any]) -> None:
