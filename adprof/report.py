@@ -8,6 +8,7 @@ from typing import Any
 
 from adprof import model
 from adprof.analysis.classify import decide, sweep_table
+from adprof.analysis.explained import explain_series
 from adprof.analysis.halving import halving_rows
 from adprof.analysis.memory import decide_memory
 from adprof.analysis.structure import Structure, analyze_recording
@@ -113,6 +114,7 @@ def _decided(series: Series, structures: Mapping[Any, Any], trust: str | None, e
     try:
         verdict = decide(series, _structure_of(series, structures), trust=trust)
         verdict.memory = decide_memory(series)  # the memory verdict beside the time one, by the same machinery
+        verdict.explained = explain_series(series, verdict)  # each cost against what should explain it
         return Result(series=series, verdict=verdict, halving=halving_tables(series))
     except Exception as exc:  # an analysis bug: the measurements stay in the report
         where = f"{series.chain} {series.backend}/{series.profile or '-'} {series.mode}"
