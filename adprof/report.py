@@ -293,6 +293,22 @@ def shows_memory(results: Sequence[Result]) -> bool:
     )
 
 
+def shows_program(results: Sequence[Result]) -> bool:
+    """True when a result read its costs against the program or its forward (the renderers then give every row a
+    program cell); a report of an older adprof has none."""
+    return any(r.verdict.explained is not None for r in results)
+
+
+def program_cell(result: Result) -> str:
+    """The program cell of a result's row: the program's growth and what it measures beside the gradient's ratio
+    to its forward (``seq_len^2.00: its arithmetic; gradient 3.1x its forward, flat``), ``-`` without either."""
+    ex = result.verdict.explained
+    if ex is None:
+        return "-"
+    parts = [t for t in (ex.program_text, ex.ratio_text) if t]
+    return "; ".join(parts) or "-"
+
+
 def memory_text(result: Result) -> str:
     """The memory cell of a result's row: ``linear d^1.00``, ``leak-per-call +4.0 KiB/call at depth 8``,
     ``superlinear-memory d^2.00 (peak disagrees)``, ``not measured`` or ``-`` (no memory verdict)."""

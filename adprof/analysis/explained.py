@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 
 from adprof import model
-from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, power_kind
+from adprof.analysis.bands import LINEAR_MAX, power_kind
 from adprof.analysis.growth import fit_growth
 from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import (
@@ -206,11 +206,15 @@ def _whose(ex: Explained, series: Series, cost: Fit, cost_kind: str) -> None:
     if fwd is None or _growth_class(fwd.kind) == "":
         return
     basis = ex.program_fit
-    fkind, fp, _, fbase = excess(fwd, basis) if (basis is not None and ex.superlinear) else (
-        fwd.kind,
-        fwd.exponent,
-        None,
-        fwd.base,
+    fkind, fp, _, fbase = (
+        excess(fwd, basis)
+        if (basis is not None and ex.superlinear)
+        else (
+            fwd.kind,
+            fwd.exponent,
+            None,
+            fwd.base,
+        )
     )
     if _growth_class(fkind) != _growth_class(cost_kind) or fkind == "mild":
         return
