@@ -38,7 +38,6 @@ from adprof.model import (
     Verdict,
     classified_phases,
     fit_figure,
-    time_value,
 )
 
 #: A gradient/forward ratio is flat when its log-log slope against depth, over the deeper half of the depths,
@@ -52,7 +51,9 @@ FORWARD_PHASES = ("forward", "record")
 #: The basis of each kind of cost, in order of preference (the first figure measured decides).
 RUN_BASIS = ("flops", "bytes", "ops")
 PROGRAM_BASIS = ("ops", "flops", "bytes")
-MEMORY_BASIS = ("intermediate_bytes",)
+#: Saved bytes: the forward's intermediates, or the bytes it touches where those grow faster (a tape may save an
+#: array the forward reads, such as a dense layer's weights, which no op computes).
+MEMORY_BASIS = ("intermediate_bytes", "bytes")
 #: A forward "grows the same way" as its gradient when its excess exponent is within this of the gradient's.
 SAME_WAY = 0.35
 
@@ -132,33 +133,49 @@ def gradient_ratio(series: Series) -> tuple[list[int], list[float], str]:
     fwd = next((ph for ph in FORWARD_PHASES if any(p.times.get(ph) for p in series.points)), "")
     if not fwd or fwd in grad:
         return [], [], ""
-    by_depth: dict[int, float] = {}
+    grads: dict[int, float] = {}
+    fwds: dict[int, float] = {}
     for p in series.points:
         if p.status != model.PointStatus.EXACT:
             continue
-        g, f = time_value(p, grad), time_value(p, (fwd,))
-        if g is not None and f is not None and f > 0 and g > 0:
-            r = g / f
-            by_depth[p.depth] = min(r, by_depth.get(p.depth, r))  # the least inflated reading of a depth
-    depths = sorted(by_depth)
-    return depths, [by_depth[d] for d in depths], f"{'+'.join(grad)}/{fwd}"
+        g, f = fastest(p, grad), fastest(p, (fwd,))
+        if g is not None and f is not None and f > 0 and g > 0:  # each the least inflated run of its depth
+            grads[p.depth], fwds[p.depth] = min(g, grads.get(p.depth, g)), min(f, fwds.get(p.depth, f))
+    depths = sorted(grads)
+    return depths, [grads[d] / fwds[d] for d in depths], f"{'+'.join(grad)}/{fwd}"
+
+
+def fastest(point: Point, phases: Sequence[str]) -> float | None:
+    """The seconds of ``phases`` of a point: the sum of each phase's fastest repeat (its time where it has none)."""
+    present = [
+        min(point.samples[ph]) if point.samples.get(ph) else point.times[ph]
+        for ph in phases
+        if point.times.get(ph) is not None
+    ]
+    return float(sum(present)) if present else None
 
 
 def ratio_slope(depths: Sequence[int], ratios: Sequence[float]) -> float | None:
-    """Least-squares log-log slope of the ratio over the deeper half of the depths (at least three)."""
+    """Theil-Sen log-log slope of the ratio over the deeper half of the depths (at least three)."""
     pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
     if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
         return None
     tail = pairs[len(pairs) // 2 :] if len(pairs) >= 2 * MIN_DEPTHS else pairs
     if tail[-1][0] == tail[0][0]:
         return None
-    xs = [math.log(d) for d, _ in tail]
-    ys = [math.log(r) for _, r in tail]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
+    pts = [(math.log(d), math.log(r)) for d, r in tail]
+    slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
+    if not slopes:
         return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    mid = len(slopes) // 2  # Theil-Sen: the median of the pairwise slopes (one slow run moves it little)
+    return slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2
+
+
+def _growth_key(fit: Fit) -> tuple[int, float]:
+    """Order program figures by growth: exponentials first (by base), then power laws (by exponent)."""
+    if fit.kind == "exponential" and fit.base is not None:
+        return 1, fit.base
+    return 0, fit.exponent if fit.exponent is not None else 0.0
 
 
 def _verdict_kind(kind: str, backward: bool) -> str:
@@ -250,6 +267,7 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
     ex.superlinear = grows(ex.program_fit)
     if cost is not None and ex.superlinear and verdict.kind in _READ_KINDS and not verdict.killed:
         _apply(ex, series, verdict, cost)
+    _time_explained(ex, series, verdict)
     if cost is not None and verdict.kind in model.PATHOLOGIES and not verdict.killed:
         _whose(ex, series, cost, cost.kind)
         if ex.whose_text:
@@ -286,7 +304,11 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
 
 def _apply_memory(ex: Explained, mv: MemoryVerdict) -> None:
     """Saved bytes read against the forward's intermediates."""
-    ex.memory_basis = _pick(ex.program_fits, MEMORY_BASIS)
+    ex.memory_basis = max(
+        (name for name in MEMORY_BASIS if name in ex.program_fits),
+        key=lambda name: _growth_key(ex.program_fits[name]),
+        default="",
+    )
     basis = ex.program_fits.get(ex.memory_basis)
     fit = mv.knee.after if mv.knee is not None and mv.knee.after is not None else mv.fit
     ex.memory_raw_kind = mv.kind
@@ -296,14 +318,69 @@ def _apply_memory(ex: Explained, mv: MemoryVerdict) -> None:
     kind, p, _, _ = excess(fit, basis)
     ex.memory_excess_kind, ex.memory_excess_exponent = kind, p
     new = _memory_kind(kind)
-    line = f"the program's intermediates grow {ex.memory_program_text}; the saved bytes read against them: {kind}"
+    line = f"the program grows {ex.memory_program_text}; the saved bytes read against it: {kind}"
     mv.evidence.insert(0, line)
     if new == mv.kind:
         return
     mv.kind = new
     if new not in model.MEMORY_FINDINGS:
         mv.cause = (
-            f"the program's own memory: its intermediates grow {fit_figure(basis) or basis.kind}, and the "
-            "gradient saves them once (no more than the forward computes)"
+            f"the program's own memory: it grows {ex.memory_program_text}, and the gradient saves no more than "
+            "the forward holds"
         )
         mv.reason = ""  # the remedies stay, as advice
+
+
+#: The phases whose time the whole point's reading sums (the gradient's, the forward's, the prepared run's).
+WHOLE_PHASES = ("record", "transform", "lower", "compile", "drop", "run", "forward", "backward")
+
+
+def _whole_fit(series: Series) -> Fit | None:
+    """The whole point's time (each phase's fastest repeat, summed) against depth, or None under three depths."""
+    phases = tuple(dict.fromkeys((*classified_phases(series), *WHOLE_PHASES)))
+    by_depth: dict[int, float] = {}
+    for p in series.points:
+        t = fastest(p, phases) if p.status == model.PointStatus.EXACT else None
+        if t is not None and t > 0:
+            by_depth[p.depth] = min(t, by_depth.get(p.depth, t))
+    if len(by_depth) < MIN_DEPTHS:
+        return None
+    depths = sorted(by_depth)
+    fit = fit_growth(depths, [by_depth[d] for d in depths], metric="time: the whole point", source="time", tail=False)
+    fit.axis = series.axis
+    return fit
+
+
+def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
+    """A deterministic metric that reads healthy, made inconclusive by time (a measured jump, or the whole point's
+    time growing while the metric does not): where the program's arithmetic grows superlinearly and the time grows
+    no faster than it (its excess linear or mild), the arithmetic explains the time, and the metric's reading
+    stands. A stopped point's bound, a knee or a metric that reads no law is left inconclusive."""
+    fit = verdict.fit
+    if verdict.kind != model.INCONCLUSIVE or fit is None or fit.source == "time" or fit.kind not in ("linear", "mild"):
+        return
+    if verdict.knee is not None or any(j.bound for j in verdict.jumps) or verdict.killed:
+        return
+    arith_name = _pick(ex.program_fits, RUN_BASIS)
+    arith = ex.program_fits.get(arith_name)
+    if arith is None or not grows(arith):
+        return
+    timed = _whole_fit(series)
+    if timed is None or timed.kind == "inconclusive" and timed.exponent is None:
+        return
+    kind, p, _, _ = excess(timed, arith)
+    if kind not in ("linear", "mild"):
+        return
+    backward = series.mode == "eager"
+    was = verdict.reason
+    verdict.kind, verdict.reason = _verdict_kind(fit.kind, backward), ""
+    verdict.key_evidence = [e for e in verdict.key_evidence if e is not was]  # the line that reason is (the object)
+    verdict.evidence = [e for e in verdict.evidence if e is not was]
+    figure = fit_figure(timed) or timed.kind
+    verdict.evidence.append(
+        f"the whole point's time grows {figure}, as the program's arithmetic does "
+        f"({fit_figure(arith)}: {kind} against it): the arithmetic explains it, not the gradient"
+    )
+    ex.excess_kind = ex.excess_kind or kind
+    verdict.cause = f"the program grows {fit_figure(arith)}: its arithmetic; {fit.metric} reads {fit.kind}"
+    verdict.remedies = []
