@@ -146,12 +146,15 @@ def gradient_ratio(series: Series) -> tuple[list[int], list[float], str]:
 
 
 def fastest(point: Point, phases: Sequence[str]) -> float | None:
-    """The seconds of ``phases`` of a point: the sum of each phase's fastest repeat (its time where it has none)."""
-    present = [
-        min(point.samples[ph]) if point.samples.get(ph) else point.times[ph]
-        for ph in phases
-        if point.times.get(ph) is not None
-    ]
+    """The seconds of ``phases`` of a point: the sum of each phase's fastest repeat (its time where it has none),
+    or its CPU time where the point carries it and it is less (a preempted run's wall time is inflated by load)."""
+    present = []
+    for ph in phases:
+        if point.times.get(ph) is None:
+            continue
+        wall = min(point.samples[ph]) if point.samples.get(ph) else point.times[ph]
+        cpu = point.cpu_times.get(ph)
+        present.append(min(wall, cpu) if cpu is not None and cpu > 0 else wall)
     return float(sum(present)) if present else None
 
 
@@ -335,9 +338,10 @@ def _apply_memory(ex: Explained, mv: MemoryVerdict) -> None:
 WHOLE_PHASES = ("record", "transform", "lower", "compile", "drop", "run", "forward", "backward")
 
 
-def _whole_fit(series: Series) -> Fit | None:
-    """The whole point's time (each phase's fastest repeat, summed) against depth, or None under three depths."""
-    phases = tuple(dict.fromkeys((*classified_phases(series), *WHOLE_PHASES)))
+def _whole_fit(series: Series, phases: tuple[str, ...] = ()) -> Fit | None:
+    """The time of ``phases`` (default: the whole point's; each phase's fastest repeat, summed) against depth, or
+    None under three depths."""
+    phases = phases or tuple(dict.fromkeys((*classified_phases(series), *WHOLE_PHASES)))
     by_depth: dict[int, float] = {}
     for p in series.points:
         t = fastest(p, phases) if p.status == model.PointStatus.EXACT else None
@@ -346,7 +350,7 @@ def _whole_fit(series: Series) -> Fit | None:
     if len(by_depth) < MIN_DEPTHS:
         return None
     depths = sorted(by_depth)
-    fit = fit_growth(depths, [by_depth[d] for d in depths], metric="time: the whole point", source="time", tail=False)
+    fit = fit_growth(depths, [by_depth[d] for d in depths], metric=f"time: {'+'.join(phases)}", source="time", tail=False)
     fit.axis = series.axis
     return fit
 
@@ -365,7 +369,8 @@ def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
     arith = ex.program_fits.get(arith_name)
     if arith is None or not grows(arith):
         return
-    timed = _whole_fit(series)
+    jump = next((j for j in verdict.jumps if j.phase), None)  # a jump: the phase that grew; else the whole point
+    timed = _whole_fit(series, (jump.phase,) if jump is not None and jump.phase else ())
     if timed is None or timed.kind == "inconclusive" and timed.exponent is None:
         return
     kind, p, _, _ = excess(timed, arith)
@@ -377,8 +382,9 @@ def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
     verdict.key_evidence = [e for e in verdict.key_evidence if e is not was]  # the line that reason is (the object)
     verdict.evidence = [e for e in verdict.evidence if e is not was]
     figure = fit_figure(timed) or timed.kind
+    where = f"{jump.phase}'s time" if jump is not None and jump.phase else "the whole point's time"
     verdict.evidence.append(
-        f"the whole point's time grows {figure}, as the program's arithmetic does "
+        f"{where} grows {figure}, as the program's arithmetic does "
         f"({fit_figure(arith)}: {kind} against it): the arithmetic explains it, not the gradient"
     )
     ex.excess_kind = ex.excess_kind or kind
