@@ -350,7 +350,9 @@ def _whole_fit(series: Series, phases: tuple[str, ...] = ()) -> Fit | None:
     if len(by_depth) < MIN_DEPTHS:
         return None
     depths = sorted(by_depth)
-    fit = fit_growth(depths, [by_depth[d] for d in depths], metric=f"time: {'+'.join(phases)}", source="time", tail=False)
+    fit = fit_growth(
+        depths, [by_depth[d] for d in depths], metric=f"time: {'+'.join(phases)}", source="time", tail=False
+    )
     fit.axis = series.axis
     return fit
 
