@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 
 from adprof import model
-from adprof.analysis.bands import LINEAR_MAX, power_kind
+from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, power_kind
 from adprof.analysis.growth import fit_growth
 from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import (
@@ -375,9 +375,14 @@ def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
     timed = _whole_fit(series, (jump.phase,) if jump is not None and jump.phase else ())
     if timed is None or timed.kind == "inconclusive" and timed.exponent is None:
         return
-    kind, p, _, _ = excess(timed, arith)
-    if kind not in ("linear", "mild"):
+    kind, p, iv, _ = excess(timed, arith)
+    # the metric decided; time only casts a doubt, which stands where time confidently outgrows the arithmetic
+    confident = kind == "exponential" or (
+        kind in ("superlinear", "inconclusive") and iv is not None and iv[0] >= SUPERLINEAR_MIN
+    )
+    if confident or (kind == "inconclusive" and iv is None):
         return
+    kind = kind if kind != "inconclusive" else "undecided, not confidently over it"
     backward = series.mode == "eager"
     was = verdict.reason
     verdict.kind, verdict.reason = _verdict_kind(fit.kind, backward), ""
@@ -389,6 +394,12 @@ def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
         f"{where} grows {figure}, as the program's arithmetic does "
         f"({fit_figure(arith)}: {kind} against it): the arithmetic explains it, not the gradient"
     )
-    ex.excess_kind = ex.excess_kind or kind
+    ex.excess_kind = ex.excess_kind or (
+        "linear"
+        if p is not None and p < LINEAR_MAX
+        else "mild"
+        if p is not None and p < SUPERLINEAR_MIN
+        else "superlinear"
+    )
     verdict.cause = f"the program grows {fit_figure(arith)}: its arithmetic; {fit.metric} reads {fit.kind}"
     verdict.remedies = []
