@@ -382,7 +382,7 @@ def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
     )
     if confident or (kind == "inconclusive" and iv is None):
         return
-    kind = kind if kind != "inconclusive" else "undecided, not confidently over it"
+    kind = kind if kind != "inconclusive" else "not confidently over it"
     backward = series.mode == "eager"
     was = verdict.reason
     verdict.kind, verdict.reason = _verdict_kind(fit.kind, backward), ""
@@ -392,7 +392,7 @@ def _time_explained(ex: Explained, series: Series, verdict: Verdict) -> None:
     where = f"{jump.phase}'s time" if jump is not None and jump.phase else "the whole point's time"
     verdict.evidence.append(
         f"{where} grows {figure}, as the program's arithmetic does "
-        f"({fit_figure(arith)}: {kind} against it): the arithmetic explains it, not the gradient"
+        f"({fit_figure(arith)}; read against it: {kind}): the arithmetic explains it, not the gradient"
     )
     ex.excess_kind = ex.excess_kind or (
         "linear"
