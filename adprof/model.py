@@ -62,7 +62,7 @@ class CensorReason(StrEnum):
 
 
 #: The phase event of a point's warm-ups (:attr:`Point.warmup`): it has a timeout of its own, never a point's.
-WARMUP_PHASE = "warmup"
+WARMUP_PHASE = "warm-up"
 
 
 @dataclass

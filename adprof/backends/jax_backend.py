@@ -63,7 +63,7 @@ from adprof.backends.peer_common import (
 )
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
-from adprof.model import Point
+from adprof.model import WARMUP_PHASE, Point
 
 XLA_SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 if "jax" not in sys.modules:
@@ -169,6 +169,7 @@ def measure_traced(
     phase = "record"
     try:
         if first_time(chain, "traced"):  # first use of each primitive, untimed
+            on_phase(WARMUP_PHASE, None)  # its own timeout: no point's cost
             jax.make_jaxpr(jax.grad(_fn(chain, 1)))(x)
         # a fresh function per repeat: jax caches traces by function identity; python_calls are counted
         # after the timed repeats (the first call at a new depth differs)
@@ -307,6 +308,7 @@ def measure_compile(
         _listen_for_cache_hits()
         _listen_for_durations()
         if first_time(chain, "compile"):  # first use of each primitive, untimed
+            on_phase(WARMUP_PHASE, None)  # its own timeout: no point's cost
             jax.jit(jax.grad(_fn(chain, 1))).lower(x).compile()
         hits_before = len(_cache_events)
         samples: dict[str, list[float]] = {"transform": [], "lower": [], "compile": []}
@@ -379,6 +381,7 @@ def count_compile(chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phas
     phase = "transform"
     try:
         if first_time(chain, "compile"):
+            on_phase(WARMUP_PHASE, None)  # its own timeout: no point's cost
             jax.jit(jax.grad(_fn(chain, 1))).lower(x).compile()
         g = jax.jit(jax.grad(_fn(chain, depth)))
         traced = counted_phase(pt, "transform", lambda: g.trace(x), on_phase)  # grad checks the output

@@ -387,7 +387,7 @@ def measure_counted_eager(
     try:
         if warm_up is not None:
             warm_up()
-        on_phase("warm-up", None)
+        on_phase(WARMUP_PHASE, None)
         warm = leaf()
         loss, state = forward(warm)
         check(loss, depth)
