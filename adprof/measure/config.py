@@ -19,7 +19,7 @@ RESERVE_MAX_SHARE = 0.6
 LOAD_TIMEOUT = 30.0  # importing a chain file
 #: Seconds a point's warm-up (``Point.warmup``: first use of each primitive, a compile per shape) may take, whatever
 #: the point's timeout: a fresh JAX worker's first use of every primitive of a real objective took 8.3 s.
-WARMUP_TIMEOUT = 60.0
+WARMUP_TIMEOUT = 30.0
 #: The shortest hard timeout of a phase, whatever the cap: below it a loaded machine's scheduling delays,
 #: not the chain, would decide that a point hangs.
 MIN_TIMEOUT = 0.25
