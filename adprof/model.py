@@ -118,7 +118,7 @@ class Point:
     #: The forward's program at this depth, read deterministically from the forward alone (issue #34; the reader of
     #: each backend is in :mod:`adprof.backends.program`): ``ops`` (its size), ``flops`` and ``bytes`` (its
     #: arithmetic), ``intermediate_bytes`` (every value it computes, each once); None when unknown.
-    program: dict[str, int] | None = None
+    program: dict[str, float] | None = None
     #: The warm-ups of the point, outside its timed phases and its timeout (phase :data:`WARMUP_PHASE`): ``once``
     #: (seconds of the one-time warm-up of the process: the first use of each primitive), ``seconds`` (the
     #: untimed call at this depth's shapes before call 0, where a backend compiles per shape: JAX eager),

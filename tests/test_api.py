@@ -215,7 +215,10 @@ def masked(data, key=""):
         return {
             k: masked(v, k)
             for k, v in data.items()
-            if k not in TIME_KEYS and not k.endswith("_seconds") and "wall" not in k and k not in ("argv", "file")
+            if k not in TIME_KEYS
+            and not k.endswith("_seconds")
+            and "wall" not in k
+            and k not in ("argv", "file", "explained")  # program34: explained's readings (ratio, ...) read times
         }
     if isinstance(data, list):
         if key in ("evidence", "key_evidence"):
