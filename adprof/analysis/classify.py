@@ -81,6 +81,7 @@ from adprof.model import (
     Result,
     Series,
     Verdict,
+    backend_info_of,
     cost_phases,
     counter_value,
     point_wall,
@@ -259,9 +260,16 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         phase=v.growing_phase,
         phase_share=v.phase_shares.get(v.growing_phase),
         bound=_bound_name(series, fit),
+        info=backend_info_of(series),
     )
     v.remedies = explain.remedies(
-        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source, axis=series.axis
+        v.kind,
+        mode=series.mode,
+        backend=series.backend,
+        profile=series.profile,
+        source=fit.source,
+        axis=series.axis,
+        info=backend_info_of(series),
     )
     return v
 
@@ -635,7 +643,7 @@ def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, stru
         if v.base is not None:
             v.key_evidence.append(v.evidence[-1])
     if isinstance(structure, Structure):
-        note = disagreement_reason(structure, v.base, series.profile, series.backend)
+        note = disagreement_reason(structure, v.base, series.profile, series.backend, backend_info_of(series))
         if note:
             v.evidence.append(note)
     exp_kind = v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)

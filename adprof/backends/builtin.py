@@ -12,10 +12,25 @@ import importlib
 from types import ModuleType
 from typing import Any, ClassVar
 
+from adprof.backend_info import (
+    CACHED_COMPILE,
+    DROP_TAPES,
+    ENGINE_CHECKPOINT,
+    FEWER_UNROLLED,
+    JAX_REMAT,
+    REGIONAL_COMPILE,
+    RESET_GRAD,
+    STAGING,
+    TORCH_AUTOGRAD_GRAD,
+    TORCH_CHECKPOINT,
+    TORCH_SCAN,
+    WHOLE_COMPILE,
+    XLA_SCAN,
+)
 from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, extra_install_hint, no_phase
 from adprof.backends.memory import NOT_EAGER
 from adprof.chain import Chain
-from adprof.model import Point
+from adprof.model import COUNTER_KEYS, Point
 
 _EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
 _PROGRAM_SIZE = (
@@ -79,6 +94,12 @@ class EngineBackend(ModuleBackend):
     memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
     memory_notes = {"traced": {"retained": NOT_EAGER}}
     memory_by_default = True
+    deciding_counters = COUNTER_KEYS
+    structural_keys = True
+    named_by_profile = True
+    #: no ``xp.grad`` in the engine's namespace
+    no_nested_grad = ("traced", "eager")
+    checkpoint_remedy = ENGINE_CHECKPOINT
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
         super().check_arguments(mode, profile or "fixed")
@@ -124,7 +145,21 @@ class JaxBackend(ModuleBackend):
     memory_by_default = True
     #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
     instruction_modes = ("compile",)
+    phase_names = {
+        "compile": {
+            "transform": "tracing the gradient to a jaxpr",
+            "lower": "lowering the jaxpr to StableHLO",
+            "compile": "XLA's backend compile",
+        }
+    }
+    remedies = {"compile": (XLA_SCAN, STAGING, CACHED_COMPILE)}
+    cause_tails = {"compile": ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"}
+    checkpoint_remedy = JAX_REMAT
 
+
+#: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
+#: partition), Inductor's lowering/fusion/codegen and its C++ compile.
+TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
 
 _TORCH_COMPILE_METRICS = (
     "python_calls",
@@ -169,7 +204,7 @@ class TorchBackend(ModuleBackend):
     phases = {
         "traced": ("record", "transform", "drop"),
         "eager": _EAGER_PHASES,
-        "compile": ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile", "run"),
+        "compile": (*TORCH_COMPILE_PHASES, "run"),
     }
     metrics = {
         "traced": ("python_calls",),
@@ -223,6 +258,32 @@ class TorchBackend(ModuleBackend):
     memory_by_default = True
     #: the C++ autograd engine's backward counted under callgrind
     instruction_modes = ("eager",)
+    cost_phases = {"compile": (*TORCH_COMPILE_PHASES, WHOLE_COMPILE)}
+    phase_names = {
+        "compile": {
+            "dynamo": "Dynamo's trace (bytecode to FX graph, guards)",
+            "aot_autograd": "AOTAutograd (joint forward-backward graph, partition)",
+            "inductor_codegen": "Inductor's lowering, fusion and code generation",
+            "inductor_compile": "Inductor's C++ compile (gcc) and module load",
+        }
+    }
+    remedies = {"compile": (REGIONAL_COMPILE, FEWER_UNROLLED, TORCH_SCAN)}
+    bound_tails = {
+        "compile": {
+            "inductor_loop_body_ops": (
+                ": the ops Inductor traces into its kernels' loop bodies grow as fast while Dynamo's graph grows "
+                "linearly: pointwise producers are inlined into each consumer, a tree of the shared values"
+            )
+        }
+    }
+    checkpoint_remedy = TORCH_CHECKPOINT
+    leak_holder = (
+        "a reference cycle through the gradient (`backward(create_graph=True)` stores in `x.grad` a tensor "
+        "whose `grad_fn` refers back to `x`), or a tape kept after backward"
+    )
+    leak_remedies = (TORCH_AUTOGRAD_GRAD, RESET_GRAD, DROP_TAPES)
+    #: functorch's grad (traced) and AOTAutograd (compile) refuse a nested ``torch.autograd.grad``
+    no_nested_grad = ("traced", "compile")
 
 
 class AutogradBackend(ModuleBackend):
@@ -242,6 +303,8 @@ class AutogradBackend(ModuleBackend):
     memory_by_default = True
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
     instruction_modes = ("eager",)
+    #: autograd.numpy has no QR
+    unsupported_ops = frozenset({"qr_q", "qr_r"})
 
 
 class TinygradBackend(ModuleBackend):
@@ -285,6 +348,9 @@ class TinygradBackend(ModuleBackend):
         for mode in ("compile", "eager")
     }
     memory_by_default = True
+    #: its tensor namespace raises UnsupportedOpError for these, and it has no ``xp.grad``
+    unsupported_ops = frozenset({"where", "svd_u", "qr_q", "qr_r", "rowsum"})
+    no_nested_grad = ("compile", "eager")
 
 
 class CmdBackend(ModuleBackend):

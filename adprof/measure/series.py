@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adprof.backends import memory_asked, memory_notes, series_fields
+from adprof.backends import backend_info, memory_asked, memory_notes, series_fields
 from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
@@ -128,7 +128,7 @@ class SeriesSpec:
     @property
     def phases(self) -> tuple[str, ...]:
         """The phases whose cost is classified and watched by the schedule."""
-        return self.cost_phases or cost_phases(self.mode, self.backend)
+        return self.cost_phases or backend_info(self.backend, self.mode).cost_phases
 
     @property
     def label(self) -> str:
@@ -147,6 +147,7 @@ class SeriesSpec:
             axis=self.axis,
             classified_phases=list(self.cost_phases),
             planned_depths=list(self.required_depths),
+            backend_info=backend_info(self.backend, self.mode),
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
