@@ -56,7 +56,7 @@ class BackendInfo:
     #: Whether the engine compares structural keys (a predicted exponential base from the recording applies to it).
     structural_keys: bool = False
     #: Ops of the generator language (:mod:`adprof.hunt.gen`) this backend lacks: never sent there.
-    unsupported_ops: frozenset[str] = frozenset()
+    unsupported_ops: tuple[str, ...] = ()
     #: Whether the chain's own gradient can be nested here (``xp.grad``: chains along the ``order`` axis).
     nests_grad: bool = True
     #: The profile that names this engine in tables instead of the backend (``v08`` for ``engine/v08``).

@@ -339,7 +339,7 @@ class Series:
     #: The backend's declarations for this mode (phases, phase names, remedies, deciding counters, ...), set where
     #: the series is measured; None (a report read from JSON, a test's series): its backend's as registered
     #: (:func:`backend_info_of`). Not written to JSON: it is the backend's, not the measurement's.
-    backend_info: BackendInfo | None = None
+    backend_info: BackendInfo | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):

@@ -6,6 +6,7 @@ other file edited; and no module of analysis or hunt keys on a backend's name.""
 from __future__ import annotations
 
 import ast
+import json
 import textwrap
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from adprof.hunt.fitness import components
 from adprof.hunt.gen import Generator, Node
 from adprof.hunt.targets import Target, runs_on
 from adprof.model import Point, Series
+from adprof.plain import from_plain, to_plain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,7 +122,8 @@ def test_the_declarations_reach_the_series_info(plugins):
     assert info.cost_phases == ("visit", "sort")
     assert info.phase_name("visit") == "the planted graph walk" and info.phase_name("run") == "run"
     assert info.remedies == ("walk each node once (a planted remedy)",)
-    assert info.unsupported_ops == frozenset({"sin"}) and not info.nests_grad
+    assert info.unsupported_ops == ("sin",) and not info.nests_grad
+    assert from_plain(BackendInfo, json.loads(json.dumps(to_plain(info)))) == info  # plain data
     assert backends.backend_info("planted", "eager").nests_grad
     assert info.deciding_counters == ("steps",)
     # a series built without its info (a report read from JSON) finds the registered one

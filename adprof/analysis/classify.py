@@ -87,6 +87,7 @@ from adprof.model import (
     point_wall,
     time_value,
 )
+from adprof.prediction import law_factor
 
 __all__ = [
     "AMORTIZED_BELOW",
@@ -389,12 +390,13 @@ def _deeper_advice(series: Series) -> str:
     if len(measured) >= 2:
         top, prev = measured[-1], measured[-2]
         step = max(top.depth - prev.depth, 1)
-        more = sum(top.wall_seconds * ((top.depth + k * step) / top.depth) ** 2 for k in range(1, MIN_AFTER + 1))
+        more = sum(
+            top.wall_seconds * law_factor(top.depth, top.depth + k * step, exponent=2.0)
+            for k in range(1, MIN_AFTER + 1)
+        )
         cost = f"about {more:.3g} s more for {MIN_AFTER} depths past {top.depth}; "
     if series.deepest_allowed is not None and series.schedule_end is model.ScheduleEnd.BUDGET:
         return f"{cost}a larger --budget"
-    if series.backend == "cmd":
-        return f"{cost}--max-depth or --depths, and --budget"
     return f"{cost}--max-depth or --depths, and --budget"
 
 

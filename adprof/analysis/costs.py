@@ -19,6 +19,7 @@ from adprof.model import (
     counter_value,
     time_value,
 )
+from adprof.prediction import cost_ratio
 
 
 def phases_of(series: Series) -> tuple[str, ...]:
@@ -263,10 +264,8 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
         fit = cost_rate(series, phases_of(series), fit, quick=True) or fit  # type: ignore[arg-type]
     if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
-    now, then = predict(fit, fit.depths[-1]), predict(fit, depth)
-    if not now or then is None or now <= 0 or not math.isfinite(then):
-        return None
-    return max(then / now, 1.0), interval_text(fit) or fit.model
+    ratio = cost_ratio(predict(fit, fit.depths[-1]), predict(fit, depth))
+    return None if ratio is None else (ratio, interval_text(fit) or fit.model)
 
 
 #: An exact power law read this steep over uneven depth steps is likelier an exponential (a power's marginal ratio

@@ -380,7 +380,7 @@ class Backend:
             leak_remedies=tuple(self.leak_remedies),
             deciding_counters=None if self.deciding_counters is None else tuple(self.deciding_counters),
             structural_keys=self.structural_keys,
-            unsupported_ops=frozenset(self.unsupported_ops),
+            unsupported_ops=tuple(sorted(self.unsupported_ops)),
             nests_grad=mode not in self.no_nested_grad,
             named_by_profile=self.named_by_profile,
         )

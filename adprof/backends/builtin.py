@@ -27,12 +27,13 @@ from adprof.backend_info import (
     WHOLE_COMPILE,
     XLA_SCAN,
 )
-from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, extra_install_hint, no_phase
+from adprof.backends.base import DEFAULT_CALLS, Backend, extra_install_hint, no_phase
 from adprof.backends.memory import NOT_EAGER
 from adprof.chain import Chain
 from adprof.model import COUNTER_KEYS, Point
 
 _EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
+_TRACED_PHASES = ("record", "transform", "drop")  # make_jaxpr(grad), make_fx(grad)
 _PROGRAM_SIZE = (
     "program size, not the work of producing it: a transform can take exponential time for a linear program "
     "(jax#8184); shown beside the deciding metric"
@@ -48,31 +49,24 @@ class ModuleBackend(Backend):
         """The implementation module (imports the engine; later calls are a ``sys.modules`` lookup)."""
         return importlib.import_module(self.implementation)
 
-    def measure_point(
-        self,
-        chain: Chain,
-        mode: str,
-        depth: int,
-        profile: str | None = None,
-        *,
-        calls: int = DEFAULT_CALLS,
-        on_phase: PhaseCallback = no_phase,
-        counter_budget: int | None = None,
-        repeats: int | None = None,
-        metric: str = "time",
-        memory: bool = False,
-    ) -> Point:
+    def measure_point(self, chain: Chain, mode: str, depth: int, profile: str | None = None, **options: Any) -> Point:
+        """:meth:`Backend.measure_point` by the implementation module (``options``: the keyword options there)."""
         impl = self.module()
         self.check_arguments(mode, profile)
         self.prepare_process()
-        kwargs: dict[str, Any] = {"calls": calls, "on_phase": on_phase, "counter_budget": counter_budget}
+        kwargs: dict[str, Any] = {
+            "calls": options.get("calls", DEFAULT_CALLS),
+            "on_phase": options.get("on_phase", no_phase),
+            "counter_budget": options.get("counter_budget"),
+        }
+        repeats, metric = options.get("repeats"), options.get("metric", "time")
         if repeats is not None:
             kwargs["repeats"] = repeats
         if metric != "time":
             if mode not in self.instruction_modes:
                 raise self.PointFailure("metric", f"the {self.name} backend cannot count {metric} in {mode} mode")
             kwargs["metric"] = metric
-        if memory and mode in self.memory_figures:
+        if options.get("memory") and mode in self.memory_figures:
             kwargs["memory"] = True
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
@@ -115,7 +109,7 @@ class JaxBackend(ModuleBackend):
     implementation = "adprof.backends.jax_backend"
     modes = ("traced", "compile", "eager")
     phases = {
-        "traced": ("record", "transform", "drop"),
+        "traced": _TRACED_PHASES,
         "compile": ("transform", "lower", "compile", "run"),
         "eager": _EAGER_PHASES,
     }
@@ -202,7 +196,7 @@ class TorchBackend(ModuleBackend):
     implementation = "adprof.backends.torch_backend"
     modes = ("traced", "eager", "compile")
     phases = {
-        "traced": ("record", "transform", "drop"),
+        "traced": _TRACED_PHASES,
         "eager": _EAGER_PHASES,
         "compile": (*TORCH_COMPILE_PHASES, "run"),
     }

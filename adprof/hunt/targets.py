@@ -165,7 +165,7 @@ def runs_on(target: Target, gen: Generator) -> str | None:
     info = target.info
     if gen.scale == "order" and not info.nests_grad:
         return "no nested gradient (xp.grad) here"
-    missing = sorted({n.op for n in gen.nodes} & info.unsupported_ops)
+    missing = sorted({n.op for n in gen.nodes} & set(info.unsupported_ops))
     if missing:
         return f"no {', '.join(missing)} on {target.backend}"
     return None
