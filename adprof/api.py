@@ -45,10 +45,11 @@ from adprof.chain import ChainError, as_chain, chain
 from adprof.chain.ship import Shipment, file_target
 from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
 from adprof.comparison import Comparison as _Comparison
-from adprof.guard import GUARD_BUDGET, GuardConfigError, GuardReport, guard_depths
+from adprof.guard import GUARD_BUDGET, GuardConfigError, guard_depths
 from adprof.measure import DEFAULT_BUDGET, LoadError
 from adprof.measure.plan import UsageError
 from adprof.options import RULES
+from adprof.render.guard import RenderedGuardReport as GuardReport
 from adprof.util import procs
 
 #: Errors of bad input, raised as :class:`UsageError` with their one line.
@@ -497,7 +498,7 @@ def guard(
             outcome.report = Report.of(outcome.report)
         if interrupted is not None:
             raise Interrupted(interrupted, outcome.report)  # type: ignore[arg-type]
-        return outcome
+        return GuardReport.of(outcome)
 
 
 @contextlib.contextmanager
@@ -528,4 +529,4 @@ def compare(
     return Comparison.of(compare_reports(b, n, tolerance, exact=exact, names=names))  # type: ignore[arg-type]
 
 
-__all__ = ["Comparison", "Interrupted", "Report", "UsageError", "check", "compare", "guard", "load"]
+__all__ = ["Comparison", "GuardReport", "Interrupted", "Report", "UsageError", "check", "compare", "guard", "load"]

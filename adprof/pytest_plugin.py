@@ -39,7 +39,6 @@ from adprof.guard import (
     GUARD_CAP,
     GuardConfigError,
     GuardLimits,
-    GuardReport,
     guard_config,
     guard_targets,
     parse_bytes,
@@ -48,6 +47,7 @@ from adprof.guard import (
 from adprof.measure.client import LoadError
 from adprof.measure.plan import UsageError
 from adprof.options import arg as option_arg
+from adprof.render.guard import RenderedGuardReport
 from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
@@ -149,7 +149,7 @@ class ScalingGuard:
             key: _first(config.getoption(f"adprof_{key}"), table.get(key))
             for key in ("max_base", "max_exponent", "max_memory_exponent", "max_leak")
         }
-        self.reports: list[GuardReport] = []
+        self.reports: list[RenderedGuardReport] = []
 
     def _pick(self, name: str, explicit: Any, fallback: Any) -> Any:
         if explicit is not None:
@@ -174,7 +174,7 @@ class ScalingGuard:
         backend: str | None = None,
         cap: float | None = None,
         budget: float | None = None,
-    ) -> GuardReport:
+    ) -> RenderedGuardReport:
         """Measure and check without failing the test; returns the report. ``cap`` and ``budget`` (seconds)
         default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test).
         ``max_memory_exponent`` and ``max_leak`` (bytes per eager call: ``4096``, ``"1 MB"``) measure memory and
@@ -202,10 +202,11 @@ class ScalingGuard:
             )
         except (UsageError, ChainError, LoadError, UnknownBackendError) as exc:
             _usage(str(getattr(exc, "message", None) or exc))
-        self.reports.append(report)
-        return report
+        shown = RenderedGuardReport.of(report)
+        self.reports.append(shown)
+        return shown
 
-    def scaling(self, chain: Any, mode: str | None = None, **kwargs: Any) -> GuardReport:
+    def scaling(self, chain: Any, mode: str | None = None, **kwargs: Any) -> RenderedGuardReport:
         """Like :meth:`check`, but fail the test with the evidence table when a limit is exceeded."""
         report = self.check(chain, mode, **kwargs)
         if not report.ok:

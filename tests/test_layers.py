@@ -27,8 +27,10 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.comparison", "report"),  # two reports compared: reads results as the report's labels do
     ("adprof.render", "render"),
     ("adprof.flame", "flame"),
+    # the guard's limits and its outcome are plain data beside the report: the renderers read them
+    ("adprof.guard.limits", "report"),
+    ("adprof.guard.outcome", "report"),
     ("adprof.guard", "guard"),
-    ("adprof.guard_render", "guard"),  # the guard's JUnit XML and Markdown
     ("adprof.hunt", "hunt"),
     ("adprof.pytest_plugin", "guard"),
     ("adprof.cli", "cli"),
@@ -59,7 +61,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 
 #: Renderers do not import each other, except these (the package __init__ re-exports its modules).
 RENDER_PEERS: frozenset[tuple[str, str]] = frozenset(
-    {("adprof.render.html", "adprof.render.plot")}  # the HTML page embeds the plot's SVG figures
+    {
+        ("adprof.render.html", "adprof.render.plot"),  # the HTML page embeds the plot's SVG figures
+        ("adprof.render.guard", "adprof.render.markdown"),  # the guard's Markdown table is a Markdown table
+        ("adprof.render.guard", "adprof.render.html"),  # a guard in a notebook: its diff and the report's HTML
+    }
 )
 
 

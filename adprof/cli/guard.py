@@ -43,6 +43,7 @@ from adprof.guard import (
 )
 from adprof.measure.plan import load_targets, nothing_planned
 from adprof.model import Series
+from adprof.render.guard import guard_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -160,7 +161,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     assert report is not None
     written = write_outputs(report, args, err, skip=("--markdown",))  # --json; --markdown is the guard's table
     written = _write_guard_outputs(guard, args, err) and written
-    out.print(guard.text(), markup=False, highlight=False)
+    out.print(guard_text(guard), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
     out.print(f"adprof guard: {held} of {len(guard.checks)} held ({limit_text})", markup=False, highlight=False)
     report_errors(report, err)
@@ -170,7 +171,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _write_guard_outputs(guard: GuardReport, args: argparse.Namespace, err: Console) -> bool:
     """``--junit`` and ``--markdown`` (``-``: stdout); False (after one line each) when one cannot be written."""
-    from adprof.guard_render import guard_markdown, junit_xml
+    from adprof.render.guard import guard_markdown, junit_xml
 
     return write_texts(
         [

@@ -10,14 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from adprof.backends import BACKEND_PROFILES
 from adprof.cli.common import SIGNALS, UsageError, backends_arg, environment
@@ -25,42 +17,9 @@ from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
 from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
 from adprof.model import Report, Series, Shard
+from adprof.render.progress import SeriesProgress
 from adprof.report import analyze_structures, build_report, measured_versions
 from adprof.util.files import InputFileError, named_paths, read_input
-
-
-class _Progress:
-    """Transient rich progress on stderr (TTY only): one bar over the series, with what each worker
-    lane is measuring right now in its description."""
-
-    def __init__(self, console: Console, total: int, lanes: int, enabled: bool) -> None:
-        self.progress = Progress(
-            SpinnerColumn(),
-            BarColumn(bar_width=20),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}", markup=False),
-            console=console,
-            transient=True,
-            disable=not enabled,
-        )
-        self.task = self.progress.add_task("starting", total=total)
-        self.lanes = [""] * lanes
-
-    def __enter__(self) -> _Progress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
-
-    def status(self, lane: int, text: str) -> None:
-        if lane < len(self.lanes):
-            self.lanes[lane] = text
-            self.progress.update(self.task, description=" | ".join(t for t in self.lanes if t))
-
-    def done(self, series: Series) -> None:
-        self.progress.advance(self.task)
 
 
 def measure_specs(
@@ -69,7 +28,7 @@ def measure_specs(
     """Measure ``specs`` with a progress display: on local lanes, or on ``executor`` (e.g. a Dask cluster)."""
     enabled = err.is_terminal
     lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs)))
-    with _Progress(err, len(specs), lanes, enabled) as prog:
+    with SeriesProgress(err, len(specs), lanes, enabled) as prog:
 
         def on_series(s: Series) -> None:
             prog.done(s)
