@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from adprof import model
 from adprof.analysis.jumps import expected
-from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, pair_results
+from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, State, classify_time, pair_results
 from adprof.guard.limits import TIME_TOLERANCE, GuardLimits
 from adprof.guard.memory import with_baseline_memory, with_memory
 from adprof.guard.outcome import GuardCheck, GuardReport
@@ -152,8 +152,9 @@ def check_against_baseline(
     where: str = "the baseline",
     budget: float | None = None,
 ) -> GuardCheck:
-    """Compare one result with its baseline's own figures: its verdict may not be worse (:data:`SEVERITY`), and
-    its base or exponent may not exceed the baseline's interval top + ``tolerance``. A series absent from the
+    """Compare one result with its baseline's own figures, by the rule of ``adprof compare``
+    (:func:`adprof.comparison.classify_time`: a regression fails): its verdict may not be worse (:data:`SEVERITY`),
+    and its base or exponent may not exceed the baseline's interval top + ``tolerance``. A series absent from the
     baseline, or whose baseline reading has no figures (inconclusive, an error, a runaway), gets ``limits``
     (the normal ones), and its check says so."""
     if base is None:
@@ -179,15 +180,14 @@ def check_against_baseline(
     measured = f"base {after.rate:.2f} per layer" if after.rate_kind == "base" and after.rate is not None else ""
     if not measured:
         measured = f"exponent {after.rate if after.rate is not None else 1.0:.2f}"
-    rank_after = SEVERITY[v.kind]
-    if rank_after != rank_before:
-        ok = rank_after < rank_before
+    state, _ = classify_time(before, after, tolerance)  # the rule of `adprof compare`: a regression fails
+    ok = state is not State.REGRESSED
+    if SEVERITY.get(v.kind) != rank_before:
         why = f"{v.kind}: {'better' if ok else 'worse'} than the baseline's {before.verdict}"
-        return GuardCheck(result, limits, ok, measured, limit, why, metric, reading)
-    if after.rate is None or after.rate_kind != before.rate_kind:
-        return GuardCheck(result, limits, True, measured, limit, f"{v.kind}: as in the baseline", metric, reading)
-    ok = after.rate <= top
-    why = f"{v.kind}: {what} {after.rate:.2f}" + (f" <= {top:.2f}" if ok else f" > {top:.2f}")
+    elif after.rate is None or after.rate_kind != before.rate_kind:
+        why = f"{v.kind}: as in the baseline"
+    else:
+        why = f"{v.kind}: {what} {after.rate:.2f}" + (f" <= {top:.2f}" if ok else f" > {top:.2f}")
     return GuardCheck(result, limits, ok, measured, limit, why, metric, reading)
 
 

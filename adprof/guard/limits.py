@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,20 @@ class GuardLimits:
             max_memory_exponent=_limit(table, "max_memory_exponent", where),
             max_leak=_limit(table, "max_leak", where),
         )
+
+
+#: The limits' names, as ``[tool.adprof.guard]``, the fixture's marker and arguments and the API spell them.
+LIMIT_KEYS: tuple[str, ...] = tuple(_GUARD_KEYS)
+
+
+def choose_limits(*given: Mapping[str, Any], start: Path | None = None) -> dict[str, Any]:
+    """Each limit by precedence: the first mapping of ``given`` (highest first: a call's arguments, a marker, the
+    command line's options) that sets it (not None; ``0`` is a value, for its rule to refuse), else
+    ``[tool.adprof.guard]`` of the nearest ``pyproject.toml`` at or above ``start`` (the cwd), else the default.
+    Given values are returned as given (the caller checks them under their rules, with its own words); raises
+    :class:`GuardConfigError` on a bad table."""
+    table = GuardLimits.from_pyproject(start)
+    return {key: next((g[key] for g in given if g.get(key) is not None), getattr(table, key)) for key in LIMIT_KEYS}
 
 
 def pyproject_path(start: Path | None = None) -> Path | None:

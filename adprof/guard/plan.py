@@ -9,17 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adprof import model, options
-from adprof.analysis.costs import assess_series, predicted_growth
-from adprof.analysis.jumps import unconfirmed_jumps
 from adprof.backends import check_backend
 from adprof.chain import as_chain
 from adprof.guard.checks import guard_checks
 from adprof.guard.limits import GuardLimits
-from adprof.measure import MeasureConfig, SeriesSpec, measure_all
+from adprof.measure import MeasureConfig, SeriesSpec
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, nothing_planned, plan_series
 from adprof.model import Report
-from adprof.report import build_report
+from adprof.pipeline import load_timeout as pipeline_load_timeout
+from adprof.pipeline import parse_backends, run
 
 if TYPE_CHECKING:
     from adprof.render.guard import RenderedGuardReport
@@ -35,15 +34,13 @@ DEFAULT_DEPTHS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
 
 
 def guard_config(**overrides: Any) -> MeasureConfig:
-    """The measuring config of a guard (the CLI's defaults; ``overrides``: e.g. ``cap``, ``budget``, ``jobs``)."""
+    """The measuring config of a guard (the CLI's defaults; ``overrides``: e.g. ``cap``, ``budget``, ``jobs``); the
+    analysis hooks are plugged in by :func:`adprof.pipeline.run`."""
     kw: dict[str, Any] = {
         "cap": GUARD_CAP,
         "budget": GUARD_BUDGET,
         "counter_budget": GUARD_COUNTER_BUDGET,
         "structure": False,
-        "predictor": predicted_growth,
-        "assess": assess_series,
-        "jumps": unconfirmed_jumps,
     }
     kw.update(overrides)
     return MeasureConfig(**kw)
@@ -95,6 +92,30 @@ def unguarded_series(
         )
         out.append(model.Series(m["name"], backend, None, modes[0], file=m["file"], error=error))
     return out
+
+
+def plan_guard(
+    targets: Sequence[str],
+    backends: str | Sequence[str],
+    profile: str | None,
+    mode: str | None,
+    depths: Sequence[int] | None,
+    config: MeasureConfig,
+    notes: list[str],
+    load_timeout: float | None = None,
+) -> tuple[list[SeriesSpec], list[model.Series]]:
+    """The guarded series of ``targets`` (loaded in a worker within ``load_timeout``, default
+    :func:`adprof.pipeline.load_timeout`) at fixed depths (:func:`guard_specs`), and a failed series for each chain
+    none of them measures (:func:`unguarded_series`). ``backends``: names, or the ``--backend`` text (checked after
+    loading, as the command checks it). Raises :class:`UsageError` when nothing is planned."""
+    timeout = pipeline_load_timeout(config) if load_timeout is None else load_timeout
+    metas = load_targets(list(targets), timeout, config.deadline)
+    names = parse_backends(backends) if isinstance(backends, str) else list(backends)
+    skipped: dict[tuple[str, str], list[str]] = {}
+    specs = guard_specs(metas, names, profile, mode, depths, notes, skipped)
+    if not specs:
+        raise UsageError(f"nothing to guard: {nothing_planned(metas, names, mode)}")
+    return specs, unguarded_series(metas, specs, skipped)
 
 
 def target_of(chain: Any) -> str:
@@ -153,23 +174,12 @@ def guard_targets(
         cfg.memory = True
     depths = guard_depths(depths)
     names = [target_of(t) for t in targets]
-    metas = load_targets(names, min(LOAD_TIMEOUT, cfg.budget), cfg.deadline)
     notes: list[str] = []
-    skipped: dict[tuple[str, str], list[str]] = {}
     backends = [check_backend(backend)]
-    specs = guard_specs(metas, backends, profile, mode, depths, notes, skipped)
-    if not specs:
-        raise UsageError(f"nothing to guard: {nothing_planned(metas, backends, mode)}")
-    measured = measure_all(specs, cfg)
-    if measured.interrupted is not None:
-        raise KeyboardInterrupt(measured.interrupted)
-    report = build_report(
-        [*measured.series, *unguarded_series(metas, specs, skipped)],
-        measured.structures,
-        notes=measured.notes + notes,
-        budget_seconds=cfg.budget,
-        elapsed_seconds=measured.elapsed,
+    specs, unguarded = plan_guard(
+        names, backends, profile, mode, depths, cfg, notes, load_timeout=min(LOAD_TIMEOUT, cfg.budget)
     )
+    report = run(specs, cfg, unmeasured=unguarded, notes=notes)  # interrupted: pipeline.Interrupted
     from adprof.render.guard import RenderedGuardReport  # here: the renderer's module imports the guard's outcome
 
     return RenderedGuardReport.of(guard_checks(report, limits)), report

@@ -19,6 +19,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from adprof.guard.limits import GuardLimits
 from adprof.guard.outcome import GuardCheck, GuardReport
 from adprof.model import Result, time_value
 from adprof.render.markdown import cell, strong, table
@@ -88,6 +89,17 @@ class RenderedGuardReport(GuardReport):
 
             bundle["text/html"] = f"<pre>{escape(self.text())}</pre>" + render_html_fragment(self.report)
         return bundle
+
+
+def limits_text(limits: GuardLimits, baseline: str | None = None, tolerance: float = 0.0) -> str:
+    """The sentence of a guard's limits (``max base 1.1, max exponent 1.3``; with a ``baseline``, e.g.
+    ``baseline base.json``, the baseline and its tolerance first)."""
+    text = f"max base {limits.max_base:g}, max exponent {limits.max_exponent:g}"
+    if limits.checks_memory:
+        text += f", {limits.memory_text()}"
+    if baseline is not None:
+        text = f"{baseline}, tolerance {tolerance:g}; {text} for series not in it"
+    return text
 
 
 def guard_text(guard: GuardReport) -> str:
@@ -214,4 +226,12 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
     return head + (body if rows else "No series.\n")
 
 
-__all__ = ["RenderedGuardReport", "evidence_lines", "guard_markdown", "guard_text", "junit_xml", "xml_safe"]
+__all__ = [
+    "RenderedGuardReport",
+    "evidence_lines",
+    "guard_markdown",
+    "guard_text",
+    "junit_xml",
+    "limits_text",
+    "xml_safe",
+]

@@ -15,13 +15,16 @@ from rich.progress import (
 )
 
 from adprof.model import Series
+from adprof.report import analyze_structures
 
 
 class SeriesProgress:
     """Transient rich progress on stderr (TTY only): one bar over the series, with what each worker
-    lane is measuring right now in its description."""
+    lane is measuring right now in its description; ``verbose``: a line per series measured when the bar is off,
+    and every structure's summary (else the ones at risk, under the bar)."""
 
-    def __init__(self, console: Console, total: int, lanes: int, enabled: bool) -> None:
+    def __init__(self, console: Console, total: int, lanes: int, enabled: bool, verbose: bool = False) -> None:
+        self.console, self.enabled, self.verbose = console, enabled, verbose
         self.progress = Progress(
             SpinnerColumn(),
             BarColumn(bar_width=20),
@@ -49,6 +52,21 @@ class SeriesProgress:
 
     def done(self, series: Series) -> None:
         self.progress.advance(self.task)
+        if self.verbose and not self.enabled:
+            tail = series.error or series.stopped or ""
+            self.console.print(
+                f"measured {series.label}: depths {[p.depth for p in series.points]} {tail}",
+                markup=False,
+                highlight=False,
+            )
+
+    def structures(self, recordings: dict[Any, dict[str, Any]]) -> None:
+        """The structure probes' summaries: the chains at risk (every one when verbose)."""
+        if not (self.enabled or self.verbose):
+            return
+        for st in analyze_structures(recordings).values():
+            if st.at_risk or self.verbose:
+                self.progress.console.print(st.summary(), markup=False, highlight=False, soft_wrap=True)
 
 
 __all__ = ["SeriesProgress"]
