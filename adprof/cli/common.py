@@ -18,7 +18,7 @@ from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS
 from adprof.guard import parse_bytes, pyproject_path
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
-from adprof.measure.plan import UsageError
+from adprof.measure.plan import UsageError, csv_list  # noqa: F401  (csv_list: the commands' lists)
 from adprof.model import Report, Result
 from adprof.options import RULES, depths_arg, parse_number  # noqa: F401  (depths_arg: the commands' --depths)
 from adprof.options import arg as option_arg
