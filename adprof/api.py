@@ -423,11 +423,12 @@ def _trust(value: Any) -> str | None:
 
 
 def _series_settings(backend: Any, profile: Any, mode: Any, depths: Any) -> dict[str, Any]:
-    """The backends (checked; default engine), profiles, modes and depths, as the command reads its options."""
+    """The backends (``backend``: as the command's ``--backend`` text, default engine), profiles, modes and depths,
+    as the command reads its options."""
     values = {"backend": _csv("backend", backend), "profile": _csv("profile", profile), "mode": _csv("mode", mode)}
     check_names(values)
     return {
-        "backends": parse_backends(values["backend"] or "engine"),
+        "backend": values["backend"] or "engine",
         "profile": values["profile"],
         "mode": values["mode"],
         "depths": guard_depths(depths),
@@ -554,7 +555,8 @@ def check(
     ):
         argv = ["check", *targets, *options]
         notes: list[str] = []
-        specs = plan_check(targets, series["backends"], series["profile"], series["mode"], cfg, notes)
+        backends = parse_backends(series["backend"])
+        specs = plan_check(targets, backends, series["profile"], series["mode"], cfg, notes)
         report, interrupted = _measured(specs, cfg, argv, trust=trusted, notes=notes)
         _rename_shipped(report, shipment)
         result = Report.of(report)
@@ -620,7 +622,7 @@ def guard(
         argv = ["guard", *targets, *options, *named]
         notes: list[str] = []
         specs, unguarded = plan_guard(
-            targets, series["backends"], series["profile"], series["mode"], series["depths"], cfg, notes
+            targets, series["backend"], series["profile"], series["mode"], series["depths"], cfg, notes
         )
         report, interrupted = _measured(specs, cfg, argv, unmeasured=unguarded, notes=notes)
         _rename_shipped(report, shipment)
