@@ -263,15 +263,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         bound=_bound_name(series, fit),
         info=backend_info_of(series),
     )
-    v.remedies = explain.remedies(
-        v.kind,
-        mode=series.mode,
-        backend=series.backend,
-        profile=series.profile,
-        source=fit.source,
-        axis=series.axis,
-        info=backend_info_of(series),
-    )
+    v.remedies = explain.remedies(v.kind, series, fit.source)
     return v
 
 

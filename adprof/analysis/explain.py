@@ -211,23 +211,16 @@ def cause(
     )
 
 
-def remedies(
-    kind: str,
-    *,
-    mode: str = "traced",
-    backend: str = "",
-    profile: str | None = None,
-    source: str = "counters",
-    axis: str = "layer",
-    info: BackendInfo | None = None,
-) -> list[str]:
-    """The remedies that follow from a verdict and what was measured (empty for linear/inconclusive/error)."""
+def remedies(kind: str, series: model.Series, source: str = "counters") -> list[str]:
+    """The remedies that follow from a verdict and what was measured on ``series`` (its profile, axis and its
+    backend's declared remedies; empty for linear/inconclusive/error)."""
+    profile, axis = series.profile, series.axis
     engine = profile is not None
     fixed = [FIXED_PROFILE] if engine and profile != "fixed" else []
     pathology = kind in model.PATHOLOGIES + (model.MILD_TRANSFORM,)
     if axis == "order" and pathology:
         return [TAYLOR_MODE, MEASURE_FIRST]
-    declared = (info or declared_info(backend, mode)).remedies
+    declared = model.backend_info_of(series).remedies
     if declared and pathology:
         return list(declared)
     if source != "counters" and kind in model.PATHOLOGIES:
