@@ -133,6 +133,7 @@ class Search:
         self.promoted: set[str] = set()
         self.credit: dict[str, float] = {b: 0.0 for b in self.backends}
         self.given_up: set[str] = set()  # backends whose screen could run no generator drawn
+        self.offered: dict[Target, int] = {}  # generators queued for each target (what grew somewhere)
 
     # ------------------------------------------------------------------ costs and tiers
 
@@ -174,7 +175,9 @@ class Search:
             st = self.stats.per_target[t.label]
             done = st.measured + st.failures
             st.cost_per_evaluation = round(st.seconds / done, 4) if done else None
-        expected(self.stats, self.by_backend, self.cost, {b: self.screen(b) for b in self.backends}, allowed)
+        screens = {b: self.screen(b) for b in self.backends}
+        offered = {t: self.offered.get(t, 0) for t in self.targets if self.cost(t) > NO_SAMPLE_SECONDS}
+        expected(self.stats, self.by_backend, self.cost, screens, allowed, offered)
         return self.archive
 
     def _done(self) -> bool:
@@ -227,7 +230,7 @@ class Search:
         screen = self.screen(backend)
         out: list[Generator] = []
         attempts = 0
-        while len(out) < n and attempts < DRAWS_PER_SENT * n:
+        while len(out) < n and attempts < DRAWS_PER_SENT * max(n, MIN_BATCH):
             attempts += 1
             if (own or other) and self.rng.random() >= FRESH:
                 pool = own or other
@@ -349,6 +352,7 @@ class Search:
         to the target first); one that grew elsewhere only to the back: one input among several."""
         niche = (gen.axis, gen.reuses)
         queue, seen = self.queued[target], self.niches[target]
+        self.offered[target] = self.offered.get(target, 0) + 1
         if not own:
             queue.append(gen)
             return
@@ -377,11 +381,13 @@ def expected(
     cost: Callable[[Target], float],
     screens: dict[str, list[Target]],
     seconds: float | None = None,
+    only_offered: dict[Target, int] | None = None,
 ) -> None:
     """Each target's expected evaluations (:attr:`TargetStats.expected`): its backend's equal share of the
     search's lane-seconds (``seconds``: the time it was given; its own seconds when None) over the cost of one
-    generator on its screen (a screen target), or one per generation at most (a target off the screen); and
-    whether it is :func:`starved`."""
+    generator on its screen (a screen target), or one per generation at most (a target off the screen; one that
+    takes no sample, in ``only_offered``: at most the generators queued for it); and whether it is
+    :func:`starved`."""
     lane_seconds = (stats.seconds if seconds is None else seconds) * stats.lanes
     share = lane_seconds / max(1, len(by_backend))
     for b, targets in by_backend.items():
@@ -391,7 +397,8 @@ def expected(
             if t in screens[b]:
                 allowed = share / per_gen
             else:
-                allowed = min(float(stats.generations), share / max(cost(t), 1e-3))
+                most = (only_offered or {}).get(t, stats.generations)
+                allowed = min(float(most), share / max(cost(t), 1e-3))
             st.expected = round(allowed, 1)
             st.starved = starved(st)
 
