@@ -297,6 +297,7 @@ def render_hunt_html(report: HuntReport) -> str:
         f"<p>seed {report.seed}; elapsed {report.elapsed_seconds:.1f} s of {report.budget_seconds:g} s; targets: "
         f"{escape(', '.join(report.targets))}</p>",
         f"<p>{escape(stats_line(report))}</p>",
+        "<ul>" + "".join(f"<li>{escape(line.strip())}</li>" for line in per_target_lines(report)) + "</ul>",
     ]
     if report.interrupted:
         parts.append(f"<p><b>interrupted by {escape(report.interrupted)}: partial report</b></p>")
