@@ -277,6 +277,9 @@ class PlantedBackend(Backend):
     install_hint = "pip install numpy"
     memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes",)}
     memory_by_default = True
+    #: What it cannot run, declared (docs/backends.md): no linear algebra, no ``xp.grad`` to nest.
+    unsupported_ops = frozenset({"svd_u", "qr_q", "qr_r"})
+    no_nested_grad = ("traced", "eager")
 
     def measure_point(
         self,

@@ -287,8 +287,9 @@ def test_a_planted_one_off_slow_point_is_never_reported(tmp_path, monkeypatch, c
     data = json.loads(report.read_text())
     assert data["stats"]["candidates"] >= 1 and data["stats"]["rejected"] >= 1, data["stats"]
     assert data["findings"] == [] and code == 0
-    # linear; inconclusive; or not measured (a loaded machine: the budget ran out first): never a finding
-    assert all(r["verdict"] in ("linear", "inconclusive", "not measured") for r in data["rejected"]), data["rejected"]
+    # linear, inconclusive, an error (an unroll of exp overflows deeper), not measured (a loaded machine): no finding
+    verdicts = ("linear", "inconclusive", "error", "not measured")
+    assert all(r["verdict"] in verdicts for r in data["rejected"]), data["rejected"]
     assert not list(out.glob("*.py"))
     assert "no confirmed finding" in capsys.readouterr().out
 
