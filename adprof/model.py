@@ -2,7 +2,8 @@
 
 Everything here is a dataclass of plain values (numbers, strings, lists, dicts) so that a whole
 report serializes to JSON and loads back without loss; below them, the helpers on points that several
-layers share (cost phases, counter sums, seconds). Layer 0: imports nothing of adprof.
+layers share (cost phases, counter sums, seconds). Layer 0: imports only :mod:`adprof.verdicts` (the table of
+verdict kinds, whose views the verdict names here are).
 """
 
 from __future__ import annotations
@@ -13,34 +14,29 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-#: Verdict names (a public contract: JSON `verdict` field, exit codes, guards).
-EXPONENTIAL_TRANSFORM = "exponential-transform"
-SUPERLINEAR_TRANSFORM = "superlinear-transform"
-EXPONENTIAL_BACKWARD = "exponential-backward"
-SUPERLINEAR_BACKWARD = "superlinear-backward"
-LINEAR = "linear"
-INCONCLUSIVE = "inconclusive"
-ERROR = "error"
+from adprof import verdicts
+from adprof.verdicts import Kind
+
+#: Verdict names (a public contract: JSON `verdict` field, exit codes, guards), declared once in
+#: :data:`adprof.verdicts.TABLE` with everything read about them; these names are its views.
+EXPONENTIAL_TRANSFORM = Kind.EXPONENTIAL_TRANSFORM.value
+SUPERLINEAR_TRANSFORM = Kind.SUPERLINEAR_TRANSFORM.value
+EXPONENTIAL_BACKWARD = Kind.EXPONENTIAL_BACKWARD.value
+SUPERLINEAR_BACKWARD = Kind.SUPERLINEAR_BACKWARD.value
+LINEAR = Kind.LINEAR.value
+INCONCLUSIVE = Kind.INCONCLUSIVE.value
+ERROR = Kind.ERROR.value
 
 #: Mildly superlinear (exponent between 1.15 and 1.3, n log n-like): an honest reading, not a pathology.
-MILD_TRANSFORM = "mildly-superlinear-transform"
-MILD_BACKWARD = "mildly-superlinear-backward"
+MILD_TRANSFORM = Kind.MILD_TRANSFORM.value
+MILD_BACKWARD = Kind.MILD_BACKWARD.value
 #: A point ran past its hard timeout and was killed while the measured points looked healthy.
-RUNAWAY = "runaway"
+RUNAWAY = Kind.RUNAWAY.value
 
-VERDICTS = (
-    EXPONENTIAL_TRANSFORM,
-    SUPERLINEAR_TRANSFORM,
-    EXPONENTIAL_BACKWARD,
-    SUPERLINEAR_BACKWARD,
-    LINEAR,
-    INCONCLUSIVE,
-    ERROR,
-    MILD_TRANSFORM,
-    MILD_BACKWARD,
-    RUNAWAY,
-)
-PATHOLOGIES = VERDICTS[:4]
+#: The time verdicts, in the table's order (a live view of :data:`adprof.verdicts.TABLE`).
+VERDICTS = verdicts.TIME_KINDS
+#: The time pathologies: exponential or superlinear, of the transform or the backward pass.
+PATHOLOGIES = verdicts.PATHOLOGIES
 
 
 class PointStatus(StrEnum):
@@ -627,28 +623,20 @@ class Verdict:
 
 
 #: Verdicts that are findings (exit 1, a guard fails): the pathologies, a failing chain, a runaway.
-FINDINGS = frozenset({*PATHOLOGIES, ERROR, RUNAWAY})
+FINDINGS = verdicts.FINDINGS
 
 #: Memory verdict names (a public contract: JSON ``memory.kind``, exit codes, guards). ``linear``: one residual per
 #: layer, what reverse mode holds; ``flat``: no growth with depth (checkpointed, or scanned with remat); a power law
 #: with p >= 1.3 or an exponential in depth; bytes that stay held after each call and grow with the calls (a leak).
 MEMORY_LINEAR = LINEAR
-MEMORY_FLAT = "flat"
-MILD_MEMORY = "mildly-superlinear-memory"  # 1.15 <= p < 1.3 (n log n-like): an honest reading, not a finding
-SUPERLINEAR_MEMORY = "superlinear-memory"
-EXPONENTIAL_MEMORY = "exponential-memory"
-LEAK_PER_CALL = "leak-per-call"
-MEMORY_VERDICTS = (
-    MEMORY_LINEAR,
-    MEMORY_FLAT,
-    MILD_MEMORY,
-    SUPERLINEAR_MEMORY,
-    EXPONENTIAL_MEMORY,
-    LEAK_PER_CALL,
-    INCONCLUSIVE,
-)
+MEMORY_FLAT = Kind.FLAT.value
+MILD_MEMORY = Kind.MILD_MEMORY.value  # 1.15 <= p < 1.3 (n log n-like): an honest reading, not a finding
+SUPERLINEAR_MEMORY = Kind.SUPERLINEAR_MEMORY.value
+EXPONENTIAL_MEMORY = Kind.EXPONENTIAL_MEMORY.value
+LEAK_PER_CALL = Kind.LEAK_PER_CALL.value
+MEMORY_VERDICTS = verdicts.MEMORY_KINDS
 #: Memory verdicts that are findings: ``check`` exits 1 on them as on a time finding.
-MEMORY_FINDINGS = frozenset({SUPERLINEAR_MEMORY, EXPONENTIAL_MEMORY, LEAK_PER_CALL})
+MEMORY_FINDINGS = verdicts.MEMORY_FINDINGS
 #: The memory figures of a point, as ``Series.memory_notes`` names them.
 SAVED_BYTES = "saved_bytes"
 PEAK_BYTES = "peak_bytes"

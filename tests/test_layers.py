@@ -16,6 +16,7 @@ ENGINE = PACKAGE.parent / "engine"
 LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.constants", "model"),
     ("adprof.model", "model"),
+    ("adprof.verdicts", "model"),  # the one table of verdict kinds: model's names are its views
     ("adprof.util", "model"),  # standard-library helpers (processes, output files, terminal text)
     ("adprof.plain", "model"),
     ("adprof.options", "model"),  # the one table of option rules: read by the decorator, CLI, API, fixture

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.analysis import explain
 from adprof.analysis.costs import (
     assess_series,
@@ -128,14 +128,6 @@ __all__ = [
 
 COUNTER_LABEL = "key comparisons+lookups+visits"
 
-_KIND = {
-    ("exponential", False): model.EXPONENTIAL_TRANSFORM,
-    ("superlinear", False): model.SUPERLINEAR_TRANSFORM,
-    ("mild", False): model.MILD_TRANSFORM,
-    ("exponential", True): model.EXPONENTIAL_BACKWARD,
-    ("superlinear", True): model.SUPERLINEAR_BACKWARD,
-    ("mild", True): model.MILD_BACKWARD,
-}
 
 #: Time contradicts a healthy deterministic reading when its own fit is confidently a pathology (the lower end
 #: of its interval at least this base, exponential, or exponent, power law) and time grows this many times more
@@ -288,7 +280,7 @@ def _reading(fit: Fit, backward_kind: bool) -> str:
     """The verdict kind that reads the deciding fit."""
     if fit.kind in ("linear", "inconclusive"):
         return model.LINEAR if fit.kind == "linear" else model.INCONCLUSIVE
-    return _KIND[(fit.kind, backward_kind)]
+    return verdicts.reading_kind(fit.kind, backward_kind)
 
 
 def _depths_text(depths: list[int]) -> str:

@@ -10,7 +10,7 @@ depth, not amortized by the prepared-program cache. Fixes: traced mode, short ea
 
 from __future__ import annotations
 
-from adprof import model
+from adprof import model, verdicts
 
 TRACED = (
     "use traced mode when the same function is differentiated repeatedly: record, grad, compile and "
@@ -258,7 +258,7 @@ def remedies(
     if backend == "torch" and mode == "compile" and pathology:
         return [REGIONAL_COMPILE, FEWER_UNROLLED, TORCH_SCAN]
     if source != "counters" and kind in model.PATHOLOGIES:
-        first = [TRACED] if kind.endswith("backward") else []
+        first = [TRACED] if verdicts.info(kind).phase == verdicts.Phase.BACKWARD else []  # type: ignore[union-attr]
         return [*first, STAGING, MEASURE_FIRST, PROFILE_PHASE]
     if kind == model.EXPONENTIAL_TRANSFORM:
         return [STAGING, CHECKPOINT, *fixed, MEASURE_FIRST]
