@@ -54,8 +54,28 @@ MASKED_KEYS = frozenset(
         "cpu",
         "budget_used",
         "spent",
+        # read off the clock or the noisy peak, per point and per series
+        "samples",
+        "extra",
+        "cpu_times",
+        "confirm_walls",
+        "phase_fits",
+        "phase_shares",
+        "growing_phase",
+        "halving",
+        "peak_fit",
+        "peak_bytes",
+        "peak_agrees",
+        "call0_fit",
+        "jumps",
+        "stop",  # the stop rule reads predicted seconds against the cap
+        "stopped",
+        "amortized",  # read on the warm calls' times where no counter is measured
+        "warm_to_call1",
     }
 )
+#: A sentence that reads time or the peak (an evidence line of the time fit, the phases' shares...): masked.
+TIMED_TEXT = re.compile(r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b", re.IGNORECASE)
 #: Key fragments whose values are time readings (a time fit, its intervals, its jumps...).
 MASKED_FRAGMENTS = ("time", "second", "duration", "elapsed", "wall", "clock", "load")
 
@@ -72,9 +92,17 @@ def mask(data: Any, key: str = "") -> Any:
         return "<masked>"
     if isinstance(data, dict):
         return {k: mask(v, str(k)) for k, v in data.items()}
-    if isinstance(data, list):
-        return [mask(v) for v in data]
+    if isinstance(data, list):  # a timed sentence is there in one run and not in another: left out
+        return [mask(v) for v in data if not (isinstance(v, str) and TIMED_TEXT.search(v))]
+    if isinstance(data, str) and TIMED_TEXT.search(data):
+        return "<masked: timed text>"
     return data
+
+
+def measured(result: dict) -> list[tuple[Any, Any]]:
+    """A series' measured depths, their status and call counts (where the clock stopped a series or set its number of
+    calls, two runs measure different things: their readings are not comparable)."""
+    return [(p.get("depth"), p.get("status"), p.get("calls")) for p in result.get("points", [])]
 
 
 def diff(a: Any, b: Any, where: str = "$") -> tuple[list[str], list[str]]:
@@ -129,10 +157,20 @@ def main(argv: list[str] | None = None) -> int:
         if given is None:
             given = folder / f"{name}.json"
             run(tree, args.target, args.depths, given, args.extra)
-        reports.append(mask(json.loads(given.read_text())))
-    changed, added = diff(*reports)
-    n = len(reports[0].get("results", [])) if isinstance(reports[0], dict) else 0
-    print(f"{args.target} depths {args.depths}: {n} series; {len(changed)} differences, {len(added)} added keys")
+        reports.append(json.loads(given.read_text()))
+    before, after = reports
+    skipped = []
+    pairs = list(zip(before.get("results", []), after.get("results", []), strict=False))
+    for i, (x, y) in enumerate(pairs):
+        if measured(x) != measured(y):  # the clock (cap, budget) stopped one run at another depth
+            skipped.append(f"{x.get('chain')}/{x.get('profile') or x.get('backend')}/{x.get('mode')}")
+            before["results"][i] = after["results"][i] = "<not compared: measured different depths or calls>"
+    changed, added = diff(mask(before), mask(after))
+    n = len(pairs)
+    print(
+        f"{args.target} depths {args.depths}: {n} series, {n - len(skipped)} compared ({len(skipped)} measured "
+        f"different depths: {', '.join(skipped) or '-'}); {len(changed)} differences, {len(added)} added keys"
+    )
     for line in changed:
         print("  changed:", line)
     for line in sorted({re.sub(r"\[\d+\]", "[]", a) for a in added}):
