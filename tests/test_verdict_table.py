@@ -4,7 +4,9 @@ own sentences)."""
 
 from __future__ import annotations
 
+import ast
 import io
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -194,3 +196,80 @@ def test_every_kind_enum_member_has_a_row_and_the_enums_serialize_as_their_strin
     assert {k.value for k in Kind} == set(TABLE)
     assert verdicts.Growth.EXPONENTIAL == "exponential" and f"{verdicts.Source.TIME}" == "time"
     assert verdicts.is_exponential(model.EXPONENTIAL_BACKWARD) and not verdicts.is_exponential(model.EXPONENTIAL_MEMORY)
+
+
+# --------------------------------------------------------------------------- state in fields: no message text read
+
+REPO = Path(__file__).resolve().parents[1]
+#: The decision modules: what they decide reads typed fields, never the sentences they write.
+DECISION_MODULES = ("adprof/analysis", "adprof/measure", "adprof/guard.py", "adprof/guard", "adprof/hunt",
+                    "adprof/comparison.py", "adprof/report.py")  # fmt: skip
+#: String methods that cut or rewrite text.
+TEXT_SURGERY = frozenset({"split", "rsplit", "replace", "removeprefix", "removesuffix", "partition", "rpartition"})
+#: The legitimate ones: (file, a fragment of the call's source) -> why it is not our own message being read.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("adprof/measure/plan.py", 'value.split(",")'): "user input: a comma-separated option value",
+    ("adprof/measure/dask_executor.py", 'value.partition(":")'): "user input: the --scheduler local:N address",
+    ("adprof/measure/dask_executor.py", 'value.partition("://")'): "user input: the --scheduler address's scheme",
+    ("adprof/measure/dask_executor.py", 'where.rpartition(":")'): "user input: the --scheduler address's port",
+    ("adprof/measure/machine.py", 'line.partition(":")'): "the system's /proc/cpuinfo lines",
+    ("adprof/measure/client.py", 'self._buf.partition(b"\\n")'): "the worker protocol's bytes, a message a line",
+    ("adprof/measure/pool.py", "series.error.replace(local, spec.file)"): (
+        "a shipped chain's temporary path shown as the user's file in an exception's text (display only)"
+    ),
+    ("adprof/hunt/gen.py", '.replace("\\\\", "\\\\\\\\")'): "escaping a docstring into generated chain source",
+    ("adprof/hunt/gen.py", ".replace('\"\"\"', \"'''\")"): "escaping a docstring into generated chain source",
+    ("adprof/hunt/render.py", 'kind.replace("/", "")'): "a CSS class name made from a verdict name (rendering)",
+}
+
+
+def _decision_files() -> list[Path]:
+    files: list[Path] = []
+    for name in DECISION_MODULES:
+        path = REPO / name
+        files += [path] if path.is_file() else sorted(path.rglob("*.py")) if path.is_dir() else []
+    return files
+
+
+def _text_surgery(path: Path) -> list[tuple[int, str]]:
+    """``(line, source)`` of every string cut or rewrite in ``path``: the methods of :data:`TEXT_SURGERY` (not
+    ``dataclasses.replace``) and slices from ``len(...)`` (a prefix cut)."""
+    source = path.read_text()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TEXT_SURGERY:
+            if isinstance(node.func.value, ast.Name) and node.func.value.id in ("dataclasses", "os", "shutil"):
+                continue
+            found.append((node.lineno, ast.get_source_segment(source, node) or ""))
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            lower = node.slice.lower
+            if isinstance(lower, ast.Call) and isinstance(lower.func, ast.Name) and lower.func.id == "len":
+                found.append((node.lineno, ast.get_source_segment(source, node) or ""))
+    return found
+
+
+def test_no_decision_module_splits_or_rewrites_message_text():
+    files = _decision_files()
+    assert len(files) > 40  # the walk found the modules
+    used: set[tuple[str, str]] = set()
+    bad = []
+    for path in files:
+        rel = path.relative_to(REPO).as_posix()
+        for line, segment in _text_surgery(path):
+            allowed = [key for key in ALLOWED if key[0] == rel and key[1] in segment]
+            used.update(allowed)
+            if not allowed:
+                bad.append(f"{rel}:{line}: {segment}")
+    assert not bad, "text read for control flow (put the state in a typed field):\n" + "\n".join(bad)
+    assert used == set(ALLOWED), f"stale ALLOWED entries: {set(ALLOWED) - used}"
+
+
+def test_the_grep_finds_what_it_forbids(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        'name = fit.metric.split(":", 1)[0]\n'
+        "figure = text.replace(' [', '')\n"
+        "rest = text[len(prefix):]\n"
+        "ok = dataclasses.replace(spec, depths=())\n"
+    )
+    assert sorted(line for line, _ in _text_surgery(bad)) == [1, 2, 3]

@@ -356,7 +356,8 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") 
         )
     if mv.kind == model.MEMORY_FLAT:
         return f"{saved} do not grow with depth ({mv.interval_text or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
-    return f"{saved} grow {figure}: {_MEMORY_GROWTH.get(mv.kind, mv.kind)}".replace("grow : ", "")
+    growth = _MEMORY_GROWTH.get(mv.kind, mv.kind)
+    return f"{saved} grow {figure}: {growth}" if figure else f"{saved} {growth}"
 
 
 def memory_remedies(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") -> list[str]:

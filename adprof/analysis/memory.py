@@ -36,14 +36,18 @@ from adprof.model import (
     Fit,
     LeakReading,
     MemoryVerdict,
+    Noun,
     Point,
     Series,
+    fit_figure,
     fmt_bytes,
 )
 from adprof.util.text import range_text
 
 #: The phase under which the memory series carries its figure (what the evidence lines name).
 MEMORY_PHASE = "memory"
+#: How the memory verdict's evidence names the saved bytes (decide() names the deciding metric so).
+SAVED_NOUN = Noun("saved-for-backward bytes", plural=True)
 #: A power reading whose exponent interval tops out below this is ``flat``: it grows at most about as sqrt(d)
 #: (segment checkpointing), nothing like one residual per layer.
 FLAT_MAX_EXPONENT = 0.6
@@ -104,7 +108,7 @@ def depth_kind(fit: Fit, kind: str) -> str:
 
 def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     """The deterministic reading: ``saved_bytes`` decided as an exact metric by :func:`decide`."""
-    v = decide(memory_series(series, SAVED_BYTES), trust="counters")
+    v = decide(memory_series(series, SAVED_BYTES), trust="counters", named=SAVED_NOUN)
     mv.decided_by, mv.fit, mv.knee = SAVED_BYTES, v.fit, v.knee
     kind = verdicts.memory_kind(v.kind)  # a runaway bound names none: no bound is measured in memory
     if v.knee is not None and v.fit is not None and _converged(v.fit):
@@ -115,9 +119,7 @@ def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     mv.growth = depth_kind(read, kind) if read is not None else kind
     if mv.growth == INCONCLUSIVE:
         mv.reason = v.reason or (v.fit.reason if v.fit is not None else "") or "the saved bytes read no law"
-    own = f"{MEMORY_PHASE} {SAVED_BYTES}"  # how decide() names the figure: as the memory verdict words it
-    named = (line.replace(f"{own} grows", "saved-for-backward bytes grow") for line in v.evidence)
-    mv.evidence.extend(line.replace(own, "saved-for-backward bytes") for line in named)
+    mv.evidence.extend(v.evidence)
 
 
 def _converged(fit: Fit) -> bool:
@@ -162,7 +164,7 @@ def _cross_check(mv: MemoryVerdict, peak: Fit) -> None:
     seen in it: no cross-check then."""
     mv.peak_fit = peak
     peak_kind = depth_kind(peak, verdicts.memory_reading(peak.kind))
-    figure = interval_text(peak).split(" [")[0]
+    figure = fit_figure(peak, interval=False)
     reading = f"{peak_kind} {figure}" if figure and figure != peak_kind else peak_kind
     largest = max(mv.fit.values, default=0.0) if mv.fit is not None else 0.0
     if largest < PEAK_RESOLUTION:

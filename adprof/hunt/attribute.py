@@ -42,7 +42,7 @@ def decided_by(result: Result) -> str:
     fit = result.verdict.fit
     if fit is None:
         return "-"
-    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    return fit.metric if fit.source == verdicts.Source.METRIC else str(fit.source)
 
 
 def row_of(target: Target, result: Result | None, note: str = "", memory: bool = False) -> Row:

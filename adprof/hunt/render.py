@@ -118,7 +118,7 @@ def _paragraph(f: Finding, console: Console) -> None:
     lines.append(_t(f"  across engines: {f.attribution}: {f.attribution_text}"))
     by = {r.target: r for r in f.table}
     if f.also:
-        also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
+        also = [f"{t} ({by[t].verdict}{f' {by[t].figure}' if by[t].figure else ''})" if t in by else t for t in f.also]
         lines.append(_t(f"  also the finding of: {', '.join(also)}"))
     for line in lines:
         console.print(line)
