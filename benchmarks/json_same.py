@@ -75,7 +75,7 @@ MASKED_KEYS = frozenset(
     }
 )
 #: A sentence that reads time or the peak (an evidence line of the time fit, the phases' shares...): masked.
-TIMED_TEXT = re.compile(r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b", re.IGNORECASE)
+TIMED_TEXT = re.compile(r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b|budget", re.IGNORECASE)
 #: Key fragments whose values are time readings (a time fit, its intervals, its jumps...).
 MASKED_FRAGMENTS = ("time", "second", "duration", "elapsed", "wall", "clock", "load")
 
