@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DEPTHS = "1,2,3,4,5,6,8,10"
+#: Room enough that neither the budget nor the cap stops a series of these depths on a loaded machine (what the
+#: clock stops differs run to run, and is not compared).
+DEFAULT_EXTRA = ("--budget", "900", "--cap", "20")
 #: Keys whose values are read off a clock, the machine or the file system: masked whatever they hold.
 MASKED_KEYS = frozenset(
     {
@@ -72,10 +75,13 @@ MASKED_KEYS = frozenset(
         "stopped",
         "amortized",  # read on the warm calls' times where no counter is measured
         "warm_to_call1",
+        "unconfirmed_depths",  # jumps in time not re-measured
     }
 )
 #: A sentence that reads time or the peak (an evidence line of the time fit, the phases' shares...): masked.
-TIMED_TEXT = re.compile(r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b|budget", re.IGNORECASE)
+TIMED_TEXT = re.compile(
+    r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b|budget", re.IGNORECASE
+)
 #: Key fragments whose values are time readings (a time fit, its intervals, its jumps...).
 MASKED_FRAGMENTS = ("time", "second", "duration", "elapsed", "wall", "clock", "load")
 
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-json", type=Path, help="a report already written by the base tree")
     ap.add_argument("--new-json", type=Path, help="a report already written by the new tree")
     ap.add_argument("--keep", type=Path, help="a folder to keep both reports in")
-    ap.add_argument("extra", nargs="*", help="more check options (after --)")
+    ap.add_argument("extra", nargs="*", help=f"check options (after --; default: {' '.join(DEFAULT_EXTRA)})")
     args = ap.parse_args(argv)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="json_same_"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     for given, tree, name in ((args.base_json, args.base, "base"), (args.new_json, args.new, "new")):
         if given is None:
             given = folder / f"{name}.json"
-            run(tree, args.target, args.depths, given, args.extra)
+            run(tree, args.target, args.depths, given, args.extra or list(DEFAULT_EXTRA))
         reports.append(json.loads(given.read_text()))
     before, after = reports
     skipped = []
@@ -165,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         if measured(x) != measured(y):  # the clock (cap, budget) stopped one run at another depth
             skipped.append(f"{x.get('chain')}/{x.get('profile') or x.get('backend')}/{x.get('mode')}")
             before["results"][i] = after["results"][i] = "<not compared: measured different depths or calls>"
+    if skipped:  # a sweep reads its series: those measured at other depths make it differ
+        before["sweeps"] = after["sweeps"] = "<not compared: a series measured different depths or calls>"
     changed, added = diff(mask(before), mask(after))
     n = len(pairs)
     print(
