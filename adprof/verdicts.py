@@ -12,6 +12,8 @@ the guard's exponential test. A new kind is one row here (layer 0: imports nothi
 they compare and serialize as the strings they replace.
 """
 
+# ruff: noqa: E501  (the table below is one line a kind, its columns aligned: wider than the code around it)
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -131,127 +133,43 @@ class KindInfo:
         return self.memory and self.memory_finding and self.family in (Family.EXPONENTIAL, Family.SUPERLINEAR)
 
 
-def _row(kind: Kind, family: Family, **kw: Any) -> tuple[str, KindInfo]:
-    if kw.get("memory_kind") is not None:
-        kw["memory_kind"] = kw["memory_kind"].value
-    return kind.value, KindInfo(kind=kind.value, family=family, **kw)
+_T, _B, _M, _ = Phase.TRANSFORM, Phase.BACKWARD, Phase.MEMORY, Phase.NONE
+_K, _F = Kind, Family
+
+#: The table's columns, in the order each row below gives them.
+_COLUMNS = ("kind", "family", "phase", "time", "memory", "severity", "memory_severity", "finding", "memory_finding",
+            "memory_kind", "style", "short")  # fmt: skip
+# fmt: off
+_ROWS = (
+    # kind                     family          phase time   memory  sev   m-sev finding m-find  memory counterpart       style           short
+    (_K.EXPONENTIAL_TRANSFORM, _F.EXPONENTIAL, _T, True,  False, 3,    None, True,  False, _K.EXPONENTIAL_MEMORY, "bold red",     "exp-transform"),
+    (_K.SUPERLINEAR_TRANSFORM, _F.SUPERLINEAR, _T, True,  False, 2,    None, True,  False, _K.SUPERLINEAR_MEMORY, "bold yellow",  "superlin-transform"),
+    (_K.EXPONENTIAL_BACKWARD,  _F.EXPONENTIAL, _B, True,  False, 3,    None, True,  False, _K.EXPONENTIAL_MEMORY, "bold red",     "exp-backward"),
+    (_K.SUPERLINEAR_BACKWARD,  _F.SUPERLINEAR, _B, True,  False, 2,    None, True,  False, _K.SUPERLINEAR_MEMORY, "bold yellow",  "superlin-backward"),
+    (_K.LINEAR,                _F.LINEAR,      _,  True,  True,  0,    1,    False, False, _K.LINEAR,             "green",        ""),
+    (_K.INCONCLUSIVE,          _F.INCONCLUSIVE, _, True,  True,  None, None, False, False, _K.INCONCLUSIVE,       "dim",          ""),
+    (_K.ERROR,                 _F.ERROR,       _,  True,  False, 5,    None, True,  False, None,                  "magenta",      ""),
+    (_K.MILD_TRANSFORM,        _F.MILD,        _T, True,  False, 1,    None, False, False, _K.MILD_MEMORY,        "yellow",       "mild-transform"),
+    (_K.MILD_BACKWARD,         _F.MILD,        _B, True,  False, 1,    None, False, False, _K.MILD_MEMORY,        "yellow",       "mild-backward"),
+    (_K.RUNAWAY,               _F.RUNAWAY,     _,  True,  False, 4,    None, True,  False, None,                  "bold magenta", ""),
+    (_K.FLAT,                  _F.FLAT,        _,  False, True,  None, 0,    False, False, None,                  "green",        ""),
+    (_K.MILD_MEMORY,           _F.MILD,        _M, False, True,  None, 2,    False, False, None,                  "yellow",       ""),
+    (_K.SUPERLINEAR_MEMORY,    _F.SUPERLINEAR, _M, False, True,  None, 3,    False, True,  None,                  "bold yellow",  ""),
+    (_K.EXPONENTIAL_MEMORY,    _F.EXPONENTIAL, _M, False, True,  None, 4,    False, True,  None,                  "bold red",     ""),
+    (_K.LEAK_PER_CALL,         _F.LEAK,        _M, False, True,  None, 5,    False, True,  None,                  "bold red",     ""),
+)
+# fmt: on
 
 
-_T, _B, _M = Phase.TRANSFORM, Phase.BACKWARD, Phase.MEMORY
+def _info(row: tuple[Any, ...]) -> KindInfo:
+    cells = dict(zip(_COLUMNS, row, strict=True))
+    cells["kind"] = str(cells["kind"].value)
+    cells["memory_kind"] = cells["memory_kind"].value if cells["memory_kind"] is not None else None
+    return KindInfo(**cells)
+
 
 #: THE table: every verdict kind, in the order of the public tuples (time verdicts, then memory's own).
-TABLE: dict[str, KindInfo] = dict(
-    [
-        _row(
-            Kind.EXPONENTIAL_TRANSFORM,
-            Family.EXPONENTIAL,
-            phase=_T,
-            time=True,
-            severity=3,
-            finding=True,
-            memory_kind=Kind.EXPONENTIAL_MEMORY,
-            style="bold red",
-            short="exp-transform",
-        ),
-        _row(
-            Kind.SUPERLINEAR_TRANSFORM,
-            Family.SUPERLINEAR,
-            phase=_T,
-            time=True,
-            severity=2,
-            finding=True,
-            memory_kind=Kind.SUPERLINEAR_MEMORY,
-            style="bold yellow",
-            short="superlin-transform",
-        ),
-        _row(
-            Kind.EXPONENTIAL_BACKWARD,
-            Family.EXPONENTIAL,
-            phase=_B,
-            time=True,
-            severity=3,
-            finding=True,
-            memory_kind=Kind.EXPONENTIAL_MEMORY,
-            style="bold red",
-            short="exp-backward",
-        ),
-        _row(
-            Kind.SUPERLINEAR_BACKWARD,
-            Family.SUPERLINEAR,
-            phase=_B,
-            time=True,
-            severity=2,
-            finding=True,
-            memory_kind=Kind.SUPERLINEAR_MEMORY,
-            style="bold yellow",
-            short="superlin-backward",
-        ),
-        _row(
-            Kind.LINEAR,
-            Family.LINEAR,
-            time=True,
-            memory=True,
-            severity=0,
-            memory_severity=1,
-            memory_kind=Kind.LINEAR,
-            style="green",
-        ),
-        _row(
-            Kind.INCONCLUSIVE, Family.INCONCLUSIVE, time=True, memory=True, memory_kind=Kind.INCONCLUSIVE, style="dim"
-        ),
-        _row(Kind.ERROR, Family.ERROR, time=True, severity=5, finding=True, style="magenta"),
-        _row(
-            Kind.MILD_TRANSFORM,
-            Family.MILD,
-            phase=_T,
-            time=True,
-            severity=1,
-            memory_kind=Kind.MILD_MEMORY,
-            style="yellow",
-            short="mild-transform",
-        ),
-        _row(
-            Kind.MILD_BACKWARD,
-            Family.MILD,
-            phase=_B,
-            time=True,
-            severity=1,
-            memory_kind=Kind.MILD_MEMORY,
-            style="yellow",
-            short="mild-backward",
-        ),
-        _row(Kind.RUNAWAY, Family.RUNAWAY, time=True, severity=4, finding=True, style="bold magenta"),
-        _row(Kind.FLAT, Family.FLAT, memory=True, memory_severity=0, style="green"),
-        _row(Kind.MILD_MEMORY, Family.MILD, phase=_M, memory=True, memory_severity=2, style="yellow"),
-        _row(
-            Kind.SUPERLINEAR_MEMORY,
-            Family.SUPERLINEAR,
-            phase=_M,
-            memory=True,
-            memory_severity=3,
-            memory_finding=True,
-            style="bold yellow",
-        ),
-        _row(
-            Kind.EXPONENTIAL_MEMORY,
-            Family.EXPONENTIAL,
-            phase=_M,
-            memory=True,
-            memory_severity=4,
-            memory_finding=True,
-            style="bold red",
-        ),
-        _row(
-            Kind.LEAK_PER_CALL,
-            Family.LEAK,
-            phase=_M,
-            memory=True,
-            memory_severity=5,
-            memory_finding=True,
-            style="bold red",
-        ),
-    ]
-)
+TABLE: dict[str, KindInfo] = {info.kind: info for info in map(_info, _ROWS)}
 #: The order the memory verdicts are listed in (JSON validation, docs): inconclusive last, as before the table.
 _MEMORY_ORDER: tuple[str, ...] = tuple(
     k.value for k in (Kind.LINEAR, Kind.FLAT, Kind.MILD_MEMORY, Kind.SUPERLINEAR_MEMORY, Kind.EXPONENTIAL_MEMORY)
