@@ -76,11 +76,16 @@ MASKED_KEYS = frozenset(
         "amortized",  # read on the warm calls' times where no counter is measured
         "warm_to_call1",
         "unconfirmed_depths",  # jumps in time not re-measured
+        "ratios",  # the explained cost's backward/forward ratios: times where no counter is read
+        "ratio_slope",
+        "ratio_flat",
+        "forward_fit",  # the explained cost's forward reading: time where no counter is read
+        "forward_phase",
     }
 )
 #: A sentence that reads time or the peak (an evidence line of the time fit, the phases' shares...): masked.
 TIMED_TEXT = re.compile(
-    r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b|budget", re.IGNORECASE
+    r"time|wall|peak|share of|second|\bms\b|\bload|warm calls|\d s > |\bcap\b|budget|grows the same way", re.IGNORECASE
 )
 #: Key fragments whose values are time readings (a time fit, its intervals, its jumps...).
 MASKED_FRAGMENTS = ("time", "second", "duration", "elapsed", "wall", "clock", "load")
