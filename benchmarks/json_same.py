@@ -144,7 +144,8 @@ def diff(a: Any, b: Any, where: str = "$") -> tuple[list[str], list[str]]:
 def run(tree: Path, target: str, depths: str, out: Path, extra: list[str]) -> None:
     """One ``check`` run of ``target`` with the code of ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
-    cmd = [sys.executable, "-m", "adprof", "check", target, "--depths", depths, "--json", str(out), "--no-color"]
+    given = ["--depths", depths] if depths else []  # "": the chain's own depths
+    cmd = [sys.executable, "-m", "adprof", "check", target, *given, "--json", str(out), "--no-color"]
     proc = subprocess.run([*cmd, *extra], cwd=tree, env=env, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1) or not out.exists():
         sys.exit(f"{tree}: check exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", type=Path, default=Path("/work/wt/base"), help="the tree before")
     ap.add_argument("--new", type=Path, default=Path("."), help="the tree after")
     ap.add_argument("--target", default="probes/chains.py")
-    ap.add_argument("--depths", default=DEFAULT_DEPTHS)
+    ap.add_argument("--depths", default=DEFAULT_DEPTHS, help='"" for the chain\'s own depths')
     ap.add_argument("--base-json", type=Path, help="a report already written by the base tree")
     ap.add_argument("--new-json", type=Path, help="a report already written by the new tree")
     ap.add_argument("--keep", type=Path, help="a folder to keep both reports in")
