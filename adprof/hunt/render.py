@@ -12,39 +12,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from adprof.hunt.attribute import Comparison
+from adprof import verdicts
+from adprof.hunt.attribute import NOT_APPLICABLE, NOT_MEASURED, Comparison
 from adprof.hunt.model import HUNT_SCHEMA, Finding, HuntReport, Row
 from adprof.plain import PlainError, from_plain, to_plain
 from adprof.render.console import footnoted
 from adprof.render.html import CSS
 from adprof.util.text import terminal_safe
 
-VERDICT_STYLE = {
-    "exponential-transform": "bold red",
-    "exponential-backward": "bold red",
-    "superlinear-transform": "bold yellow",
-    "superlinear-backward": "bold yellow",
-    "linear": "green",
-    "inconclusive": "dim",
-    "error": "magenta",
-    "n/a": "dim",
-    "not measured": "dim",
-}
+
+def _style(kind: str) -> str:
+    """A verdict's style: the one table's (:data:`adprof.verdicts.TABLE`), dim for hunt's own row states."""
+    return verdicts.style(kind) or ("dim" if kind in (NOT_APPLICABLE, NOT_MEASURED) else "")
 
 
 def _t(text: str, style: str = "") -> Text:
     return Text(terminal_safe(text), style=style)
-
-
-def _short(kind: str) -> str:
-    return {
-        "exponential-transform": "exp-transform",
-        "exponential-backward": "exp-backward",
-        "superlinear-transform": "superlin-transform",
-        "superlinear-backward": "superlin-backward",
-        "mildly-superlinear-transform": "mild-transform",
-        "mildly-superlinear-backward": "mild-backward",
-    }.get(kind, kind)
 
 
 # --------------------------------------------------------------------------- terminal
@@ -61,7 +44,7 @@ def findings_table(report: HuntReport) -> Table:
         t.add_row(
             _t(f"{f.id:04d}"),
             _t(f.target),
-            _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
+            _t(f.verdict, _style(f.verdict)),
             _t(f.figure),
             _t(f.decided_by),
             _t(f.summary),
@@ -88,7 +71,7 @@ def engines_table(rows: Sequence[Row], title: str = "", marks: list[str] | None 
         t.add_row(
             _t(engine),
             _t(r.mode),
-            _t(r.verdict, VERDICT_STYLE.get(r.verdict, "")),
+            _t(r.verdict, _style(r.verdict)),
             _t(r.figure),
             _t(r.decided_by),
             _t(note),
@@ -110,7 +93,7 @@ def _paragraph(f: Finding, console: Console) -> None:
     head = Text.assemble(
         _t(f"{f.id:04d} ", "bold"),
         _t(f"{f.target}: "),
-        _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
+        _t(f.verdict, _style(f.verdict)),
         _t(f" {f.figure}"),
     )
     lines: list[Text] = [head]
@@ -135,7 +118,7 @@ def _paragraph(f: Finding, console: Console) -> None:
     lines.append(_t(f"  across engines: {f.attribution}: {f.attribution_text}"))
     by = {r.target: r for r in f.table}
     if f.also:
-        also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
+        also = [f"{t} ({by[t].verdict}{f' {by[t].figure}' if by[t].figure else ''})" if t in by else t for t in f.also]
         lines.append(_t(f"  also the finding of: {', '.join(also)}"))
     for line in lines:
         console.print(line)
