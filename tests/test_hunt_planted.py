@@ -1,4 +1,4 @@
-"""``adprof hunt`` on an engine it has never seen: ``tests/planted_backend.py``, a plugin registered through the
+"""``adprof hunt`` on an engine it has never seen: ``tests/planted_engine.py``, a plugin registered through the
 ``adprof.backends`` entry point, with a planted pathology in time (its traced mode: exponential in the nesting of
 one op) and one in memory (its eager mode: saved bytes quadratic in a chain of another op). A cheap hunt of it
 alone evaluates on it; a hunt that can run nothing exits 2 saying why; shrinking replaces a three-argument op by
@@ -12,7 +12,7 @@ import math
 import time
 from pathlib import Path
 
-import planted_backend
+import planted_engine
 import pytest
 
 from adprof import backends
@@ -33,9 +33,9 @@ PLANTED_EAGER = Target("planted", None, "eager")
 @pytest.fixture
 def planted(tmp_path_factory, monkeypatch):
     """The planted backend installed: its distribution on ``sys.path`` (the parent) and ``PYTHONPATH`` (workers)."""
-    root = planted_backend.install(tmp_path_factory.mktemp("planted"))
+    root = planted_engine.install(tmp_path_factory.mktemp("planted"))
     monkeypatch.syspath_prepend(str(root))
-    monkeypatch.setenv("PYTHONPATH", planted_backend.environment(root)["PYTHONPATH"])
+    monkeypatch.setenv("PYTHONPATH", planted_engine.environment(root)["PYTHONPATH"])
     backends.plugin_entry_points.cache_clear()
     backends.backend_declaration.cache_clear()
     yield root
@@ -189,4 +189,4 @@ def test_the_ten_minute_hunt_of_the_plugin_finds_both_planted_pathologies(plante
         assert f["shrunk"]["minimal"]
     for f in findings:  # nothing false: every finding's program holds the planted op
         ops = {n["op"] for n in f["generator"]["nodes"]}
-        assert (planted_backend.REMAT_OP in ops) if not f["memory"] else (planted_backend.SNAPSHOT_OP in ops), f
+        assert (planted_engine.REMAT_OP in ops) if not f["memory"] else (planted_engine.SNAPSHOT_OP in ops), f

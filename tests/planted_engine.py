@@ -343,11 +343,11 @@ class PlantedBackend(Backend):
 def install(root: Path) -> Path:
     """Write a distribution declaring :class:`PlantedBackend` under ``adprof.backends`` into ``root`` (this
     module copied beside it): put ``root`` on ``sys.path`` and the workers' ``PYTHONPATH``."""
-    (root / "planted_backend.py").write_text(Path(__file__).read_text())
+    (root / "adprof_planted_engine.py").write_text(Path(__file__).read_text())
     info = root / "adprof_planted-0.1.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: adprof-planted\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[adprof.backends]\n{NAME} = planted_backend:PlantedBackend\n")
+    (info / "entry_points.txt").write_text(f"[adprof.backends]\n{NAME} = adprof_planted_engine:PlantedBackend\n")
     return root
 
 
