@@ -30,7 +30,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from adprof import model, options
+from adprof import model, options, verdicts
 from adprof.analysis.costs import assess_series, predicted_growth
 from adprof.analysis.jumps import expected, unconfirmed_jumps
 from adprof.backends import check_backend
@@ -412,10 +412,6 @@ def _undecided(result: Result, limits: GuardLimits, limit: str, budget: float | 
     return None
 
 
-def _is_exponential(kind: str) -> bool:
-    return kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)
-
-
 def check_result(
     result: Result, limits: GuardLimits, tolerance: float = 0.0, budget: float | None = None
 ) -> GuardCheck:
@@ -433,7 +429,7 @@ def check_result(
         return failed
     # a verdict read past a knee: its rate is the law of the cost over the line past that depth
     past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is not v.fit else ""
-    if _is_exponential(v.kind):
+    if verdicts.is_exponential(v.kind):
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
         return GuardCheck(
