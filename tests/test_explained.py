@@ -185,3 +185,24 @@ def test_json_round_trip_of_explained():
     del data["results"][0]["explained"]
     assert load_report(data).results[0].verdict.explained is None
     assert math.isfinite(data["results"][0]["points"][0]["depth"])
+
+
+def test_every_renderer_shows_the_program_beside_the_gradient():
+    from rich.console import Console
+
+    from adprof.render.console import render_report
+    from adprof.render.html import render_html
+    from adprof.render.markdown import report_markdown
+    from adprof.render.plot import simple_svg
+
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2)
+    result = Result(series=s, verdict=read(s))
+    report = model.Report(results=[result])
+    console = Console(record=True, width=250, no_color=True)
+    render_report(report, console, verbose=True)
+    text = console.export_text()
+    assert "program" in text and "d^2.00: its arithmetic; gradient" in text
+    md = report_markdown(report)
+    assert "| program |" in md and "d^2.00: its arithmetic" in md
+    assert 'class="program"' in render_html(report)
+    assert 'class="forward"' in simple_svg("gen", [result])
