@@ -266,7 +266,7 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
         raw_kind=verdict.kind,
     )
     ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
-    cost = verdict.reading  # what decided the class (a proxy's rate is the time's: noisier, it does not decide)
+    cost = verdict.rate_fit or verdict.reading
     ex.superlinear = grows(ex.program_fit)
     if cost is not None and ex.superlinear and verdict.kind in _READ_KINDS and not verdict.killed:
         _apply(ex, series, verdict, cost)
