@@ -618,6 +618,28 @@ class Explained:
         return f"the forward's {self.forward_phase} grows the same way: {owner}, not the gradient's"
 
 
+def held_rate(verdict: Verdict, absolute: bool = False) -> tuple[str, float | None, float | None, str]:
+    """What a guard's limits hold of a verdict: (kind, exponent, base, against). By default the excess over the
+    program where it grows superlinearly (``against``: " against its program"), else (and with ``absolute``) the
+    raw growth against depth, as the verdict's rate gives it."""
+    ex = verdict.explained
+    if ex is None or not ex.superlinear or not ex.excess_kind:
+        return verdict.kind, verdict.exponent, verdict.base, ""
+    if absolute:
+        return ex.raw_kind or verdict.kind, verdict.exponent, verdict.base, ""
+    return verdict.kind, ex.excess_exponent, ex.excess_base, " against its program"
+
+
+def held_memory_exponent(verdict: Verdict, absolute: bool = False) -> tuple[float | None, str]:
+    """The memory exponent a guard's memory limit holds: the saved bytes' excess over the program's intermediates
+    where they grow superlinearly (unless ``absolute``), else the raw exponent in depth; and the words for it."""
+    mv, ex = verdict.memory, verdict.explained
+    raw = mv.exponent if mv is not None else None
+    if absolute or ex is None or not ex.memory_superlinear or ex.memory_excess_exponent is None:
+        return raw, ""
+    return ex.memory_excess_exponent, " against its program's intermediates"
+
+
 @dataclass
 class Verdict:
     """The decision on one series: its kind, THE deciding model (:attr:`fit`, held once), the evidence read
