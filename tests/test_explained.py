@@ -206,3 +206,19 @@ def test_every_renderer_shows_the_program_beside_the_gradient():
     assert "| program |" in md and "d^2.00: its arithmetic" in md
     assert 'class="program"' in render_html(report)
     assert 'class="forward"' in simple_svg("gen", [result])
+
+
+def test_guards_hold_the_excess_by_default_and_the_raw_growth_with_absolute():
+    from adprof.model import held_memory_exponent, held_rate
+
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2,
+               intermediates=lambda d: 64.0 * d**2, saved=lambda d: 32.0 * d**2)  # fmt: skip
+    v = read(s)
+    kind, exponent, base, against = held_rate(v)
+    assert kind == model.LINEAR and exponent == pytest.approx(1.0, abs=0.02) and against
+    kind, exponent, _, against = held_rate(v, absolute=True)
+    assert kind == model.SUPERLINEAR_BACKWARD and exponent == pytest.approx(2.0, abs=0.02) and not against
+    assert held_memory_exponent(v)[0] == pytest.approx(1.0, abs=0.05)
+    assert held_memory_exponent(v, absolute=True)[0] == pytest.approx(2.0, abs=0.05)
+    linear = read(series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d))
+    assert held_rate(linear) == held_rate(linear, absolute=True)  # a linear program: the same either way
