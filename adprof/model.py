@@ -548,8 +548,8 @@ class Explained:
     ratio_depths: list[int] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     ratio_of: str = ""
-    ratio_slope: float | None = None  # log-log slope of the ratio over the deeper half of the depths
-    ratio_flat: bool | None = None  # |slope| < RATIO_FLAT (None: fewer than three ratios)
+    ratio_slope: float | None = None  # log-log slope of the ratio against depth (Theil-Sen)
+    ratio_flat: bool | None = None  # slope < RATIO_FLAT: flat or falling, bounded (None: fewer than three ratios)
     #: Whose cost: the forward's own phase that outgrows the program the same way ("" when none does).
     forward_phase: str = ""
     forward_fit: Fit | None = None
@@ -606,7 +606,16 @@ class Explained:
         """``gradient 3.1x its forward`` (at the deepest depth; ``, flat`` or ``, growing`` when read)."""
         if self.ratio is None:
             return ""
-        shape = {True: ", flat", False: ", growing"}.get(self.ratio_flat, "") if self.ratio_flat is not None else ""
+        falling = self.ratio_slope is not None and self.ratio_slope <= -0.15
+        shape = (
+            ""
+            if self.ratio_flat is None
+            else ", growing"
+            if not self.ratio_flat
+            else ", falling"
+            if falling
+            else ", flat"
+        )
         return f"gradient {self.ratio:.1f}x its forward{shape}"
 
     @property

@@ -40,9 +40,10 @@ from adprof.model import (
     fit_figure,
 )
 
-#: A gradient/forward ratio is flat when its log-log slope against depth, over the deeper half of the depths,
-#: stays under this (in absolute value): the margin of the linear band (1.15 - 1), so a flat ratio can never
-#: turn a linear forward into a mildly superlinear gradient.
+#: A gradient/forward ratio stays flat when its log-log slope against depth (Theil-Sen, over every depth) stays
+#: under this: the margin of the linear band (1.15 - 1), so a flat ratio can never turn a linear forward into a
+#: mildly superlinear gradient. A falling ratio (the forward's own setup grows, the gradient's does not) is
+#: bounded too, and counts as flat; only a growing one does not.
 RATIO_FLAT = LINEAR_MAX - 1.0
 #: Fewest depths a program figure (or a ratio) is read over.
 MIN_DEPTHS = 3
@@ -159,14 +160,12 @@ def fastest(point: Point, phases: Sequence[str]) -> float | None:
 
 
 def ratio_slope(depths: Sequence[int], ratios: Sequence[float]) -> float | None:
-    """Theil-Sen log-log slope of the ratio over the deeper half of the depths (at least three)."""
+    """Theil-Sen log-log slope of the ratio over every depth (at least three): the median of the pairwise slopes,
+    which the widest pairs steady and one slow run moves little."""
     pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
     if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
         return None
-    tail = pairs[len(pairs) // 2 :] if len(pairs) >= 2 * MIN_DEPTHS else pairs
-    if tail[-1][0] == tail[0][0]:
-        return None
-    pts = [(math.log(d), math.log(r)) for d, r in tail]
+    pts = [(math.log(d), math.log(r)) for d, r in pairs]
     slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
     if not slopes:
         return None
@@ -262,7 +261,7 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
         ratios=ratios,
         ratio_of=of,
         ratio_slope=slope,
-        ratio_flat=None if slope is None else abs(slope) < RATIO_FLAT,
+        ratio_flat=None if slope is None else slope < RATIO_FLAT,
         raw_kind=verdict.kind,
     )
     ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
