@@ -571,7 +571,12 @@ class Explained:
         fit = self.program_fit
         if fit is None:
             return ""
-        return f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
+        text = f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
+        arithmetic = next((n for n in ("flops", "bytes") if n in self.program_fits), "")
+        if arithmetic and self.basis not in ("flops", "bytes"):  # a size: the arithmetic beside it
+            other = self.program_fits[arithmetic]
+            text += f", {fit_figure(other) or other.kind}: {PROGRAM_FIGURE_TEXT[arithmetic]}"
+        return text
 
     @property
     def memory_program_text(self) -> str:

@@ -288,9 +288,14 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
     kind, p, iv, base = excess(cost, basis)
     ex.excess_kind, ex.excess_exponent, ex.excess_interval, ex.excess_base = kind, p, iv, base
     backward = verdict.kind in _BACKWARD_KINDS or series.mode == "eager"
-    new = _verdict_kind(kind, backward)
     head = f"the program grows {ex.program_text}"
     line = f"{head}; read against it the cost grows {ex.excess_text or kind} ({kind})"
+    if kind == "inconclusive" and ex.ratio_flat and iv is not None and iv[0] < SUPERLINEAR_MIN:
+        # noisy time, undecided against the arithmetic: the gradient against its forward decides (it does not
+        # outgrow it: the ratio stays flat), where it does not confidently outgrow the arithmetic either
+        kind = ex.excess_kind = "linear"
+        line += f"; against its forward it stays flat ({ex.ratio_text}, slope {ex.ratio_slope:.2f}): linear"
+    new = _verdict_kind(kind, backward)
     verdict.evidence.insert(0, line)
     verdict.key_evidence.insert(0, line)
     if new == verdict.kind:
