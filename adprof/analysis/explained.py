@@ -225,16 +225,10 @@ def _whose(ex: Explained, series: Series, cost: Fit, cost_kind: str) -> None:
     if fwd is None or _growth_class(fwd.kind) == "":
         return
     basis = ex.program_fit
-    fkind, fp, _, fbase = (
-        excess(fwd, basis)
-        if (basis is not None and ex.superlinear)
-        else (
-            fwd.kind,
-            fwd.exponent,
-            None,
-            fwd.base,
-        )
-    )
+    if basis is not None and ex.superlinear:
+        fkind, fp, _, fbase = excess(fwd, basis)
+    else:
+        fkind, fp, fbase = fwd.kind, fwd.exponent, fwd.base
     if _growth_class(fkind) != _growth_class(cost_kind) or fkind == "mild":
         return
     if fkind == "exponential":
