@@ -222,3 +222,16 @@ def test_guards_hold_the_excess_by_default_and_the_raw_growth_with_absolute():
     assert held_memory_exponent(v, absolute=True)[0] == pytest.approx(2.0, abs=0.05)
     linear = read(series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d))
     assert held_rate(linear) == held_rate(linear, absolute=True)  # a linear program: the same either way
+
+
+def test_a_derivative_order_axis_is_never_explained_by_its_program():
+    """Along ``order`` the forward is the previous order's gradient: its exponential program is autodiff's own
+    growth (jax-ml/jax#520), so the transform keeps its raw reading."""
+
+    def fwd(d):
+        return 100.0 * 2.0**d
+
+    s = series(EXP_DEPTHS, lambda d: 3 * fwd(d), fwd, fwd, mode="traced")
+    s.axis = "order"
+    v = read(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.explained is not None and not v.explained.superlinear

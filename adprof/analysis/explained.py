@@ -55,6 +55,9 @@ PROGRAM_BASIS = ("ops", "flops", "bytes")
 #: Saved bytes: the forward's intermediates, or the bytes it touches where those grow faster (a tape may save an
 #: array the forward reads, such as a dense layer's weights, which no op computes).
 MEMORY_BASIS = ("intermediate_bytes", "bytes")
+#: Axes along which the forward at each step is itself the previous step's derivative (nested ``grad``): its
+#: program's growth is autodiff's own (jax-ml/jax#520), so it explains nothing; the raw growth is read, as before.
+NESTED_AXES = ("order",)
 #: A forward "grows the same way" as its gradient when its excess exponent is within this of the gradient's.
 SAME_WAY = 0.35
 
@@ -260,15 +263,17 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
     )
     ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
     cost = verdict.rate_fit or verdict.reading
-    ex.superlinear = grows(ex.program_fit)
+    nested = series.axis in NESTED_AXES  # the program is the previous order's gradient: it explains nothing
+    ex.superlinear = grows(ex.program_fit) and not nested
     if cost is not None and ex.superlinear and verdict.kind in _READ_KINDS and not verdict.killed:
         _apply(ex, series, verdict, cost)
-    _time_explained(ex, series, verdict)
+    if not nested:
+        _time_explained(ex, series, verdict)
     if cost is not None and verdict.kind in model.PATHOLOGIES and not verdict.killed:
         _whose(ex, series, cost, cost.kind)
         if ex.whose_text:
             verdict.evidence.append(ex.whose_text)
-    if verdict.memory is not None:
+    if verdict.memory is not None and not nested:
         _apply_memory(ex, verdict.memory)
     return ex
 
