@@ -235,3 +235,28 @@ def test_a_derivative_order_axis_is_never_explained_by_its_program():
     s.axis = "order"
     v = read(s)
     assert v.kind == model.EXPONENTIAL_TRANSFORM and v.explained is not None and not v.explained.superlinear
+
+
+def test_the_guards_limits_hold_the_excess_and_absolute_the_raw_growth(tmp_path):
+    """``--max-exponent 1.3`` on a program whose arithmetic grows d^2 holds the gradient's d^2 (its excess d^1.00);
+    ``--absolute`` (pyproject ``absolute = true``, the fixture's ``absolute=``) holds the raw d^2 and fails."""
+    from adprof.cli import parse_command
+    from adprof.guard import GuardLimits, check_result, memory_check
+
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2,
+               intermediates=lambda d: 64.0 * d**2, saved=lambda d: 32.0 * d**2)  # fmt: skip
+    r = Result(series=s, verdict=read(s))
+    held = check_result(r, GuardLimits(max_exponent=1.3, max_memory_exponent=1.2))
+    assert held.ok and "against its program" in held.reason
+    raw = check_result(r, GuardLimits(max_exponent=1.3, absolute=True))
+    assert not raw.ok and "2.00" in raw.measured
+    assert memory_check(r, GuardLimits(max_memory_exponent=1.2)).ok
+    assert not memory_check(r, GuardLimits(max_memory_exponent=1.2, absolute=True)).ok
+    linear = series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d)
+    lr = Result(series=linear, verdict=read(linear))
+    for absolute in (False, True):  # a linear program: the same outcome either way, as before
+        assert not check_result(lr, GuardLimits(max_exponent=1.3, absolute=absolute)).ok
+    (tmp_path / "pyproject.toml").write_text("[tool.adprof.guard]\nabsolute = true\n")
+    assert GuardLimits.from_pyproject(tmp_path).absolute is True
+    assert parse_command(["guard", "x.py", "--absolute"]).absolute is True
+    assert not parse_command(["guard", "x.py"]).absolute
