@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from adprof.backend_info import WHOLE_COMPILE as WHOLE_COMPILE  # where torch puts its whole compile
+from adprof.backend_info import BackendInfo, declared_info, generic_cost_phases
+
 #: Verdict names (a public contract: JSON `verdict` field, exit codes, guards).
 EXPONENTIAL_TRANSFORM = "exponential-transform"
 SUPERLINEAR_TRANSFORM = "superlinear-transform"
@@ -333,6 +336,10 @@ class Series:
     #: Memory figures (``saved_bytes``, ``peak_bytes``, ``retained``) this series does not measure, and why (the
     #: backend cannot count them, memory was not asked for): figure -> sentence.
     memory_notes: dict[str, str] = field(default_factory=dict)
+    #: The backend's declarations for this mode (phases, phase names, remedies, deciding counters, ...), set where
+    #: the series is measured; None (a report read from JSON, a test's series): its backend's as registered
+    #: (:func:`backend_info_of`). Not written to JSON: it is the backend's, not the measurement's.
+    backend_info: BackendInfo | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):
@@ -981,28 +988,21 @@ class Report:
 COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 
 
-#: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
-#: partition), Inductor's lowering/fusion/codegen and its C++ compile.
-TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
-#: Where torch's compile mode puts the metrics of the whole compile (no time of its own): classified too.
-WHOLE_COMPILE = "compile"
-
-
 def cost_phases(mode: str, backend: str = "") -> tuple[str, ...]:
-    """The phases whose cost is classified (and watched by the depth schedule) for a mode (torch's compile
-    mode has its own: :data:`TORCH_COMPILE_PHASES`)."""
-    if mode == "eager":
-        return ("backward",)
-    if mode == "compile":
-        if backend == "torch":
-            return (*TORCH_COMPILE_PHASES, WHOLE_COMPILE)
-        return ("transform", "lower", "compile", "drop")
-    return ("transform", "drop")
+    """The phases whose cost is classified (and watched by the depth schedule) in ``mode``, as ``backend`` declares
+    them (:attr:`adprof.backends.base.Backend.cost_phases`; a backend that declares none: the generic rule,
+    :func:`adprof.backend_info.generic_cost_phases`)."""
+    return declared_info(backend, mode).cost_phases if backend else generic_cost_phases(mode)
+
+
+def backend_info_of(series: Series) -> BackendInfo:
+    """The backend's declarations for a series: the ones it carries, else its backend's as registered."""
+    return series.backend_info or declared_info(series.backend, series.mode)
 
 
 def classified_phases(series: Series) -> tuple[str, ...]:
-    """The phases classified for a series: the chain's own (``cost_phases=``) or the mode's."""
-    return tuple(series.classified_phases) or cost_phases(series.mode, series.backend)
+    """The phases classified for a series: the chain's own (``cost_phases=``) or its backend's for the mode."""
+    return tuple(series.classified_phases) or backend_info_of(series).cost_phases
 
 
 def counter_totals(
@@ -1017,9 +1017,16 @@ def counter_totals(
     return {k: float(sum(float(c.get(k, 0) or 0) for c in dicts)) for k in keys}
 
 
-def counter_value(point: Point, phases: Sequence[str]) -> float | None:
-    """Counter cost of a point over phases (sum of :data:`COUNTER_KEYS`; a command that reports none of
-    those keys: the sum of its own counters), or None without counters there."""
+def counter_value(point: Point, phases: Sequence[str], info: BackendInfo | None = None) -> float | None:
+    """Counter cost of a point over phases, or None without counters there: the sum of the counters the backend
+    declares deciding (``info.deciding_counters``; none declared: :data:`COUNTER_KEYS`, or for a backend or command
+    that reports none of those keys the sum of its own counters; declared empty: None, counters never decide).
+    The one place counter cost is summed."""
+    if info is not None and info.deciding_counters is not None:
+        if not info.deciding_counters:
+            return None
+        declared = counter_totals(point.counters, phases, keys=info.deciding_counters)
+        return None if declared is None else sum(declared.values())
     totals = counter_totals(point.counters, phases)
     if totals is None:
         return None

@@ -81,11 +81,13 @@ from adprof.model import (
     Result,
     Series,
     Verdict,
+    backend_info_of,
     cost_phases,
     counter_value,
     point_wall,
     time_value,
 )
+from adprof.prediction import law_factor
 
 __all__ = [
     "AMORTIZED_BELOW",
@@ -259,10 +261,9 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         phase=v.growing_phase,
         phase_share=v.phase_shares.get(v.growing_phase),
         bound=_bound_name(series, fit),
+        info=backend_info_of(series),
     )
-    v.remedies = explain.remedies(
-        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source, axis=series.axis
-    )
+    v.remedies = explain.remedies(v.kind, series, fit.source)
     return v
 
 
@@ -381,12 +382,13 @@ def _deeper_advice(series: Series) -> str:
     if len(measured) >= 2:
         top, prev = measured[-1], measured[-2]
         step = max(top.depth - prev.depth, 1)
-        more = sum(top.wall_seconds * ((top.depth + k * step) / top.depth) ** 2 for k in range(1, MIN_AFTER + 1))
+        more = sum(
+            top.wall_seconds * law_factor(top.depth, top.depth + k * step, exponent=2.0)
+            for k in range(1, MIN_AFTER + 1)
+        )
         cost = f"about {more:.3g} s more for {MIN_AFTER} depths past {top.depth}; "
     if series.deepest_allowed is not None and series.schedule_end is model.ScheduleEnd.BUDGET:
         return f"{cost}a larger --budget"
-    if series.backend == "cmd":
-        return f"{cost}--max-depth or --depths, and --budget"
     return f"{cost}--max-depth or --depths, and --budget"
 
 
@@ -635,7 +637,7 @@ def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, stru
         if v.base is not None:
             v.key_evidence.append(v.evidence[-1])
     if isinstance(structure, Structure):
-        note = disagreement_reason(structure, v.base, series.profile, series.backend)
+        note = disagreement_reason(structure, v.base, series.profile, series.backend, backend_info_of(series))
         if note:
             v.evidence.append(note)
     exp_kind = v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)

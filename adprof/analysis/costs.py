@@ -9,7 +9,17 @@ from typing import Any
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
 from adprof.constants import NOMINAL_CLOCK
-from adprof.model import COUNTER_KEYS, Fit, Point, Series, classified_phases, counter_value, time_value
+from adprof.model import (
+    COUNTER_KEYS,
+    Fit,
+    Point,
+    Series,
+    backend_info_of,
+    classified_phases,
+    counter_value,
+    time_value,
+)
+from adprof.prediction import cost_ratio
 
 
 def phases_of(series: Series) -> tuple[str, ...]:
@@ -79,7 +89,7 @@ def series_values(
     ds, vs, cs = [], [], []
     for p in series.points:
         if source == "counters":
-            v: Any = counter_value(p, phases)
+            v: Any = counter_value(p, phases, backend_info_of(series))
         elif source == "metric":
             v = metric_value(p, phases, name)
         else:
@@ -107,7 +117,7 @@ def fit_cost(
         return None
     label = "+".join(phases)
     metric = {
-        "counters": f"counters[{label}]: " + "+".join(COUNTER_KEYS),
+        "counters": f"counters[{label}]: " + "+".join(backend_info_of(series).deciding_counters or COUNTER_KEYS),
         "metric": f"{name}: {metric_where(series, phases, name, label)}",
         "time": f"time: {timed_label(series, phases)}",
     }[source]
@@ -186,7 +196,8 @@ def deciding_fits(
     series: Series, phases: tuple[str, ...], quick: bool = False
 ) -> tuple[Fit | None, Fit | None, dict[str, Fit], str]:
     """(counter fit, time fit, metric fits, source that decides); ``quick``: no bootstrap (schedule use)."""
-    has_counters = any(counter_value(p, phases) is not None for p in series.points)
+    info = backend_info_of(series)
+    has_counters = any(counter_value(p, phases, info) is not None for p in series.points)
     counter_fit = fit_cost(series, phases, "counters") if has_counters else None
     metric_fits = {n: f for n in metric_names(series, phases) if (f := fit_cost(series, phases, "metric", n))}
     # a lower bound on the work that itself grows fast decides first (the work grows at least as fast); one
@@ -253,10 +264,8 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
         fit = cost_rate(series, phases_of(series), fit, quick=True) or fit  # type: ignore[arg-type]
     if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
-    now, then = predict(fit, fit.depths[-1]), predict(fit, depth)
-    if not now or then is None or now <= 0 or not math.isfinite(then):
-        return None
-    return max(then / now, 1.0), interval_text(fit) or fit.model
+    ratio = cost_ratio(predict(fit, fit.depths[-1]), predict(fit, depth))
+    return None if ratio is None else (ratio, interval_text(fit) or fit.model)
 
 
 #: An exact power law read this steep over uneven depth steps is likelier an exponential (a power's marginal ratio

@@ -319,8 +319,9 @@ def decide_memory(series: Series) -> MemoryVerdict:
             mv.reason = "memory was measured at too few depths to read a law against depth"
     for name, why in series.memory_notes.items():
         mv.evidence.append(f"{name} not measured: {why}")
-    mv.cause = explain.memory_cause(mv, backend=series.backend, mode=series.mode)
-    mv.remedies = explain.memory_remedies(mv, backend=series.backend, mode=series.mode)
+    info = model.backend_info_of(series)
+    mv.cause = explain.memory_cause(mv, backend=series.backend, mode=series.mode, info=info)
+    mv.remedies = explain.memory_remedies(mv, backend=series.backend, mode=series.mode, info=info)
     return mv
 
 

@@ -93,16 +93,21 @@ def _engines(rows: Sequence[Row], kinds: frozenset[str] | set[str]) -> list[str]
     by: dict[str, list[str]] = {}
     for r in rows:
         if r.verdict in kinds:
-            engine = r.profile if r.backend == "engine" and r.profile else r.backend
-            by.setdefault(engine, []).append(r.mode)
+            by.setdefault(Target(r.backend, r.profile, r.mode).engine, []).append(r.mode)
     return [f"{e} ({', '.join(modes)})" for e, modes in by.items()]
+
+
+def _backend_of(r: Row) -> str:
+    """``jax``, ``engine/v08``: a backend, with its profile where the backend is named by it."""
+    named = Target(r.backend, r.profile, r.mode).engine != r.backend
+    return f"{r.backend}/{r.profile}" if named else r.backend
 
 
 def attribute(rows: Sequence[Row]) -> tuple[str, str]:
     """The attribution label and its sentence (see the module docstring)."""
     grows = _engines(rows, GROWING)
     linear = _engines(rows, NOT_GROWING)
-    backends = {r.backend if r.backend != "engine" else f"engine/{r.profile}" for r in rows if r.verdict in GROWING}
+    backends = {_backend_of(r) for r in rows if r.verdict in GROWING}
     na = [r for r in rows if r.verdict == NOT_APPLICABLE]
     tail = f"; not applicable on {len(na)}" if na else ""
     if grows and linear:

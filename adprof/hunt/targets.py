@@ -14,11 +14,13 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adprof.backend_info import BackendInfo
 from adprof.backends import (
     BACKEND_MODES,
     BACKEND_PROFILES,
     UnknownBackendError,
     backend_declaration,
+    backend_info,
     check_backend,
     known_backends,
     memory_asked,
@@ -39,10 +41,15 @@ class Target:
     mode: str
 
     @property
+    def info(self) -> BackendInfo:
+        """The backend's declarations for this mode (:meth:`adprof.backends.base.Backend.info`)."""
+        return backend_info(self.backend, self.mode)
+
+    @property
     def engine(self) -> str:
-        """The engine's name in file names and tables: the profile for adprof's engine (``v08``), else the
-        backend (``jax``)."""
-        return self.profile if self.backend == "engine" and self.profile else self.backend
+        """The engine's name in file names and tables: the profile where the backend is named by it (adprof's
+        engine: ``v08``), else the backend (``jax``)."""
+        return self.profile if self.info.named_by_profile and self.profile else self.backend
 
     @property
     def label(self) -> str:
@@ -71,19 +78,28 @@ class Target:
 
     @property
     def decider(self) -> str:
-        """What decides this target's verdicts on the check path: ``counters`` (the engine), a deterministic
-        metric the backend declares, or ``time``."""
-        if self.backend == "engine":
+        """What decides this target's verdicts on the check path: ``counters`` (where the backend declares the
+        counters that decide), a deterministic metric the backend declares, or ``time`` (a backend's counters that
+        it does not declare decide too, where its points report them: see :attr:`counters_decide`)."""
+        if self.info.deciding_counters:
             return "counters"
-        decl = backend_declaration(self.backend)
-        deciding = decl.deciding_metrics.get(self.mode, ())
+        deciding = self.deciding_metrics
         return deciding[0] if deciding else "time"
+
+    @property
+    def counters_decide(self) -> bool:
+        """Whether the counters the points report decide (as on ``check``'s path): unless the backend declares
+        that none do (``deciding_counters = ()``)."""
+        return self.info.counters_decide
+
+    @property
+    def deciding_metrics(self) -> tuple[str, ...]:
+        """The deterministic metrics the backend declares deciding in this mode, in order of preference."""
+        return tuple(backend_declaration(self.backend).deciding_metrics.get(self.mode, ()))
 
     @property
     def lower_bounds(self) -> tuple[str, ...]:
         """Metrics that decide this target when they grow superlinearly (lower bounds on its work)."""
-        if self.backend == "engine":
-            return ()
         return tuple(backend_declaration(self.backend).lower_bound_metrics.get(self.mode, ()))
 
 
@@ -143,31 +159,13 @@ def hunt_targets(backends: Sequence[str], profiles: str | None, modes: str | Non
 # --------------------------------------------------------------------------- what runs where
 
 
-#: Ops a backend does not offer (its namespace raises UnsupportedOpError, or the engine has no VJP for them):
-#: a generator using one is never sent there (docs/backends.md).
-UNSUPPORTED_OPS: dict[str, frozenset[str]] = {
-    "tinygrad": frozenset({"where", "svd_u", "qr_q", "qr_r", "rowsum"}),
-    "autograd": frozenset({"qr_q", "qr_r"}),
-}
-#: Targets that cannot nest the chain's own gradient (``xp.grad``): the engine and tinygrad have none,
-#: torch's traced and compile modes refuse a nested ``torch.autograd.grad`` (functorch / AOTAutograd).
-NO_ORDER: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("engine", "traced"),
-        ("engine", "eager"),
-        ("tinygrad", "compile"),
-        ("tinygrad", "eager"),
-        ("torch", "traced"),
-        ("torch", "compile"),
-    }
-)
-
-
 def runs_on(target: Target, gen: Generator) -> str | None:
-    """Why ``gen`` cannot run on ``target`` (one phrase), or None."""
-    if gen.scale == "order" and (target.backend, target.mode) in NO_ORDER:
+    """Why ``gen`` cannot run on ``target`` (one phrase), or None: as the backend declares (``no_nested_grad``:
+    no ``xp.grad`` to nest in that mode; ``unsupported_ops``: ops its namespace lacks; docs/backends.md)."""
+    info = target.info
+    if gen.scale == "order" and not info.nests_grad:
         return "no nested gradient (xp.grad) here"
-    missing = sorted({n.op for n in gen.nodes} & UNSUPPORTED_OPS.get(target.backend, frozenset()))
+    missing = sorted({n.op for n in gen.nodes} & set(info.unsupported_ops))
     if missing:
         return f"no {', '.join(missing)} on {target.backend}"
     return None

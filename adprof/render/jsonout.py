@@ -114,7 +114,7 @@ def result_to_json(result: Result) -> dict[str, Any]:
     out["halving"] = {k: [dataclasses.asdict(row) for row in rows] for k, rows in result.halving.items()}
     for obj in (s, v):  # every other field (added later to the model), by its own name
         for f in dataclasses.fields(obj):
-            if f.name not in out and f.name != "kind":
+            if f.name not in out and f.name not in ("kind", "backend_info"):  # backend_info: the backend's own
                 out[f.name] = to_plain(getattr(obj, f.name))
     return out
 
