@@ -10,7 +10,7 @@ depth, not amortized by the prepared-program cache. Fixes: traced mode, short ea
 
 from __future__ import annotations
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.backend_info import (  # the remedies the built-in backends declare, shared with the generic ones
     CACHED_COMPILE as CACHED_COMPILE,
 )
@@ -224,7 +224,7 @@ def remedies(kind: str, series: model.Series, source: str = "counters") -> list[
     if declared and pathology:
         return list(declared)
     if source != "counters" and kind in model.PATHOLOGIES:
-        first = [TRACED] if kind.endswith("backward") else []
+        first = [TRACED] if verdicts.info(kind).phase == verdicts.Phase.BACKWARD else []  # type: ignore[union-attr]
         return [*first, STAGING, MEASURE_FIRST, PROFILE_PHASE]
     if kind == model.EXPONENTIAL_TRANSFORM:
         return [STAGING, CHECKPOINT, *fixed, MEASURE_FIRST]
@@ -290,7 +290,8 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", 
         )
     if mv.kind == model.MEMORY_FLAT:
         return f"{saved} do not grow with depth ({mv.interval_text or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
-    return f"{saved} grow {figure}: {_MEMORY_GROWTH.get(mv.kind, mv.kind)}".replace("grow : ", "")
+    growth = _MEMORY_GROWTH.get(mv.kind, mv.kind)
+    return f"{saved} grow {figure}: {growth}" if figure else f"{saved} {growth}"
 
 
 def memory_remedies(

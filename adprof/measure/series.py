@@ -552,7 +552,6 @@ def _time_stop(front: Frontier, series: Series, fit: Fit | None, cap: float) -> 
             return Stop(StopReason.CAP, after=p.depth, phase=ph, seconds=t, limit=cap)
         return None
     if front.reason is Deepening.PREDICTED and front.predicted is not None:
-        figure = fit_figure(fit) if fit is not None else ""
         return Stop(
             StopReason.PREDICTED_CAP,
             after=top,
@@ -560,7 +559,7 @@ def _time_stop(front: Frontier, series: Series, fit: Fit | None, cap: float) -> 
             phase="+".join(classified_phases(series)),
             seconds=front.predicted,
             limit=cap,
-            by_model=figure.split(" [")[0],
+            by_model=fit_figure(fit, interval=False) if fit is not None else "",
         )
     return None
 

@@ -210,6 +210,8 @@ def result_from_json(d: dict[str, Any]) -> Result:
         verdict.metric_fits[slot.split(".", 1)[1]] = verdict.fit  # type: ignore[assignment]
     elif slot:
         setattr(verdict, slot, verdict.fit)
+    for name, fit in verdict.metric_fits.items():  # verdicts (issue 37): a report written before Fit.metric_name
+        fit.metric_name = fit.metric_name or name
     halving = from_plain(dict[str, list[HalvingRow]], d.get("halving") or {}, "halving")
     return Result(series=series, verdict=verdict, halving=halving)
 
