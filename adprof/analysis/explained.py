@@ -86,7 +86,7 @@ def program_fits(series: Series) -> dict[str, Fit]:
         if len(by_depth) < MIN_DEPTHS:
             continue
         depths = sorted(by_depth)
-        fit = fit_growth(depths, [by_depth[d] for d in depths], metric=f"program: {name}", exact=True, source="program")
+        fit = fit_growth(depths, [by_depth[d] for d in depths], metric=f"program: {name}", exact=True, source="metric")
         fit.axis = series.axis
         out[name] = fit
     return out
