@@ -638,6 +638,9 @@ MILD_MEMORY = "mildly-superlinear-memory"  # 1.15 <= p < 1.3 (n log n-like): an 
 SUPERLINEAR_MEMORY = "superlinear-memory"
 EXPONENTIAL_MEMORY = "exponential-memory"
 LEAK_PER_CALL = "leak-per-call"
+#: Only the peak (the worker's high-water mark: noisy) was measured: its reading, with its figure, never a finding
+#: (no deterministic figure says so). A cross-check has nothing to check against.
+PEAK_ONLY = "peak-only"
 MEMORY_VERDICTS = (
     MEMORY_LINEAR,
     MEMORY_FLAT,
@@ -645,6 +648,7 @@ MEMORY_VERDICTS = (
     SUPERLINEAR_MEMORY,
     EXPONENTIAL_MEMORY,
     LEAK_PER_CALL,
+    PEAK_ONLY,
     INCONCLUSIVE,
 )
 #: Memory verdicts that are findings: ``check`` exits 1 on them as on a time finding.

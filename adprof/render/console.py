@@ -210,6 +210,7 @@ MEMORY_STYLE = {
     model.MEMORY_LINEAR: "green",
     model.MEMORY_FLAT: "green",
     model.INCONCLUSIVE: "dim",
+    model.PEAK_ONLY: "dim",
 }
 
 
