@@ -8,6 +8,7 @@ from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
+from adprof.analysis.span import require_span
 from adprof.constants import NOMINAL_CLOCK
 from adprof.model import COUNTER_KEYS, Fit, Point, Series, classified_phases, counter_value, time_value
 
@@ -128,7 +129,7 @@ def fit_cost(
     fit.axis = series.axis
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
-    return fit
+    return require_span(fit) if source == "time" else fit
 
 
 PATHOLOGY_KINDS = ("exponential", "superlinear", "mild")

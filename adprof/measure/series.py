@@ -30,6 +30,7 @@ from typing import Any
 
 from adprof.backends import memory_asked, memory_notes, series_fields
 from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
+from adprof.measure import bounds
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
@@ -311,6 +312,7 @@ class _SeriesRun:
             for ph in self.spec.phases:
                 if points[-1].times.get(ph) is not None:
                     pred[ph] = points[-1].times[ph] * growth
+        pred = {ph: _bounded(points, ph, t, depth) for ph, t in pred.items()}  # never past the points' own law
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
@@ -531,6 +533,17 @@ class _SeriesRun:
         else:
             # formatting only: the backends' messages name the depth where they say where in the chain it failed
             series.error = msg if msg.startswith(f"depth {depth}") else f"depth {depth}: {msg}"
+
+
+def _bounded(points: list[Point], phase: str, predicted: float, depth: int) -> float:
+    """A phase's predicted seconds at ``depth``, no more than the steepest law through its measured times allows
+    (:func:`adprof.measure.bounds.capped`); the classified cost (``cost``) is bounded by the points' own costs."""
+    exact = [p for p in points if not p.censored]
+    if phase in ("cost", "process") and not any(phase in p.times for p in exact):
+        pairs = [(p.depth, sum(t for t in p.times.values() if t is not None)) for p in exact]
+    else:
+        pairs = [(p.depth, p.times[phase]) for p in exact if p.times.get(phase) is not None]
+    return bounds.capped(predicted, [d for d, _ in pairs], [v for _, v in pairs], depth)
 
 
 def _time_stop(front: Frontier, series: Series, fit: Fit | None, cap: float) -> Stop | None:

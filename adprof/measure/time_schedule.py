@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from adprof.measure import bounds
 from adprof.model import Fit, Point, cost_phases, model_cost, time_value
 
 FILL_EXPONENT = 3.5  # a step whose local power-law exponent passes this is filled in ...
@@ -142,6 +143,8 @@ class TimeSchedule:
         self.limit = max(self.hi, int(limit or hi))
         self.mode, self.cap, self.timeout = mode, cap, timeout
         self.share = 1.0  # the largest phase's time over the classified cost (the cap applies per phase)
+        #: The lower envelope (depths under the cap, the least cost of each) the model's predictions are bounded by.
+        self._envelope: tuple[list[int], list[float]] = ([], [])
         #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
@@ -152,6 +155,7 @@ class TimeSchedule:
         under = sorted(d for d in costs if d not in over)
         if not under:
             return math.inf
+        self._envelope = (under, [min(costs[d]) for d in under])
         depths, low = thinned(under, [min(costs[d]) for d in under])
         return self.pessimistic(depths, low, min(2 * self.hi, self.limit))
 
@@ -208,9 +212,18 @@ class TimeSchedule:
         pessimistic extrapolation then only has to stay well under the timeout), else by the extrapolation."""
         limit = self.cap_cost / PREDICT_MARGIN
         if fit is not None and fit.predicts:
-            m = model_cost(fit, x)
+            m = self.model_prediction(fit, x)
             return m is not None and m <= limit and pess <= min(KILL_SHARE * self.timeout, 2 * self.cap)
         return pess <= limit
+
+    def model_prediction(self, fit: Fit, x: int) -> float | None:
+        """The deciding model's cost at ``x``, no more than the steepest law through the measured costs allows
+        (:func:`adprof.measure.bounds.capped`: a model never predicts a runaway its own points do not show)."""
+        m = model_cost(fit, x)
+        if m is None:
+            return None
+        depths, low = self._envelope
+        return bounds.capped(m, depths, low, x)
 
     # -- the next step ----------------------------------------------------------------------------------
     @property
@@ -226,12 +239,13 @@ class TimeSchedule:
         if not under:
             return Frontier(None, Deepening.CAP if over else Deepening.OPEN)
         top = under[-1]
+        self._envelope = (under, [min(costs[d]) for d in under])
         if censored or any(d > top for d in over):
             return Frontier(top, Deepening.CAP)
         if top >= self.hi:
             return Frontier(top, Deepening.MAX_DEPTH)
         if fit is not None and fit.predicts:  # only a model that fits stops the deepening (never an extrapolation)
-            m = model_cost(fit, top + 1)
+            m = self.model_prediction(fit, top + 1)
             if m is not None and m * PREDICT_MARGIN > self.cap_cost:
                 return Frontier(top, Deepening.PREDICTED, m * self.share)
         return Frontier(top, Deepening.OPEN)
@@ -309,7 +323,7 @@ class TimeSchedule:
         for x in range(min(2 * top, self.hi), top, -1):
             pess = self.pessimistic(under, low, x)
             if self._ok(x, pess, fit) or x == top + 1:  # one layer deeper is always allowed (the kill is the net)
-                m = model_cost(fit, x) if fit is not None and fit.predicts else None
+                m = self.model_prediction(fit, x) if fit is not None and fit.predicts else None
                 return Step(x, why, max(m, pess) if m is not None else pess)
         return None
 
