@@ -512,6 +512,112 @@ class Knee:
     evidence: str = ""
 
 
+#: The program's figures a point may carry (``Point.program``): its size (ops in the forward's program), its
+#: arithmetic (FLOPs, bytes) and its intermediates (bytes of every value the forward computes).
+PROGRAM_FIGURES = ("ops", "flops", "bytes", "intermediate_bytes")
+#: How a report names what a program figure measures.
+PROGRAM_FIGURE_TEXT = {
+    "ops": "its size",
+    "flops": "its arithmetic",
+    "bytes": "its arithmetic (bytes)",
+    "intermediate_bytes": "its intermediates",
+}
+
+
+@dataclass
+class Explained:
+    """A series' costs read against what should explain them (:mod:`adprof.analysis.explained`): the program's
+    own growth (deterministic, from the forward alone), the excess of the deciding cost over it, the
+    gradient/forward ratio per depth, and whose cost a growth the forward shares is. Renderers read it."""
+
+    #: The program figure the deciding cost is read against (``ops`` for a transform or compile, ``flops`` for a
+    #: run, falling back to ``bytes`` then ``ops``); "" when the points carry none at three depths.
+    basis: str = ""
+    #: Every program figure measured at three depths or more, against depth (exact readings).
+    program_fits: dict[str, Fit] = field(default_factory=dict)
+    #: The basis grows faster than linear (mild, superlinear or exponential): the excess decides the verdict.
+    #: False: nothing changes (the verdict reads the raw growth, as it always did).
+    superlinear: bool = False
+    raw_kind: str = ""  # the verdict read on the raw growth against depth
+    excess_kind: str = ""  # the verdict read on the excess over the basis ("" when the basis is linear)
+    #: The excess as a power law: p' = p - q + 1 (a linear program keeps p); its interval shifted alike.
+    excess_exponent: float | None = None
+    excess_interval: list[float] | None = None
+    excess_base: float | None = None  # an exponential cost's excess: b / b_e (b over a power-law basis)
+    #: The gradient's cost over its forward's, per depth (:attr:`ratio_of` says which phases).
+    ratio_depths: list[int] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    ratio_of: str = ""
+    ratio_slope: float | None = None  # log-log slope of the ratio over the deeper half of the depths
+    ratio_flat: bool | None = None  # |slope| < RATIO_FLAT (None: fewer than three ratios)
+    #: Whose cost: the forward's own phase that outgrows the program the same way ("" when none does).
+    forward_phase: str = ""
+    forward_fit: Fit | None = None
+    #: Memory: saved-for-backward bytes read against the forward's intermediates.
+    memory_basis: str = ""
+    memory_superlinear: bool = False
+    memory_raw_kind: str = ""
+    memory_excess_kind: str = ""
+    memory_excess_exponent: float | None = None
+
+    @property
+    def program_fit(self) -> Fit | None:
+        """The basis' fit against depth."""
+        return self.program_fits.get(self.basis)
+
+    @property
+    def program_text(self) -> str:
+        """``seq_len^2.00: its arithmetic`` (the basis' growth and what it measures), "" without a basis."""
+        fit = self.program_fit
+        if fit is None:
+            return ""
+        return f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
+
+    @property
+    def memory_program_text(self) -> str:
+        """``d^1.90: its intermediates``, "" without one."""
+        fit = self.program_fits.get(self.memory_basis)
+        if fit is None:
+            return ""
+        return f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.memory_basis, self.memory_basis)}"
+
+    @property
+    def program_figure(self) -> str:
+        """The basis' growth alone: ``seq_len^2.00``, ``x1.50/layer``, "" without a basis."""
+        fit = self.program_fit
+        return (fit_figure(fit) or fit.kind) if fit is not None else ""
+
+    @property
+    def excess_text(self) -> str:
+        """The excess over the basis: ``d^1.02``, ``x1.95/layer``, "" when not read."""
+        fit = self.program_fit
+        unit = fit.axis if fit is not None and fit.axis else "layer"
+        if self.excess_base is not None:
+            return f"x{self.excess_base:.2f}/{unit}"
+        return f"{depth_symbol(unit)}^{self.excess_exponent:.2f}" if self.excess_exponent is not None else ""
+
+    @property
+    def ratio(self) -> float | None:
+        """The gradient/forward ratio at the deepest depth that has one."""
+        return self.ratios[-1] if self.ratios else None
+
+    @property
+    def ratio_text(self) -> str:
+        """``gradient 3.1x its forward`` (at the deepest depth; ``, flat`` or ``, growing`` when read)."""
+        if self.ratio is None:
+            return ""
+        shape = {True: ", flat", False: ", growing"}.get(self.ratio_flat, "") if self.ratio_flat is not None else ""
+        return f"gradient {self.ratio:.1f}x its forward{shape}"
+
+    @property
+    def whose_text(self) -> str:
+        """``the forward's compile grows the same way: the compiler's, not the gradient's`` ("" when it does not)."""
+        if not self.forward_phase:
+            return ""
+        owner = "the compiler's" if "compile" in self.forward_phase else "the engine's"
+        return f"the forward's {self.forward_phase} grows the same way: {owner}, not the gradient's"
+
+
 @dataclass
 class Verdict:
     """The decision on one series: its kind, THE deciding model (:attr:`fit`, held once), the evidence read
@@ -561,6 +667,9 @@ class Verdict:
     #: The memory decision beside this (time) one: what the gradient holds against depth, and what each call
     #: leaves behind (None: a report without memory, schema 2).
     memory: MemoryVerdict | None = None
+    #: Each cost read against what should explain it (the program's size, arithmetic, intermediates; the
+    #: forward): None in a report without it (schema 2-3) or where the analysis did not run.
+    explained: Explained | None = None
 
     @property
     def reading(self) -> Fit | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from adprof import model
 from adprof.analysis.classify import decide, sweep_table
+from adprof.analysis.explained import explain_series
 from adprof.analysis.halving import halving_rows
 from adprof.analysis.memory import decide_memory
 from adprof.analysis.structure import Structure, analyze_recording
@@ -113,6 +114,7 @@ def _decided(series: Series, structures: Mapping[Any, Any], trust: str | None, e
     try:
         verdict = decide(series, _structure_of(series, structures), trust=trust)
         verdict.memory = decide_memory(series)  # the memory verdict beside the time one, by the same machinery
+        verdict.explained = explain_series(series, verdict)  # each cost against what should explain it
         return Result(series=series, verdict=verdict, halving=halving_tables(series))
     except Exception as exc:  # an analysis bug: the measurements stay in the report
         where = f"{series.chain} {series.backend}/{series.profile or '-'} {series.mode}"
@@ -289,6 +291,22 @@ def shows_memory(results: Sequence[Result]) -> bool:
     return any(
         r.verdict.memory is not None and (r.verdict.memory.measured or r.verdict.memory.not_measured) for r in results
     )
+
+
+def shows_program(results: Sequence[Result]) -> bool:
+    """True when a result read its costs against the program or its forward (the renderers then give every row a
+    program cell); a report of an older adprof has none."""
+    return any(r.verdict.explained is not None for r in results)
+
+
+def program_cell(result: Result) -> str:
+    """The program cell of a result's row: the program's growth and what it measures beside the gradient's ratio
+    to its forward (``seq_len^2.00: its arithmetic; gradient 3.1x its forward, flat``), ``-`` without either."""
+    ex = result.verdict.explained
+    if ex is None:
+        return "-"
+    parts = [t for t in (ex.program_text, ex.ratio_text) if t]
+    return "; ".join(parts) or "-"
 
 
 def memory_text(result: Result) -> str:

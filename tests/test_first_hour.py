@@ -129,12 +129,15 @@ def _expected_rows(report) -> list[list[str]]:
         depth_reached,
         fmt_growth,
         memory_text,
+        program_cell,
         shows_memory,
+        shows_program,
         worst_time_text,
     )
 
     stopped, _ = stopped_cells(report)
     memory = shows_memory(report.results)
+    program = shows_program(report.results)
     return [
         [
             chain_label(r.series),
@@ -142,6 +145,7 @@ def _expected_rows(report) -> list[list[str]]:
             r.series.mode,
             r.verdict.kind,
             fmt_growth(r),
+            *([program_cell(r)] if program else []),
             *([memory_text(r)] if memory else []),
             _decided(r),
             depth_reached(r.series),

@@ -34,7 +34,7 @@ def adprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def memory_of(path: Path) -> dict[str, dict]:
     """Each series' memory verdict from a --json report, by its label (the report loads back, schema 3)."""
     data = json.loads(path.read_text())
-    assert data["schema"] == 3
+    assert data["schema"] == 4
     report = load_report(data)
     return {r.series.label: r.verdict.memory for r in report.results}
 

@@ -92,7 +92,7 @@ def test_the_exit_status_counts_a_memory_finding(report):
 
 def test_json_schema_3_round_trip(report):
     data = json.loads(report_text(report))
-    assert data["schema"] == SCHEMA == 3 and 2 in READ_SCHEMAS
+    assert data["schema"] == SCHEMA == 4 and 2 in READ_SCHEMAS and 3 in READ_SCHEMAS
     by = {r["chain"]: r for r in data["results"]}
     assert by["concat"]["memory"]["kind"] == "superlinear-memory" and by["concat"]["memory"]["finding"] is True
     assert by["concat"]["finding"] is True and by["concat"]["verdict"] == "linear"

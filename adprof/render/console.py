@@ -40,8 +40,10 @@ from adprof.report import (
     memory_reason,
     memory_text,
     one_line_reason,
+    program_cell,
     several_machines,
     shows_memory,
+    shows_program,
     worst_time_text,
 )
 from adprof.util.text import range_text, terminal_safe
@@ -175,7 +177,13 @@ def summary_table(report: Report) -> Table:
         t.add_column("file")
     machines = several_machines(report.results)  # which host measured it, when there are several
     memory = shows_memory(report.results)
-    cols = ("chain", "backend/profile", "mode", "verdict", "growth", *(("memory",) if memory else ()), "decided by")
+    program = shows_program(report.results)
+    cols = (
+        *("chain", "backend/profile", "mode", "verdict", "growth"),
+        *(("program",) if program else ()),
+        *(("memory",) if memory else ()),
+        "decided by",
+    )
     for col in (*cols, "depth", "worst time"):
         wide = len(model.SUPERLINEAR_MEMORY) if col == "memory" else None  # a memory verdict's name is never cut
         t.add_column(col, no_wrap=col in ("verdict", "growth", "depth", "worst time"), min_width=wide)
@@ -193,6 +201,7 @@ def summary_table(report: Report) -> Table:
             _t(s.mode),
             _t(v.kind, VERDICT_STYLE.get(v.kind, "")),
             _t(fmt_growth(r)),
+            *([_t(program_cell(r))] if program else []),
             *([_t(memory_text(r), _memory_style(r))] if memory else []),
             _t(_decided(r)),
             _t(depth_reached(s)),
@@ -306,6 +315,8 @@ def render_result_details(result: Result, console: Console) -> None:
         console.print(_t(f"  - {e}"))
     if v.cause:
         console.print(_t(f"  cause: {v.cause}"))
+    if v.explained is not None:
+        console.print(_t(f"  program: {program_cell(result)}"))
     for i, rem in enumerate(v.remedies, 1):
         console.print(_t(f"  remedy {i}: {rem}"))
     _memory_lines(result, console, full=True)
@@ -319,6 +330,8 @@ def render_paragraph(result: Result, console: Console) -> None:
     if v.kind in model.PATHOLOGIES:
         if v.cause:
             console.print(_t(f"  cause: {v.cause}"))
+        if v.explained is not None and program_cell(result) != "-":
+            console.print(_t(f"  program: {program_cell(result)}"))
         for e in v.key_evidence or v.evidence[:3]:
             console.print(_t(f"  - {e}"))
         for i, rem in enumerate(v.remedies, 1):

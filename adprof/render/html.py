@@ -25,8 +25,10 @@ from adprof.report import (
     machine_text,
     memory_text,
     one_line_reason,
+    program_cell,
     several_machines,
     shows_memory,
+    shows_program,
     worst_time_text,
 )
 from adprof.util.text import terminal_safe
@@ -93,7 +95,9 @@ def _anchor(i: int) -> str:
 def _summary(report: Report) -> str:
     machines = several_machines(report.results)  # which host measured it, when there are several
     memory = shows_memory(report.results)
-    cols = ["chain", "backend/profile", "mode", "verdict", "base / exponent", *(["memory"] if memory else [])]
+    program = shows_program(report.results)
+    cols = ["chain", "backend/profile", "mode", "verdict", "base / exponent", *(["program"] if program else [])]
+    cols += ["memory"] if memory else []
     cols += ["depth", "worst time"]
     head = "".join(f"<th>{h}</th>" for h in (*cols, *(["machine"] if machines else []), "stopped"))
     rows = []
@@ -104,6 +108,7 @@ def _summary(report: Report) -> str:
             f'<td><a href="#{_anchor(i)}">{escape(chain_label(s))}</a></td>'
             f"<td>{escape(backend_label(s))}</td><td>{escape(s.mode)}</td>"
             f"<td>{_verdict(r.verdict.kind)}{_loaded(r)}</td><td>{escape(fmt_growth(r))}</td>"
+            + (f'<td class="program">{escape(program_cell(r))}</td>' if program else "")
             + (f"<td>{_memory_cell(r)}</td>" if memory else "")
             + f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
             + (f'<td class="machine">{escape(machine_host(s))}</td>' if machines else "")
@@ -178,6 +183,8 @@ def _paragraph(i: int, r: Result, plot: str) -> str:
         parts.append(f'<div class="plot">{plot}</div>')
     if v.cause:
         parts.append(f'<p class="cause">{escape(v.cause)}</p>')
+    if v.explained is not None and program_cell(r) != "-":
+        parts.append(f'<p class="program">Program: {escape(program_cell(r))}</p>')
     parts.append(
         '<ul class="evidence">' + "".join(f"<li>{escape(e)}</li>" for e in v.key_evidence or v.evidence[:3]) + "</ul>"
     )
@@ -200,6 +207,7 @@ def _details(i: int, r: Result) -> str:
     return (
         f'<details class="detail" id="detail-{i}"><summary>{_title(r)}</summary><ul class="evidence">{items}</ul>'
         + (f'<p class="cause">Cause: {escape(v.cause)}</p>' if v.cause else "")
+        + (f'<p class="program">Program: {escape(program_cell(r))}</p>' if v.explained is not None else "")
         + (f'<ol class="remedies">{rem}</ol>' if rem else "")
         + _memory_block(r, full=True)
         + "</details>"

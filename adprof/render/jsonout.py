@@ -20,9 +20,10 @@ from adprof.constants import __version__
 from adprof.model import MEMORY_VERDICTS, VERDICTS, Fit, HalvingRow, MemoryVerdict, Report, Result, Series, Verdict
 from adprof.plain import PlainError, from_plain, to_plain
 
-SCHEMA = 3
-#: Schemas this adprof reads: 2 (no memory: ``memory`` is null, points carry no ``memory``/``retained``) and 3.
-READ_SCHEMAS = (2, 3)
+SCHEMA = 4
+#: Schemas this adprof reads: 2 (no memory: ``memory`` is null, points carry no ``memory``/``retained``), 3 (no
+#: ``explained``: null; points carry no ``program``) and 4.
+READ_SCHEMAS = (2, 3, 4)
 #: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
 _MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
 

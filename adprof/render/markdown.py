@@ -21,7 +21,9 @@ from adprof.report import (
     memory_reason,
     memory_text,
     one_line_reason,
+    program_cell,
     shows_memory,
+    shows_program,
 )
 
 #: ASCII punctuation that Markdown (CommonMark, GitHub) may read as markup inside a table cell; each is written
@@ -76,6 +78,7 @@ def report_markdown(report: Report, title: str = "adprof check") -> str:
         counts += f", {report.elapsed_seconds:.1f} s"
     rows = []
     memory = shows_memory(results)
+    program = shows_program(results)
     for r in results:
         s, v = r.series, r.verdict
         note = s.error or s.stopped or (one_line_reason(r) if v.presentation == "line" else "")
@@ -88,13 +91,15 @@ def report_markdown(report: Report, title: str = "adprof check") -> str:
                 s.mode,
                 strong(v.kind, v.kind in FINDINGS or v.killed),
                 fmt_growth(r),
+                *([program_cell(r)] if program else []),
                 *([strong(memory_text(r), v.memory_finding)] if memory else []),
                 decided_by(r),
                 depth_reached(s),
                 note,
             ]
         )
-    headers = ["chain", "backend/profile", "mode", "verdict", "growth", *(["memory"] if memory else [])]
+    headers = ["chain", "backend/profile", "mode", "verdict", "growth", *(["program"] if program else [])]
+    headers += ["memory"] if memory else []
     body = table([*headers, "decided by", "depth", "note"], rows)
     versions = report.environment.get("versions") or {}
     tail = ""

@@ -1,0 +1,187 @@
+"""Each cost read against what should explain it (adprof/analysis/explained.py): a gradient that grows with its
+program is never a finding, one that outgrows it by the thresholds always is; a linear program changes nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adprof import model
+from adprof.analysis.classify import decide
+from adprof.analysis.explained import RATIO_FLAT, excess, explain_series, ratio_slope
+from adprof.model import Fit, Point, Result, Series
+from adprof.render.jsonout import load_report, report_text
+
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+POWER_DEPTHS = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64]
+EXP_DEPTHS = list(range(1, 17))
+
+
+def series(depths, backward, forward, flops, *, mode="eager", intermediates=None, saved=None) -> Series:
+    """Exact points: the gradient's deterministic cost ``backward(d)`` (eager: the steady backward's counters;
+    traced: the transform's), the forward's time ``forward(d)`` and the program's FLOPs ``flops(d)``."""
+    pts = []
+    for d in depths:
+        b, f = float(backward(d)), float(forward(d))
+        if mode == "eager":
+            times = {"forward": f * 1e-9, "backward": b * 1e-9}
+            counters = {"forward": {}, "backward": {"metadata_lookups": b}}
+        else:
+            times = {"record": f * 1e-9, "transform": b * 1e-9, "drop": b * 1e-10}
+            counters = {"transform": {"key_comparisons": b}, "drop": {"key_comparisons": 0.0}}
+        p = Point(depth=d, times=times, counters=counters)
+        p.program = {
+            "ops": float(flops(d)) if mode != "eager" else 10.0 * d,
+            "flops": float(flops(d)),
+            "bytes": None,
+            "intermediate_bytes": float(intermediates(d)) if intermediates else 8.0 * d,
+        }
+        if saved is not None:
+            p.memory = {model.SAVED_BYTES: float(saved(d))}
+        pts.append(p)
+    return Series(chain="gen", backend="engine", profile="fixed", mode=mode, points=pts)
+
+
+def read(s: Series) -> model.Verdict:
+    from adprof.analysis.memory import decide_memory
+
+    v = decide(s)
+    v.memory = decide_memory(s)
+    v.explained = explain_series(s, v)
+    return v
+
+
+power = st.floats(1.0, 3.0, allow_subnormal=False)
+base = st.floats(1.2, 1.8, allow_subnormal=False)
+factor = st.floats(1.0, 5.0, allow_subnormal=False)
+
+
+@SETTINGS
+@given(q=power, k=factor, mode=st.sampled_from(["eager", "traced"]))
+def test_a_gradient_proportional_to_a_power_law_forward_is_never_a_finding(q, k, mode):
+    def fwd(d):
+        return 100.0 * d**q
+
+    v = read(series(POWER_DEPTHS, lambda d: k * fwd(d) + 7, fwd, fwd, mode=mode))
+    assert not v.is_finding, (v.kind, v.explained)
+    assert v.kind in (model.LINEAR, model.MILD_BACKWARD, model.MILD_TRANSFORM) or q < 1.15
+    assert v.explained is not None and v.explained.ratio_flat is True
+
+
+@SETTINGS
+@given(b=base, k=factor, mode=st.sampled_from(["eager", "traced"]))
+def test_a_gradient_proportional_to_an_exponential_forward_is_never_a_finding(b, k, mode):
+    def fwd(d):
+        return 100.0 * b**d
+
+    v = read(series(EXP_DEPTHS, lambda d: k * fwd(d), fwd, fwd, mode=mode))
+    assert not v.is_finding, (v.kind, v.explained)
+    assert v.explained is not None and v.explained.superlinear and v.explained.ratio_flat is True
+
+
+@SETTINGS
+@given(q=power, extra=st.floats(0.45, 1.5, allow_subnormal=False), k=factor, mode=st.sampled_from(["eager", "traced"]))
+def test_a_gradient_that_outgrows_a_power_law_forward_by_the_thresholds_is_always_a_finding(q, extra, k, mode):
+    def fwd(d):
+        return 100.0 * d**q
+
+    v = read(series(POWER_DEPTHS, lambda d: k * fwd(d) * d**extra, fwd, fwd, mode=mode))
+    assert v.is_finding and v.kind in model.PATHOLOGIES, (v.kind, v.explained)
+    ex = v.explained
+    assert ex is not None and ex.ratio_flat is False
+    if ex.superlinear:  # the excess: p' = p - q + 1
+        assert ex.excess_exponent == pytest.approx(1 + extra, abs=0.1)
+
+
+@SETTINGS
+@given(b=base, g=st.floats(1.3, 1.6, allow_subnormal=False), k=factor)
+def test_a_gradient_that_outgrows_an_exponential_forward_by_the_thresholds_is_always_a_finding(b, g, k):
+    def fwd(d):
+        return 100.0 * b**d
+
+    v = read(series(EXP_DEPTHS, lambda d: k * fwd(d) * g**d, fwd, fwd))
+    assert v.kind == model.EXPONENTIAL_BACKWARD, (v.kind, v.explained)
+    assert v.explained is not None and v.explained.excess_base == pytest.approx(g, rel=0.05)
+
+
+def test_a_linear_program_changes_nothing():
+    """The compatibility rule: over a linear program the verdict, its rate and its evidence are today's."""
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d)
+    before = decide(s)
+    after = read(series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d))
+    assert after.kind == before.kind == model.SUPERLINEAR_BACKWARD
+    assert after.interval_text == before.interval_text and after.cause == before.cause
+    assert after.explained is not None and not after.explained.superlinear and after.explained.excess_kind == ""
+
+
+def test_the_program_grows_superlinearly_is_reported_not_a_finding():
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2)
+    v = read(s)
+    ex = v.explained
+    assert v.kind == model.LINEAR and ex is not None and ex.raw_kind == model.SUPERLINEAR_BACKWARD
+    assert ex.basis == "flops" and ex.program_text == "d^2.00: its arithmetic"
+    assert ex.excess_exponent == pytest.approx(1.0, abs=0.02)
+    assert "the program grows d^2.00: its arithmetic" in v.cause and not v.remedies
+    assert v.interval_text == "d^2.00"  # the rate stays the raw growth against depth
+
+
+def test_saved_bytes_read_against_the_intermediates():
+    """n^2 saved bytes against n^2 intermediates are linear; against linear intermediates, a finding as today."""
+    quad = series(
+        POWER_DEPTHS,
+        lambda d: 5 * d,
+        lambda d: d,
+        lambda d: d,
+        intermediates=lambda d: 64.0 * d**2,
+        saved=lambda d: 32.0 * d**2,
+    )
+    v = read(quad)
+    assert v.memory is not None and v.memory.kind == model.MEMORY_LINEAR and not v.memory_finding
+    assert v.explained is not None and v.explained.memory_raw_kind == model.SUPERLINEAR_MEMORY
+    lin = read(series(POWER_DEPTHS, lambda d: 5 * d, lambda d: d, lambda d: d, saved=lambda d: 32.0 * d**2))
+    assert lin.memory is not None and lin.memory.kind == model.SUPERLINEAR_MEMORY
+
+
+def test_whose_cost_when_the_forward_grows_the_same_way():
+    """A transform growing d^3 over a linear program whose forward's recording grows d^3 too: a finding, and the
+    evidence says the forward's cost grows the same way."""
+    s = series(POWER_DEPTHS, lambda d: 5 * d**3, lambda d: 9 * d**3, lambda d: 100.0 * d, mode="traced")
+    v = read(s)
+    assert v.kind == model.SUPERLINEAR_TRANSFORM
+    assert v.explained is not None and v.explained.forward_phase == "record"
+    assert v.explained.whose_text in v.evidence
+
+
+def test_ratio_slope_and_flat_threshold():
+    depths = [1, 2, 4, 8, 16, 32]
+    assert ratio_slope(depths, [3.0] * 6) == pytest.approx(0.0)
+    assert abs(ratio_slope(depths, [3.0 * d**0.5 for d in depths])) > RATIO_FLAT
+    assert ratio_slope([1, 2], [1.0, 2.0]) is None
+
+
+def test_excess_algebra():
+    cost = Fit(metric="", kind="superlinear", exponent=2.5, interval=[2.4, 2.6])
+    assert excess(cost, Fit(metric="", kind="superlinear", exponent=2.0))[:3] == ("superlinear", 1.5, [1.4, 1.6])
+    assert excess(cost, Fit(metric="", kind="linear", exponent=1.0))[1] == pytest.approx(2.5)
+    expo = Fit(metric="", kind="exponential", base=2.0)
+    assert excess(expo, Fit(metric="", kind="exponential", base=2.0))[0] == "linear"
+    assert excess(expo, Fit(metric="", kind="superlinear", exponent=3.0))[3] == 2.0
+    assert excess(cost, Fit(metric="", kind="exponential", base=1.5))[0] == "linear"
+
+
+def test_json_round_trip_of_explained():
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2)
+    v = read(s)
+    report = model.Report(results=[Result(series=s, verdict=v)])
+    data = json.loads(report_text(report))
+    assert data["schema"] == 4 and data["results"][0]["explained"]["basis"] == "flops"
+    again = load_report(data)
+    assert again.results[0].verdict.explained == v.explained
+    data["schema"] = 3
+    del data["results"][0]["explained"]
+    assert load_report(data).results[0].verdict.explained is None
+    assert math.isfinite(data["results"][0]["points"][0]["depth"])
