@@ -622,7 +622,7 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             same = full is not None and last is not None and full.kind == last.kind
             roomy = run.left() > OPEN_SHARE * run.allowance  # more than half of the share left
             # open: undecided, or flat (a growth under the overhead shows deeper, and a flat cost is cheap there)
-            if open_reading(full) and _room_deeper(run, sched) and sched.extend(series.points, full):
+            if open_reading(full) and sched.extend(series.points, full, _afford(run, sched)):
                 last = full  # one doubling deeper first, then the passes go on there
                 step = sched.next_step(series.points, fit) or step
             elif (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
@@ -669,17 +669,17 @@ def _measure_step(run: _SeriesRun, step: Step, top: int) -> bool:
 def _deeper_first(run: _SeriesRun, sched: TimeSchedule, fit: Fit | None) -> bool:
     """An open reading (undecided, or flat) with more than half of the share left moves the deepest depth one
     doubling deeper when the next doubling is cheap (:meth:`TimeSchedule.extend`)."""
-    if fit is None or not open_reading(fit) or not _room_deeper(run, sched):
+    if fit is None or not open_reading(fit):
         return False
-    return sched.extend(run.series.points, fit)
+    return sched.extend(run.series.points, fit, _afford(run, sched))
 
 
-def _room_deeper(run: _SeriesRun, sched: TimeSchedule) -> bool:
-    """Room to go one doubling deeper: more than half of the share left, or room for :data:`DEEPER_POINTS`
-    points of the next doubling (its cost extrapolated pessimistically, charged as the last points were)."""
+def _afford(run: _SeriesRun, sched: TimeSchedule) -> Callable[[float], bool]:
+    """Whether the budget has room for a deeper depth whose one point costs ``cost`` (pessimistically): more than
+    half of the share left, or room for :data:`DEEPER_POINTS` such points (charged as the last points were)."""
     left = run.left()
     if left > OPEN_SHARE * run.allowance:
-        return True
+        return lambda cost: True
     # the budget charges a point its wall time when that is larger (a process's start-up, a JIT's warm-up)
     mode = run.spec.mode
     walls = [
@@ -688,7 +688,7 @@ def _room_deeper(run: _SeriesRun, sched: TimeSchedule) -> bool:
         if p.wall_seconds and not p.censored and (secs := point_seconds(p, mode))
     ]
     charge = max(1.0, statistics.median(walls)) if walls else 1.0
-    return left > DEEPER_POINTS * charge * sched.doubling_cost(run.series.points)
+    return lambda cost: left > DEEPER_POINTS * charge * cost
 
 
 def _end_of(sched: TimeSchedule, series: Series, fit: Fit | None) -> ScheduleEnd:

@@ -32,7 +32,7 @@ is a pure function of the points measured so far and the current fit (:meth:`Tim
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -66,6 +66,7 @@ FAST_WITHIN = 1.05  # runs within this factor of a depth's minimum are its fast 
 SHAKY_CHANCE = 0.025  # a depth's minimum is shaky while (slow share)^(runs) is above this
 SHAKY_DEPTHS = 3  # the deepest informative depths whose minimum is made firm
 MAX_REPEATS = 10  # runs of one depth at most for its minimum (beyond, the noise is continuous: the fit's own)
+EXTEND_RATIO = 1.25  # an open series' deepest depth moves at least this much deeper (else: no deeper)
 
 
 @dataclass
@@ -149,27 +150,32 @@ class TimeSchedule:
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
 
-    def doubling_cost(self, points: Sequence[Point]) -> float:
-        """The pessimistic cost of one point at the next doubling of the deepest depth (inf: none measured)."""
+    def doubling_cost(self, points: Sequence[Point], x: int | None = None) -> float:
+        """The pessimistic cost of one point at the next doubling of the deepest depth, or at ``x`` (inf: none
+        measured)."""
         costs, over, _ = self._by_depth(points)
         under = sorted(d for d in costs if d not in over)
         if not under:
             return math.inf
         self._envelope = (under, [min(costs[d]) for d in under])
         depths, low = thinned(under, [min(costs[d]) for d in under])
-        return self.pessimistic(depths, low, min(2 * self.hi, self.limit))
+        return self.pessimistic(depths, low, x if x is not None else min(2 * self.hi, self.limit))
 
-    def extend(self, points: Sequence[Point], fit: Fit | None) -> bool:
-        """Move the deepest depth one doubling deeper, when the frontier is there, the limit allows it, and the
-        next doubling is predicted well under the cap (far under it: a deeper point costs little); True if it did."""
+    def extend(self, points: Sequence[Point], fit: Fit | None, afford: Callable[[float], bool] | None = None) -> bool:
+        """Move the deepest depth deeper, when the frontier is there and the limit allows it: to the deepest depth
+        up to one doubling (at least :data:`EXTEND_RATIO` deeper) whose cost the cap allows (predicted well under it)
+        and the budget can ``afford`` (its pessimistic cost); True if it did. An open series goes as deep as the cap
+        allows (depth 384 when 512 is over it) before it spends its budget on repeats of shallow depths."""
         front = self.frontier(points, fit)
         if front.reason is not Deepening.MAX_DEPTH or self.hi >= self.limit or front.depth is None:
             return False
-        x = min(2 * self.hi, self.limit)
-        if not self._ok(x, self.doubling_cost(points), fit):
-            return False
-        self.hi = x
-        return True
+        least = min(self.hi + max(1, math.ceil((EXTEND_RATIO - 1) * self.hi)), self.limit)
+        for x in range(min(2 * self.hi, self.limit), least - 1, -max(1, self.hi // 8)):
+            cost = self.doubling_cost(points, x)
+            if self._ok(x, cost, fit) and (afford is None or afford(cost)):
+                self.hi = x
+                return True
+        return False
 
     # -- what was measured ------------------------------------------------------------------------------
     def _by_depth(self, points: Sequence[Point]) -> tuple[dict[int, list[float]], set[int], bool]:
