@@ -164,3 +164,22 @@ def test_a_steady_small_rise_on_a_large_count_is_not_jitter():
     depths = list(range(1, 19))
     fit = fit_growth(depths, [86_657 + 2.0**d for d in depths], metric="python_calls", exact=True, source="metric")
     assert fit.kind == "exponential"
+
+
+# --------------------------------------------------------------------------- the guard line says "loaded"
+
+
+def test_the_guard_line_says_loaded_where_check_marks_the_row_loaded():
+    from adprof.guard import GuardLimits, guard_checks
+    from adprof.model import Point, Series
+    from adprof.report import build_report
+
+    s = Series("gated", "torch", None, "eager", points=[])
+    for d in (2, 4, 8, 16, 32, 64):
+        s.points.append(Point(depth=d, times={"backward": 1e-4 * d}, samples={"backward": [1e-4 * d] * 3}))
+    report = build_report([s], {})
+    report.results[0].verdict.loaded_machine = True  # time decided while the load per core was high
+    text = guard_checks(report, GuardLimits()).text()
+    assert text.splitlines()[0].split(":")[0].endswith("gated [torch, eager] (loaded)"), text
+    report.results[0].verdict.loaded_machine = False
+    assert "(loaded)" not in guard_checks(report, GuardLimits()).text()
