@@ -1,7 +1,7 @@
 """How often a verdict flips with the machine's load: the real CLI, run N times per series, with a busy loop on the
 other core and on a quiet machine (as quiet as a shared machine gets).
 
-    python benchmarks/flip_rate.py [--runs 3] [--only torch-eager,memory] [--conditions busy,quiet] [--json out.json]
+    python benchmarks/flip_rate.py [--runs 3] [--only torch-eager,jax-compile/mlp] [--conditions busy,quiet] [--json F]
 
 Each series is a guard (``python -m adprof guard FILE::CHAIN --backend B --mode M --json ...``; the memory series a
 ``check ... --memory --json``): healthy and pathological time-decided series on torch eager, JAX compile, torch
@@ -73,7 +73,8 @@ CASES = [
             "memory",
             f"{name}[torch {mode}]",
             True,
-            ("check", f"{FLIP}::{name}", "--backend", "torch", "--mode", mode, "--memory", "--depths", "2,4,8,16"),
+            ("check", f"{FLIP}::{name}", "--backend", "torch", "--mode", mode, "--memory", "--depths", "2,4,8,16")
+            + ("--cap", "10"),
             memory=True,
         )
         for name in ("mlp", "gated", "linear_relu")
@@ -129,13 +130,13 @@ def busy_loop() -> subprocess.Popen:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", default="", help="comma-separated groups or series names")
+    ap.add_argument("--only", default="", help="comma-separated groups, series names or group/name")
     ap.add_argument("--conditions", default="busy,quiet")
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     only = {x for x in a.only.split(",") if x}
-    cases = [c for c in CASES if not only or c.group in only or c.name in only]
+    cases = [c for c in CASES if not only or c.group in only or c.name in only or f"{c.group}/{c.name}" in only]
     table: dict[tuple[str, str, str], Tally] = {}
     for cond in a.conditions.split(","):
         spinner = busy_loop() if cond == "busy" else None
