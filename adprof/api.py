@@ -1,10 +1,9 @@
 """The Python API: :func:`check`, :func:`guard`, :func:`compare` and :func:`load`, for a notebook, a REPL or a test.
 
-They run the command line's own pipeline (:func:`adprof.cli.check.check_report`,
-:func:`adprof.cli.guard.guard_outcome`): the options are written as the arguments of the equivalent command
-(``adprof check FILE::CHAIN --backend jax ...``) and parsed by its parser, so the planning, the supervised
-workers, the budget, the caps and the timeouts are the command's, and so is the report (the JSON of
-``adprof.check(fn)`` is the JSON of ``adprof check`` on the same chain). A chain that lives in no file is
+They run the library's one run path (:func:`adprof.pipeline.run`), as the command line does: the planning,
+the supervised workers, the budget, the caps and the timeouts are the command's (its defaults, its option rules
+and its messages), and so is the report (the JSON of ``adprof.check(fn)`` is the JSON of ``adprof check`` on the
+same chain: the equivalent command is recorded as its ``argv``). A chain that lives in no file is
 shipped to the workers (:mod:`adprof.chain.ship`); every process and temporary file is gone when the call
 returns, also after Ctrl-C (:class:`Interrupted` carries the partial report).
 
@@ -34,36 +33,50 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from adprof import model
+from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import UnknownBackendError
 from adprof.chain import ChainError, as_chain, chain
 from adprof.chain.ship import Shipment, file_target
 from adprof.comparison import DEFAULT_TOLERANCE, compare_reports
 from adprof.comparison import Comparison as _Comparison
-from adprof.guard import GUARD_BUDGET, GuardConfigError, GuardReport, guard_depths
-from adprof.measure import DEFAULT_BUDGET, LoadError
+from adprof.guard import (
+    GUARD_BUDGET,
+    GUARD_CAP,
+    GUARD_COUNTER_BUDGET,
+    GuardConfigError,
+    GuardLimits,
+    choose_limits,
+    guard_checks,
+    guard_depths,
+    parse_bytes,
+    plan_guard,
+)
+from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, LoadError, MeasureConfig
 from adprof.measure.plan import UsageError
-from adprof.options import RULES
+from adprof.options import RULES, OptionError
+from adprof.pipeline import (
+    Interrupted,
+    Watch,
+    check_names,
+    default_jobs,
+    environment,
+    parse_backends,
+    plan_check,
+    run,
+)
+from adprof.render.guard import RenderedGuardReport as GuardReport
+from adprof.render.jsonout import load_report
 from adprof.util import procs
+from adprof.util.files import InputFileError, read_json
 
 #: Errors of bad input, raised as :class:`UsageError` with their one line.
-_BAD_INPUT = (UsageError, ChainError, LoadError, UnknownBackendError, GuardConfigError)
+_BAD_INPUT = (UsageError, ChainError, LoadError, UnknownBackendError, GuardConfigError, OptionError, InputFileError)
 TEXT_WIDTH = 150
-
-
-class Interrupted(KeyboardInterrupt):
-    """The measuring was stopped (Ctrl-C, a notebook's interrupt): the workers are gone; :attr:`report` holds
-    what was measured."""
-
-    def __init__(self, signal_name: str, report: Report | None) -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-        self.report = report
 
 
 def _console_text(render: Any, width: int = TEXT_WIDTH) -> str:
@@ -376,6 +389,118 @@ def _run() -> Iterator[None]:
         procs.sweep()
 
 
+def _typed(name: str, value: Any) -> Any:
+    """An option's value under its rule (:data:`adprof.options.RULES`), as the command reads its string: a number
+    of the rule's type (None stays None: the default). A number was checked by :func:`_options_argv`; a string is
+    parsed as the command parses it, with its message (``argument --cap: ...``)."""
+    if value is None:
+        return None
+    rule = RULES[name]
+    if not isinstance(value, str):
+        return rule.check(value)
+    try:
+        return rule.parse(value)
+    except OptionError as exc:
+        raise UsageError(f"argument --{name.replace('_', '-')}: {exc}") from None
+
+
+def _leak(value: Any) -> float | None:
+    """``max_leak``: bytes as ``4096`` or ``"1 MB"`` (None: not limited)."""
+    if value is None:
+        return None
+    try:
+        return parse_bytes(value)
+    except ValueError as exc:
+        raise UsageError(f"argument --max-leak: {exc}") from None
+
+
+def _trust(value: Any) -> str | None:
+    """``trust``: one of :data:`adprof.analysis.classify.TRUST_CHOICES` (None: neither)."""
+    if value is None or value in TRUST_CHOICES:
+        return value
+    choices = ", ".join(repr(c) for c in TRUST_CHOICES)
+    raise UsageError(f"argument --trust: invalid choice: {str(value)!r} (choose from {choices})")
+
+
+def _series_settings(backend: Any, profile: Any, mode: Any, depths: Any) -> dict[str, Any]:
+    """The backends (``backend``: as the command's ``--backend`` text, default engine), profiles, modes and depths,
+    as the command reads its options."""
+    values = {"backend": _csv("backend", backend), "profile": _csv("profile", profile), "mode": _csv("mode", mode)}
+    check_names(values)
+    return {
+        "backend": values["backend"] or "engine",
+        "profile": values["profile"],
+        "mode": values["mode"],
+        "depths": guard_depths(depths),
+    }
+
+
+def _config(
+    started: float,
+    cap: Any,
+    budget: Any,
+    default_cap: float,
+    default_budget: float,
+    calls: Any,
+    jobs: Any,
+    memory: bool | None,
+    depths: Sequence[int] | None,
+) -> MeasureConfig:
+    """The measuring config of a call, with the command's defaults (``cap``: given, it wins over a chain's own)."""
+    return MeasureConfig(
+        cap=_typed("cap", cap) if cap is not None else default_cap,
+        budget=_typed("budget", budget) if budget is not None else default_budget,
+        calls=_typed("calls", calls) if calls is not None else DEFAULT_CALLS,
+        jobs=_typed("jobs", jobs) if jobs is not None else default_jobs(),
+        started=started,
+        cap_given=cap is not None,
+        memory=memory,
+        depths=depths,
+    )
+
+
+def _baseline(baseline: str | os.PathLike[str] | model.Report | None) -> tuple[model.Report | None, str]:
+    """The baseline's report (a saved one read from its path, or the object itself) and its name in the checks."""
+    if baseline is None:
+        return None, "the baseline"
+    if isinstance(baseline, model.Report):
+        return baseline, "the baseline report"
+    return read_json(str(baseline), load_report), f"the baseline {baseline}"
+
+
+def _measured(
+    specs: Sequence[Any],
+    cfg: MeasureConfig,
+    argv: Sequence[str],
+    *,
+    trust: str | None = None,
+    unmeasured: Sequence[model.Series] = (),
+    notes: Sequence[str] = (),
+) -> tuple[model.Report, str | None]:
+    """:func:`adprof.pipeline.run` with rich's transient progress on stderr when it is a terminal: the report and
+    the signal that interrupted the measuring (None: it ran to the end)."""
+    from adprof.render.progress import SeriesProgress
+
+    err = _err_console()
+    lanes = max(1, min(cfg.jobs, len(specs)))
+    with SeriesProgress(err, len(specs), lanes, err.is_terminal) as prog:
+        watch = Watch(status=prog.status, on_series=prog.done, on_structures=prog.structures)
+        try:
+            report = run(
+                specs,
+                cfg,
+                unmeasured=unmeasured,
+                notes=notes,
+                environment=environment(cfg, argv),
+                trust=trust,
+                watch=watch,
+            )
+        except Interrupted as stop:
+            assert stop.report is not None
+            return stop.report, stop.signal_name
+    return report, None
+
+
 # --------------------------------------------------------------------------- the calls
 
 
@@ -407,9 +532,6 @@ def check(
     reaches the workers (``auto``, ``cloudpickle``, ``source``). Bad input raises :class:`UsageError` (one line); Ctrl-C
     raises :class:`Interrupted` with the partial report, after every worker is gone.
     """
-    from adprof.cli import parse_command
-    from adprof.cli.check import check_report
-
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
     with _run():
         options = _options_argv(  # checked before shipping: a bad budget is one line at once, not after a pickle
@@ -420,6 +542,10 @@ def check(
             no_structure=not structure,
             **_memory_option(memory),
         )
+        series = _series_settings(backend, profile, mode, depths)
+        cfg = _config(started, cap, budget, DEFAULT_CAP, DEFAULT_BUDGET, calls, jobs, memory, depths=series["depths"])
+        cfg.structure = structure
+        trusted = _trust(trust)
     with (
         _run(),
         _shipped_targets(target, chain_options, ship, _ends(started, budget, DEFAULT_BUDGET)) as (
@@ -428,9 +554,10 @@ def check(
         ),
     ):
         argv = ["check", *targets, *options]
-        args = parse_command(argv)
-        args.started = started
-        report, interrupted = check_report(args, argv, _err_console())
+        notes: list[str] = []
+        backends = parse_backends(series["backend"])
+        specs = plan_check(targets, backends, series["profile"], series["mode"], cfg, notes)
+        report, interrupted = _measured(specs, cfg, argv, trust=trusted, notes=notes)
         _rename_shipped(report, shipment)
         result = Report.of(report)
         if interrupted is not None:
@@ -466,9 +593,6 @@ def guard(
     memory (docs/memory.md). The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths),
     ``memory`` included.
     """
-    from adprof.cli import parse_command
-    from adprof.cli.guard import guard_outcome
-
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
     with _run():  # the options checked before shipping: a bad budget is one line at once, not after a pickle
         options = _options_argv(
@@ -480,38 +604,39 @@ def guard(
             **_series_options(backend, profile, mode, depths, budget, cap),
             **_memory_option(memory),
         )
+        series = _series_settings(backend, profile, mode, depths)
+        given = {"max_base": max_base, "max_exponent": max_exponent, "max_memory_exponent": max_memory_exponent}
+        limits = GuardLimits(
+            **choose_limits({**{k: _typed(k, v) for k, v in given.items()}, "max_leak": _leak(max_leak)})
+        )
+        slack = _typed("tolerance", tolerance)
+        if limits.checks_memory and memory is None:  # a memory limit measures memory (memory=False: it fails)
+            memory = True
+        base, where = _baseline(baseline)  # a bad file: one line, before measuring
+        cfg = _config(started, cap, budget, GUARD_CAP, GUARD_BUDGET, None, None, memory, depths=None)
+        cfg.structure, cfg.counter_budget = False, GUARD_COUNTER_BUDGET
     with _run(), contextlib.ExitStack() as stack:
         deadline = _ends(started, budget, GUARD_BUDGET)
         targets, shipment = stack.enter_context(_shipped_targets(target, chain_options, ship, deadline))
-        base_path = baseline
-        if isinstance(baseline, model.Report):  # a report in memory: through a file, as the command reads it
-            directory = stack.enter_context(_temporary_directory())
-            base_path = Path(directory) / "baseline.json"
-            Report.of(baseline).to_json(base_path)
-        argv = ["guard", *targets, *options, *_options_argv(baseline=base_path)]
-        args = parse_command(argv)
-        args.started = started
-        outcome, _, interrupted = guard_outcome(args, argv, _err_console())
-        if outcome.report is not None:
-            _rename_shipped(outcome.report, shipment)
-            outcome.report = Report.of(outcome.report)
+        named = _options_argv(baseline=baseline) if not isinstance(baseline, model.Report) else []
+        argv = ["guard", *targets, *options, *named]
+        notes: list[str] = []
+        specs, unguarded = plan_guard(
+            targets, series["backend"], series["profile"], series["mode"], series["depths"], cfg, notes
+        )
+        report, interrupted = _measured(specs, cfg, argv, unmeasured=unguarded, notes=notes)
+        _rename_shipped(report, shipment)
+        shown = Report.of(report)
         if interrupted is not None:
-            raise Interrupted(interrupted, outcome.report)  # type: ignore[arg-type]
-        return outcome
-
-
-@contextlib.contextmanager
-def _temporary_directory() -> Iterator[str]:
-    with procs.temporary_dir("adprof-baseline-") as d:
-        yield d
+            raise Interrupted(interrupted, shown)
+        outcome = guard_checks(shown, limits, base, slack, where)
+        return GuardReport.of(outcome)
 
 
 def load(path: str | os.PathLike[str]) -> Report:
     """A saved ``--json`` report (raises :class:`UsageError`, one line, for a file that is not one)."""
-    from adprof.cli.report import read_report
-
     with _run():
-        return Report.of(read_report(str(path)))
+        return Report.of(read_json(str(path), load_report))
 
 
 def compare(
@@ -528,4 +653,4 @@ def compare(
     return Comparison.of(compare_reports(b, n, tolerance, exact=exact, names=names))  # type: ignore[arg-type]
 
 
-__all__ = ["Comparison", "Interrupted", "Report", "UsageError", "check", "compare", "guard", "load"]
+__all__ = ["Comparison", "GuardReport", "Interrupted", "Report", "UsageError", "check", "compare", "guard", "load"]

@@ -37,17 +37,18 @@ from adprof.chain import ChainError
 from adprof.guard import (
     GUARD_BUDGET,
     GUARD_CAP,
+    LIMIT_KEYS,
     GuardConfigError,
     GuardLimits,
-    GuardReport,
+    choose_limits,
     guard_config,
     guard_targets,
     parse_bytes,
-    pyproject_guard_table,
 )
 from adprof.measure.client import LoadError
 from adprof.measure.plan import UsageError
 from adprof.options import arg as option_arg
+from adprof.render.guard import RenderedGuardReport
 from adprof.util.text import terminal_safe
 
 MARKER = "adprof_guard"
@@ -125,11 +126,6 @@ def _bytes(name: str, value: Any) -> float:
         raise  # pytest.fail raised already
 
 
-def _first(*values: Any) -> Any:
-    """The first value that is not None (``0`` is a value: a bad one, for its rule to refuse)."""
-    return next((v for v in values if v is not None), None)
-
-
 class ScalingGuard:
     """The ``adprof_guard`` fixture: ``scaling(chain, ...)`` measures, checks, and fails the test."""
 
@@ -140,25 +136,37 @@ class ScalingGuard:
                 f"{MARKER} marker: unknown arguments {sorted(unknown)}; expected some of {sorted(_MARKER_KEYS)}"
             )
         self._marker = marker_kwargs
+        self._root = config.rootpath
         try:
-            GuardLimits.from_pyproject(config.rootpath)  # validates the table: one line, not a traceback
-            table = pyproject_guard_table(config.rootpath)
+            GuardLimits.from_pyproject(self._root)  # validates the table: one line, not a traceback
         except GuardConfigError as exc:
             raise pytest.UsageError(f"adprof: {exc}") from None
-        self._defaults = {  # an option given (even 0, which its rule refuses) wins over the table
-            key: _first(config.getoption(f"adprof_{key}"), table.get(key))
-            for key in ("max_base", "max_exponent", "max_memory_exponent", "max_leak")
-        }
-        self.reports: list[GuardReport] = []
+        #: The command line's limits (an option given, even 0, which its rule refuses, wins over the table).
+        self._options = {key: config.getoption(f"adprof_{key}") for key in LIMIT_KEYS}
+        self.reports: list[RenderedGuardReport] = []
 
     def _pick(self, name: str, explicit: Any, fallback: Any) -> Any:
         if explicit is not None:
             return explicit
         if self._marker.get(name) is not None:
             return self._marker[name]
-        if self._defaults.get(name) is not None:
-            return self._defaults[name]
         return fallback
+
+    def _limits(self, given: dict[str, Any]) -> GuardLimits:
+        """The limits by precedence (:func:`adprof.guard.choose_limits`): arguments > marker > command-line options
+        > ``[tool.adprof.guard]`` > defaults, each under its rule (a bad one fails the test with one line)."""
+        marker = {key: self._marker.get(key) for key in LIMIT_KEYS}
+        try:
+            chosen = choose_limits(given, marker, self._options, start=self._root)
+        except GuardConfigError as exc:
+            _usage(str(exc))
+        memory_exponent, leak = chosen["max_memory_exponent"], chosen["max_leak"]
+        return GuardLimits(
+            max_base=_positive("max_base", chosen["max_base"]),
+            max_exponent=_positive("max_exponent", chosen["max_exponent"]),
+            max_memory_exponent=None if memory_exponent is None else _positive("max_memory_exponent", memory_exponent),
+            max_leak=None if leak is None else _bytes("max_leak", leak),
+        )
 
     def check(
         self,
@@ -174,18 +182,18 @@ class ScalingGuard:
         backend: str | None = None,
         cap: float | None = None,
         budget: float | None = None,
-    ) -> GuardReport:
+    ) -> RenderedGuardReport:
         """Measure and check without failing the test; returns the report. ``cap`` and ``budget`` (seconds)
         default to ``adprof guard``'s (a phase running 4x the cap is killed: a hang fails the test).
         ``max_memory_exponent`` and ``max_leak`` (bytes per eager call: ``4096``, ``"1 MB"``) measure memory and
         limit it, in pytest-memray's spirit ("limited to ... but ...")."""
-        memory_exponent = self._pick("max_memory_exponent", max_memory_exponent, None)
-        leak = self._pick("max_leak", max_leak, None)
-        limits = GuardLimits(
-            max_base=_positive("max_base", self._pick("max_base", max_base, GuardLimits.max_base)),
-            max_exponent=_positive("max_exponent", self._pick("max_exponent", max_exponent, GuardLimits.max_exponent)),
-            max_memory_exponent=None if memory_exponent is None else _positive("max_memory_exponent", memory_exponent),
-            max_leak=None if leak is None else _bytes("max_leak", leak),
+        limits = self._limits(
+            {
+                "max_base": max_base,
+                "max_exponent": max_exponent,
+                "max_memory_exponent": max_memory_exponent,
+                "max_leak": max_leak,
+            }
         )
         try:
             report, _ = guard_targets(
@@ -202,10 +210,11 @@ class ScalingGuard:
             )
         except (UsageError, ChainError, LoadError, UnknownBackendError) as exc:
             _usage(str(getattr(exc, "message", None) or exc))
-        self.reports.append(report)
-        return report
+        shown = RenderedGuardReport.of(report)
+        self.reports.append(shown)
+        return shown
 
-    def scaling(self, chain: Any, mode: str | None = None, **kwargs: Any) -> GuardReport:
+    def scaling(self, chain: Any, mode: str | None = None, **kwargs: Any) -> RenderedGuardReport:
         """Like :meth:`check`, but fail the test with the evidence table when a limit is exceeded."""
         report = self.check(chain, mode, **kwargs)
         if not report.ok:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from adprof import model
 from adprof.comparison import MEMORY_SEVERITY, SEVERITY, Side, State, classify, classify_memory
 from adprof.guard import GuardLimits, GuardReport, check_against_baseline, guard_checks
-from adprof.guard_render import guard_markdown, junit_xml, xml_safe
+from adprof.render.guard import guard_markdown, junit_xml, xml_safe
 from tests.compare_helpers import EXPONENTIAL, NO_FIT, report, result
 from tests.extras import require
 

@@ -423,12 +423,12 @@ def test_api_ctrl_c_while_loading_raises_interrupted(tmp_path, monkeypatch):
     """Ctrl-C while ``adprof.check`` loaded its targets (starting a worker, on a loaded machine the first seconds)
     escaped as a bare ``KeyboardInterrupt`` with adprof's traceback; the API promises ``adprof.Interrupted``."""
     import adprof
-    from adprof.cli import check as check_cli
+    from adprof import pipeline
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(check_cli, "load_targets", interrupted)
+    monkeypatch.setattr(pipeline, "load_targets", interrupted)  # the API's run path loads there (not the CLI's)
     path = _chain_file(tmp_path, "c", "")
     with pytest.raises(adprof.Interrupted) as info:
         adprof.check(str(path), profile="fixed", mode="traced")

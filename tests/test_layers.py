@@ -25,15 +25,18 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.analysis", "analysis"),
     ("adprof.report", "report"),
     ("adprof.comparison", "report"),  # two reports compared: reads results as the report's labels do
+    ("adprof.pipeline", "pipeline"),  # the one run path: specs measured with the analysis hooks, decided
     ("adprof.render", "render"),
     ("adprof.flame", "flame"),
+    # the guard's limits and its outcome are plain data beside the report: the renderers read them
+    ("adprof.guard.limits", "report"),
+    ("adprof.guard.outcome", "report"),
     ("adprof.guard", "guard"),
-    ("adprof.guard_render", "guard"),  # the guard's JUnit XML and Markdown
     ("adprof.hunt", "hunt"),
     ("adprof.pytest_plugin", "guard"),
     ("adprof.cli", "cli"),
     ("adprof.__main__", "cli"),
-    ("adprof.api", "api"),  # adprof.check / adprof.guard: the command line's pipeline, as a library
+    ("adprof.api", "api"),  # adprof.check / adprof.guard: the library's run path, as the command runs it
     ("adprof.notebook", "api"),  # %load_ext adprof, %%adprof
     ("adprof", "api"),  # the package: chain and load_chains at import, the API lazily (test_package_import_is_light)
 )
@@ -48,18 +51,24 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "analysis": frozenset({"model"}),
     "report": frozenset({"model", "analysis"}),
     "render": frozenset({"model", "report"}),  # renderers read the report; they never analyse
+    "pipeline": frozenset({"model", "chain", "backends", "measure", "analysis", "report"}),
     "flame": frozenset({"model", "chain", "backends"}),  # the worker runs the backends' points
-    "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
-    "hunt": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render"}),
+    "guard": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "pipeline", "render"}),
+    "hunt": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "pipeline", "render"}),
     "cli": frozenset(
-        {"model", "chain", "backends", "measure", "analysis", "report", "render", "flame", "guard", "hunt"}
+        {"model", "chain", "backends", "measure", "analysis", "report", "pipeline", "render", "flame", "guard", "hunt"}
     ),
-    "api": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "render", "guard", "cli"}),
+    # the library never imports its command line: the CLI parses arguments and calls the library
+    "api": frozenset({"model", "chain", "backends", "measure", "analysis", "report", "pipeline", "render", "guard"}),
 }
 
 #: Renderers do not import each other, except these (the package __init__ re-exports its modules).
 RENDER_PEERS: frozenset[tuple[str, str]] = frozenset(
-    {("adprof.render.html", "adprof.render.plot")}  # the HTML page embeds the plot's SVG figures
+    {
+        ("adprof.render.html", "adprof.render.plot"),  # the HTML page embeds the plot's SVG figures
+        ("adprof.render.guard", "adprof.render.markdown"),  # the guard's Markdown table is a Markdown table
+        ("adprof.render.guard", "adprof.render.html"),  # a guard in a notebook: its diff and the report's HTML
+    }
 )
 
 

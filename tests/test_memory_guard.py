@@ -10,8 +10,8 @@ import pytest
 
 from adprof import model
 from adprof.guard import GuardConfigError, GuardLimits, guard_checks, parse_bytes
-from adprof.guard_render import guard_markdown, junit_xml
 from adprof.model import Point, Series
+from adprof.render.guard import guard_markdown, guard_text, junit_xml
 from adprof.report import build_report
 
 DEPTHS = [1, 2, 3, 4, 5, 6, 7, 8, 16, 32]
@@ -55,7 +55,7 @@ def test_max_memory_exponent_fails_on_superlinear_memory_and_passes_on_linear():
     assert "limited to depth^1.2 but grow as depth^2.00 over depths 1-8, 16, 32" in why
     assert "800 B at depth 1 -> 800.0 KiB at depth 32" in why
     assert not guard.ok and guard.failures == [bad]
-    text = guard.text()
+    text = guard_text(guard)
     assert "FAIL memory:" in text and "superlinear-memory" in text and "saved_bytes" in text
 
 

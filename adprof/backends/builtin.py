@@ -288,7 +288,7 @@ class TinygradBackend(ModuleBackend):
 
 
 class CmdBackend(ModuleBackend):
-    """Any program, in any language, driven by ``--cmd 'PROG ARGS {depth}'`` (adprof/cli/cmd.py): it prints
+    """Any program, in any language, driven by ``--cmd 'PROG ARGS {depth}'`` (``cli/cmd.py``): it prints
     the JSON protocol (docs/native.md); its points are run by the series loop."""
 
     name = "cmd"

@@ -20,16 +20,16 @@ from adprof.cli.common import (
     depths_arg,
     exit_code,
     finish,
-    load_timeout,
     measure_config,
     report_errors,
     write_outputs,
 )
 from adprof.cli.instructions import apply_default_budget, counted_specs
-from adprof.cli.run import make_report, measure_specs, measuring_settings, shard_specs
+from adprof.cli.run import measuring_settings, run_specs, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
-from adprof.measure.plan import load_targets, nothing_planned, plan_series
+from adprof.measure import SeriesSpec
 from adprof.model import Report
+from adprof.pipeline import plan_check
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,7 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) -> tuple[Report, str | None]:
     """Load, plan, measure (in supervised workers) and decide what ``args`` asks for: the report of ``adprof
     check`` before any rendering, and the signal that interrupted the measuring (None: it ran to the end).
-    The one path of ``adprof check`` and of :func:`adprof.check`."""
+    The command's options (``--cmd``, ``--metric instructions``, ``--shard``, ``--scheduler``) around the library's
+    run path (:func:`adprof.pipeline.plan_check`, :func:`adprof.pipeline.run`), which :func:`adprof.check` calls
+    too."""
     check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
     budget_note = apply_default_budget(args, argv)
@@ -78,32 +80,31 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
     if on_cmd:  # a program instead of a chain file
         specs = cmd_specs(args)
     else:
-        backends = backends_arg(args.backend)
-        plan_series([], backends, args.profile, args.mode, [])  # validate the options before loading anything
-        metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
-        specs = plan_series(metas, backends, args.profile, args.mode, notes)
+        counted = None
         if args.metric == "instructions":  # the peers' C++ phases, counted under callgrind
-            declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
-            deepest = {key: _deepest(m, max_depth) for m in metas for key in [(m["file"], m["name"])]}
-            specs = counted_specs(specs, declared, explicit=bool(args.depths), deepest=deepest)
-        if not specs:
-            raise UsageError(f"nothing to measure: {nothing_planned(metas, backends, args.mode)}")
+
+            def counted(specs: list[SeriesSpec], metas: list[dict[str, Any]]) -> list[SeriesSpec]:
+                declared = {(m["file"], m["name"]): m.get("depths") for m in metas}
+                deepest = {key: _deepest(m, max_depth) for m in metas for key in [(m["file"], m["name"])]}
+                return counted_specs(specs, declared, explicit=bool(args.depths), deepest=deepest)
+
+        specs = plan_check(args.targets, backends_arg(args.backend), args.profile, args.mode, cfg, notes, counted)
     if not specs:
         raise UsageError("nothing to measure: no series planned")
     shard = None
     if args.shard is not None:
         specs, shard = shard_specs(specs, *args.shard, settings=measuring_settings(cfg, args.trust))
     with open_executor(args, cfg, tasks=len(specs)) as executor:
-        measured = measure_specs(specs, cfg, err, args.verbose, executor)
-        measured.notes[:0] = notes + list(getattr(executor, "notes", []))
-        report = make_report(measured, cfg, argv, args.trust)
+        report, interrupted = run_specs(
+            specs, cfg, argv, args, err, executor=executor, notes=notes + list(getattr(executor, "notes", []))
+        )
         if executor is not None:
             report.environment["executor"] = executor.describe()
     report.shard = shard
     bad = next((r.series for r in report.results if r.series.bad_input), None)
     if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a finding
         raise UsageError(f"--cmd: {bad.error}")
-    return report, measured.interrupted
+    return report, interrupted
 
 
 def _deepest(meta: dict[str, Any], max_depth: int | None) -> int | None:

@@ -147,10 +147,11 @@ def measure_cmd(
     args: argparse.Namespace, argv: Sequence[str], cfg: MeasureConfig, err: Console, default_mode: str
 ) -> Report:
     """ratio/halve: the single ``--cmd`` series measured and reported."""
-    from adprof.cli.run import make_report, measure_specs
+    from adprof.cli.run import run_specs
 
     specs = cmd_specs(args, default_mode=default_mode)[:1]
-    return make_report(measure_specs(specs, cfg, err, args.verbose), cfg, argv, args.trust)
+    report, _ = run_specs(specs, cfg, argv, args, err)
+    return report
 
 
 # --------------------------------------------------------------------------- adprof flame --cmd

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -16,14 +15,14 @@ from rich.console import Console
 
 from adprof import model
 from adprof.analysis.classify import TRUST_CHOICES
-from adprof.backends import KNOWN_BACKENDS, check_backend
+from adprof.backends import KNOWN_BACKENDS
 from adprof.guard import parse_bytes, pyproject_path
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, MeasureConfig
-from adprof.measure.config import LOAD_TIMEOUT
-from adprof.measure.plan import UsageError, csv_list
+from adprof.measure.plan import UsageError, csv_list  # noqa: F401  (csv_list: the commands' lists)
 from adprof.model import Report, Result
 from adprof.options import RULES, depths_arg, parse_number  # noqa: F401  (depths_arg: the commands' --depths)
 from adprof.options import arg as option_arg
+from adprof.pipeline import check_names, default_jobs, environment, load_timeout, parse_backends  # noqa: F401  (re-exported: the commands' helpers)
 from adprof.render.jsonout import json_safe  # noqa: F401  (re-exported: its home is the JSON renderer)
 from adprof.report import fmt_growth
 from adprof.util.files import (
@@ -189,11 +188,7 @@ def check_options(args: argparse.Namespace) -> None:
     """Every option that can be checked without loading anything (output paths, empty lists): bad input
     is one line and exit 2 before any measuring."""
     check_outputs(args, output_paths(args))
-    for option in ("backend", "mode", "profile"):
-        value = getattr(args, option, None)
-        if isinstance(value, str) and not csv_list(value):
-            known = f"; known: {', '.join(KNOWN_BACKENDS)}" if option == "backend" else ""
-            raise UsageError(f"--{option}: no {option} given (got {value!r}){known}")
+    check_names({option: getattr(args, option, None) for option in ("backend", "mode", "profile")})
 
 
 def bytes_arg(text: str) -> float:
@@ -268,7 +263,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
     p.add_argument(
         "--jobs",
         type=option_arg("jobs"),
-        default=min(2, os.cpu_count() or 1),
+        default=default_jobs(),
         help="parallel worker processes (default: min(2, cores))",
     )
     p.add_argument(
@@ -357,25 +352,12 @@ def deadline_of(args: argparse.Namespace) -> float | None:
     return None if started is None else started + args.budget
 
 
-def load_timeout(cfg: MeasureConfig) -> float:
-    """Seconds allowed for importing a chain file: at most LOAD_TIMEOUT, never more than the budget."""
-    return min(LOAD_TIMEOUT, max(10.0, cfg.timeout * 2), cfg.budget)
-
-
 def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
     if args.calls < 2:
         raise UsageError("--calls must be at least 2 (call 0 and one warm call)")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     kw.setdefault("jobs", args.jobs)
-    from adprof.analysis.classify import assess_series, predicted_growth
-    from adprof.analysis.costs import open_exact
-    from adprof.analysis.jumps import unconfirmed_jumps
-
-    kw.setdefault("predictor", predicted_growth)
-    kw.setdefault("assess", assess_series)
-    kw.setdefault("jumps", unconfirmed_jumps)
-    kw.setdefault("open_exact", open_exact)
     kw.setdefault("cap_given", bool(getattr(args, "cap_given", False)))
     kw.setdefault("memory", getattr(args, "memory", None))
     return MeasureConfig(cap=args.cap, budget=args.budget, calls=args.calls, started=args.started, **kw)
@@ -383,33 +365,7 @@ def measure_config(args: argparse.Namespace, **kw: Any) -> MeasureConfig:
 
 def backends_arg(value: str) -> list[str]:
     """``--backend``: a comma-separated list of backends, or ``all`` (every installed one but ``cmd``)."""
-    names = list(dict.fromkeys(csv_list(value)))
-    if names == ["all"]:
-        from adprof.hunt.targets import installed_backends
-
-        return installed_backends()
-    if not names:
-        raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
-    for n in names:
-        check_backend(n)
-    return names
-
-
-def environment(cfg: MeasureConfig, argv: Sequence[str]) -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "argv": ["adprof", *argv],
-        "cap_seconds": cfg.cap,
-        "timeout_seconds": cfg.timeout,
-        "budget_seconds": cfg.budget,
-        "jobs": cfg.jobs,
-        "eager_calls": cfg.calls,
-        "counter_budget": cfg.counter_budget,
-        "depths": list(cfg.depths) if cfg.depths else None,
-        "memory": cfg.memory,
-    }
+    return parse_backends(value)
 
 
 def exit_code(report: Report) -> int:

@@ -14,12 +14,10 @@ from adprof.cli.common import (
     UsageError,
     add_cmd_options,
     add_common_options,
-    backends_arg,
     bytes_arg,
     consoles,
     depths_arg,
     finish,
-    load_timeout,
     measure_config,
     option_arg,
     report_errors,
@@ -28,21 +26,22 @@ from adprof.cli.common import (
     write_texts,
 )
 from adprof.cli.report import read_report
-from adprof.cli.run import make_report, measure_specs
+from adprof.cli.run import run_specs
 from adprof.comparison import DEFAULT_TOLERANCE
 from adprof.guard import (
     DEFAULT_DEPTHS,
     GUARD_BUDGET,
     GUARD_CAP,
     GUARD_COUNTER_BUDGET,
+    LIMIT_KEYS,
     GuardLimits,
     GuardReport,
+    choose_limits,
     guard_checks,
-    guard_specs,
-    unguarded_series,
+    plan_guard,
 )
-from adprof.measure.plan import load_targets, nothing_planned
 from adprof.model import Series
+from adprof.render.guard import guard_text, limits_text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -106,16 +105,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -> tuple[GuardReport, str, str | None]:
     """Load, measure at fixed depths, decide and check what ``args`` asks for: the guard's outcome (its report
     attached), the sentence of its limits, and the signal that interrupted the measuring (None: it ran to the
-    end). The one path of ``adprof guard`` and of :func:`adprof.guard`."""
-    limits = GuardLimits.from_pyproject()
-    if args.max_base is not None:
-        limits.max_base = args.max_base
-    if args.max_exponent is not None:
-        limits.max_exponent = args.max_exponent
-    if args.max_memory_exponent is not None:
-        limits.max_memory_exponent = args.max_memory_exponent
-    if args.max_leak is not None:
-        limits.max_leak = args.max_leak
+    end). The command's options (``--cmd``, ``--baseline FILE``) around the library's run path
+    (:func:`adprof.guard.plan_guard`, :func:`adprof.pipeline.run`, :func:`adprof.guard.guard_checks`), which
+    :func:`adprof.guard` calls too."""
+    limits = GuardLimits(**choose_limits({key: getattr(args, key) for key in LIMIT_KEYS}))
     if limits.checks_memory and args.memory is None:  # a memory limit measures memory (--no-memory: it fails)
         args.memory = True
     baseline = read_report(args.baseline) if args.baseline else None  # a bad file: one line, before measuring
@@ -127,29 +120,16 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
         for spec in specs:  # a guard measures every one of its depths
             spec.required_depths = tuple(spec.depths or ())
     else:
-        metas = load_targets(args.targets, load_timeout(cfg), cfg.deadline)
-        backends = backends_arg(args.backend)
-        skipped: dict[tuple[str, str], list[str]] = {}
-        specs = guard_specs(metas, backends, args.profile, args.mode, args.depths, notes, skipped)
-        if not specs:
-            raise UsageError(f"nothing to guard: {nothing_planned(metas, backends, args.mode)}")
-        unguarded = unguarded_series(metas, specs, skipped)
+        specs, unguarded = plan_guard(args.targets, args.backend, args.profile, args.mode, args.depths, cfg, notes)
     if not specs:
         raise UsageError("nothing to guard: no series planned")
-    measured = measure_specs(specs, cfg, err, args.verbose)
-    bad = next((s for s in measured.series if s.bad_input), None)
+    report, interrupted = run_specs(specs, cfg, argv, args, err, unmeasured=unguarded, notes=notes)
+    bad = next((r.series for r in report.results if r.series.bad_input), None)
     if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a failed guard
         raise UsageError(f"--cmd: {bad.error}")
-    measured.series.extend(unguarded)
-    measured.notes.extend(notes)
-    report = make_report(measured, cfg, argv, args.trust)
     guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}")
-    limit_text = f"max base {limits.max_base:g}, max exponent {limits.max_exponent:g}"
-    if limits.checks_memory:
-        limit_text += f", {limits.memory_text()}"
-    if baseline is not None:
-        limit_text = f"baseline {args.baseline}, tolerance {args.tolerance:g}; {limit_text} for series not in it"
-    return guard, limit_text, measured.interrupted
+    named = f"baseline {args.baseline}" if baseline is not None else None
+    return guard, limits_text(limits, named, args.tolerance), interrupted
 
 
 def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -160,7 +140,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     assert report is not None
     written = write_outputs(report, args, err, skip=("--markdown",))  # --json; --markdown is the guard's table
     written = _write_guard_outputs(guard, args, err) and written
-    out.print(guard.text(), markup=False, highlight=False)
+    out.print(guard_text(guard), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
     out.print(f"adprof guard: {held} of {len(guard.checks)} held ({limit_text})", markup=False, highlight=False)
     report_errors(report, err)
@@ -170,7 +150,7 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _write_guard_outputs(guard: GuardReport, args: argparse.Namespace, err: Console) -> bool:
     """``--junit`` and ``--markdown`` (``-``: stdout); False (after one line each) when one cannot be written."""
-    from adprof.guard_render import guard_markdown, junit_xml
+    from adprof.render.guard import guard_markdown, junit_xml
 
     return write_texts(
         [

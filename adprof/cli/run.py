@@ -10,96 +10,63 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from adprof.backends import BACKEND_PROFILES
-from adprof.cli.common import SIGNALS, UsageError, backends_arg, environment
-from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
+from adprof.cli.common import SIGNALS, UsageError, backends_arg
+from adprof.measure import MeasureConfig, Measured, SeriesSpec
 from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
 from adprof.model import Report, Series, Shard
-from adprof.report import analyze_structures, build_report, measured_versions
+from adprof.pipeline import (
+    Interrupted,
+    Watch,
+    decide,
+    environment,
+    protocol_notes,  # noqa: F401  (re-exported: the --cmd notes of a report)
+    run,
+)
+from adprof.render.progress import SeriesProgress
 from adprof.util.files import InputFileError, named_paths, read_input
 
 
-class _Progress:
-    """Transient rich progress on stderr (TTY only): one bar over the series, with what each worker
-    lane is measuring right now in its description."""
-
-    def __init__(self, console: Console, total: int, lanes: int, enabled: bool) -> None:
-        self.progress = Progress(
-            SpinnerColumn(),
-            BarColumn(bar_width=20),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}", markup=False),
-            console=console,
-            transient=True,
-            disable=not enabled,
-        )
-        self.task = self.progress.add_task("starting", total=total)
-        self.lanes = [""] * lanes
-
-    def __enter__(self) -> _Progress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
-
-    def status(self, lane: int, text: str) -> None:
-        if lane < len(self.lanes):
-            self.lanes[lane] = text
-            self.progress.update(self.task, description=" | ".join(t for t in self.lanes if t))
-
-    def done(self, series: Series) -> None:
-        self.progress.advance(self.task)
-
-
-def measure_specs(
-    specs: list[SeriesSpec], cfg: MeasureConfig, err: Console, verbose: bool, executor: Executor | None = None
-) -> Measured:
-    """Measure ``specs`` with a progress display: on local lanes, or on ``executor`` (e.g. a Dask cluster)."""
-    enabled = err.is_terminal
+def run_specs(
+    specs: Sequence[SeriesSpec],
+    cfg: MeasureConfig,
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    err: Console,
+    *,
+    executor: Executor | None = None,
+    unmeasured: Sequence[Series] = (),
+    notes: Sequence[str] = (),
+) -> tuple[Report, str | None]:
+    """:func:`adprof.pipeline.run` with a progress display on ``err`` (on local lanes, or on ``executor``, e.g. a
+    Dask cluster): the report and the signal that interrupted the measuring (None: it ran to the end)."""
     lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs)))
-    with _Progress(err, len(specs), lanes, enabled) as prog:
-
-        def on_series(s: Series) -> None:
-            prog.done(s)
-            if verbose and not enabled:
-                tail = s.error or s.stopped or ""
-                err.print(
-                    f"measured {s.label}: depths {[p.depth for p in s.points]} {tail}",
-                    markup=False,
-                    highlight=False,
-                )
-
-        def on_structures(structures: dict[str, dict[str, Any]]) -> None:
-            if not (enabled or verbose):
-                return
-            for st in analyze_structures(structures).values():
-                if st.at_risk or verbose:
-                    prog.progress.console.print(st.summary(), markup=False, highlight=False, soft_wrap=True)
-
+    verbose = bool(getattr(args, "verbose", False))
+    with SeriesProgress(err, len(specs), lanes, err.is_terminal, verbose) as prog:
+        watch = Watch(
+            status=prog.status,
+            on_series=prog.done,
+            on_structures=prog.structures,
+            poll=SIGNALS.poll,
+            measured=SIGNALS.defer,  # measured: a signal from now on waits until the report is written
+        )
         try:
-            return measure_all(
+            report = run(
                 specs,
                 cfg,
-                status=prog.status,
-                on_series=on_series,
-                poll=SIGNALS.poll,
-                on_structures=on_structures,
+                unmeasured=unmeasured,
+                notes=notes,
+                environment=environment(cfg, argv),
+                trust=getattr(args, "trust", None),
                 executor=executor,
+                watch=watch,
             )
-        finally:
-            SIGNALS.defer()  # measured: a signal from now on waits until the report is written
+        except Interrupted as stop:
+            assert stop.report is not None
+            return stop.report, stop.signal_name
+    return report, None
 
 
 def _shard_key(spec: SeriesSpec) -> str:
@@ -190,35 +157,10 @@ def measure_single(
         cost_phases=tuple(meta.get("cost_phases") or ()),
         repeats=meta.get("repeats"),
     )
-    measured = measure_specs([spec], cfg, err, args.verbose)
-    args.interrupted = measured.interrupted  # the command prints the partial report, then exits 130/143
-    return make_report(measured, cfg, argv, args.trust)
-
-
-def protocol_notes(series: Sequence[Series]) -> list[str]:
-    """One note per ``--cmd`` series whose JSON lines had keys the protocol does not read (ignored)."""
-    from adprof.backends.cmd.protocol import KNOWN_KEYS, did_you_mean
-
-    notes = []
-    for s in series:
-        keys = list(dict.fromkeys(k for p in s.points for k in p.extra.get("unknown_keys") or ()))
-        if keys:
-            named = ", ".join(f"{k!r}" + (f" (did you mean {m!r}?)" if (m := did_you_mean(k)) else "") for k in keys)
-            notes.append(
-                f"{s.chain} [{s.backend}, {s.mode}]: the program's JSON has keys adprof does not read, ignored: "
-                f"{named}; known keys: {', '.join(KNOWN_KEYS)}"
-            )
-    return notes
+    report, args.interrupted = run_specs([spec], cfg, argv, args, err)  # interrupted: the partial report, 130/143
+    return report
 
 
 def make_report(measured: Measured, cfg: MeasureConfig, argv: Sequence[str], trust: str | None = None) -> Report:
-    """The report of a measured run (decided once; the renderers read it). ``trust``: ``--trust``."""
-    return build_report(
-        measured.series,
-        measured.structures,
-        notes=[*measured.notes, *protocol_notes(measured.series)],
-        environment={**environment(cfg, argv), "versions": measured_versions(measured.series)},
-        budget_seconds=cfg.budget,
-        elapsed_seconds=measured.elapsed,
-        trust=trust,
-    )
+    """The report of a measured run with the command's record (:func:`adprof.pipeline.decide`)."""
+    return decide(measured, cfg, environment=environment(cfg, argv), trust=trust)

@@ -1,9 +1,10 @@
 """The check path, outside the search loop: a written chain file measured exactly as ``adprof check`` measures it.
 
 :func:`check_targets` loads the file in a worker, plans one series per target with
-:func:`~adprof.measure.plan.plan_series` (the chain's own options: its depths, schedule and cap), measures them
-with :func:`~adprof.measure.pool.measure_all` (supervised workers, the real schedule, the budget) and decides
-them with :func:`~adprof.report.build_report`: what ``adprof check FILE --backend B --mode M`` prints. An
+:func:`~adprof.measure.plan.plan_series` (the chain's own options: its depths, schedule and cap), then measures
+and decides them on the one run path, :func:`adprof.pipeline.run` (supervised workers, the real schedule, the
+budget, the analysis hooks of ``adprof check``, the re-measurement of suspicious jumps included): what
+``adprof check FILE --backend B --mode M`` prints. An
 attribution run passes explicit depths per target (``adprof check --depths``), bounded for the budget.
 
 :func:`confirms` is the hunt's test of a candidate: the check's verdict on its target is the pathology the
@@ -19,17 +20,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adprof.analysis.classify import assess_series, predicted_growth
 from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP
 from adprof.hunt.targets import Target
-from adprof.measure import MeasureConfig, measure_all
+from adprof.measure import MeasureConfig
 from adprof.measure.client import LoadError
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.executor import Executor
 from adprof.measure.plan import UsageError, load_targets, plan_series
 from adprof.measure.series import SeriesSpec
 from adprof.model import EXPONENTIAL_MEMORY, INCONCLUSIVE, PATHOLOGIES, SUPERLINEAR_MEMORY, Report, Result
-from adprof.report import build_report
+from adprof.pipeline import Interrupted, Watch, run
 
 
 @dataclass
@@ -66,8 +66,6 @@ def check_targets(
         jobs=jobs,
         started=start,
         structure=structure,
-        predictor=predicted_growth,
-        assess=assess_series,
     )
     try:
         metas = load_targets([f"{file}::{chain}"], min(LOAD_TIMEOUT, budget), cfg.deadline)
@@ -94,16 +92,14 @@ def check_targets(
         order.append(t)
     if not specs:
         return CheckRun(Report(), skipped=skipped, seconds=time.monotonic() - start)
-    measured = measure_all(specs, cfg, poll=poll, executor=executor)
-    report = build_report(
-        measured.series,
-        measured.structures,
-        notes=measured.notes,
-        budget_seconds=budget,
-        elapsed_seconds=measured.elapsed,
-    )
+    interrupted = None
+    try:
+        report = run(specs, cfg, executor=executor, watch=Watch(poll=poll))  # the analysis hooks: the check's own
+    except Interrupted as stop:
+        assert stop.report is not None
+        report, interrupted = stop.report, stop.signal_name
     results = dict(zip(order, report.results, strict=True))
-    return CheckRun(report, results, skipped, time.monotonic() - start, measured.interrupted)
+    return CheckRun(report, results, skipped, time.monotonic() - start, interrupted)
 
 
 def verdict_family(kind: str) -> str:

@@ -5,6 +5,7 @@ rewrite earlier lines. They are shown, escaped, never executed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 #: C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 #: (they reorder what the terminal shows, "Trojan source").
@@ -29,3 +30,14 @@ def one_line_safe(text: str) -> str:
 def range_text(singular: str, plural: str, first: int, last: int) -> str:
     """A range as a person writes it: ``calls 2..5``, or ``call 2`` where it holds one (never ``calls 2..2``)."""
     return f"{singular} {first}" if first == last else f"{plural} {first}..{last}"
+
+
+def depth_ranges(depths: Iterable[int]) -> str:
+    """``9-12, 16, 32``: a sorted list of depths with consecutive runs joined."""
+    runs: list[list[int]] = []
+    for d in sorted(depths):
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
