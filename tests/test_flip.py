@@ -172,6 +172,7 @@ def test_a_steady_small_rise_on_a_large_count_is_not_jitter():
 def test_the_guard_line_says_loaded_where_check_marks_the_row_loaded():
     from adprof.guard import GuardLimits, guard_checks
     from adprof.model import Point, Series
+    from adprof.render.guard import guard_text
     from adprof.report import build_report
 
     s = Series("gated", "torch", None, "eager", points=[])
@@ -179,7 +180,7 @@ def test_the_guard_line_says_loaded_where_check_marks_the_row_loaded():
         s.points.append(Point(depth=d, times={"backward": 1e-4 * d}, samples={"backward": [1e-4 * d] * 3}))
     report = build_report([s], {})
     report.results[0].verdict.loaded_machine = True  # time decided while the load per core was high
-    text = guard_checks(report, GuardLimits()).text()
+    text = guard_text(guard_checks(report, GuardLimits()))
     assert text.splitlines()[0].split(":")[0].endswith("gated [torch, eager] (loaded)"), text
     report.results[0].verdict.loaded_machine = False
-    assert "(loaded)" not in guard_checks(report, GuardLimits()).text()
+    assert "(loaded)" not in guard_text(guard_checks(report, GuardLimits()))
