@@ -21,37 +21,22 @@ Layer: report (reads results; imports the model and the report's labels).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.model import Report, Result
 from adprof.report import chain_label, decided_by, fmt_growth, measured_versions
 
 #: How bad a verdict is, from best to worst: a move up is a regression, down an improvement. ``inconclusive``
 #: has no rank (the data could not decide: there is nothing to compare it with).
-SEVERITY: dict[str, int] = {
-    model.LINEAR: 0,
-    model.MILD_TRANSFORM: 1,
-    model.MILD_BACKWARD: 1,
-    model.SUPERLINEAR_TRANSFORM: 2,
-    model.SUPERLINEAR_BACKWARD: 2,
-    model.EXPONENTIAL_TRANSFORM: 3,
-    model.EXPONENTIAL_BACKWARD: 3,
-    model.RUNAWAY: 4,
-    model.ERROR: 5,
-}
-#: How bad a memory verdict is, from best to worst (``inconclusive`` and not measured: no rank, not compared).
-MEMORY_SEVERITY: dict[str, int] = {
-    model.MEMORY_FLAT: 0,
-    model.MEMORY_LINEAR: 1,
-    model.MILD_MEMORY: 2,
-    model.SUPERLINEAR_MEMORY: 3,
-    model.EXPONENTIAL_MEMORY: 4,
-    model.LEAK_PER_CALL: 5,
-}
+#: A live view of the table's ``severity`` column (:data:`adprof.verdicts.TABLE`).
+SEVERITY: Mapping[str, int] = verdicts.SEVERITY
+#: How bad a memory verdict is, from best to worst (``inconclusive`` and not measured: no rank, not compared): the
+#: table's ``memory_severity`` column.
+MEMORY_SEVERITY: Mapping[str, int] = verdicts.MEMORY_SEVERITY
 #: Slack on a rate (a base per depth step, or an exponent) beyond the old interval, added to its ends.
 DEFAULT_TOLERANCE = 0.1
 

@@ -2,7 +2,8 @@
 
 Everything here is a dataclass of plain values (numbers, strings, lists, dicts) so that a whole
 report serializes to JSON and loads back without loss; below them, the helpers on points that several
-layers share (cost phases, counter sums, seconds). Layer 0: imports nothing of adprof.
+layers share (cost phases, counter sums, seconds). Layer 0: imports only :mod:`adprof.verdicts` (the table of
+verdict kinds, whose views the verdict names here are).
 """
 
 from __future__ import annotations
@@ -13,34 +14,31 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-#: Verdict names (a public contract: JSON `verdict` field, exit codes, guards).
-EXPONENTIAL_TRANSFORM = "exponential-transform"
-SUPERLINEAR_TRANSFORM = "superlinear-transform"
-EXPONENTIAL_BACKWARD = "exponential-backward"
-SUPERLINEAR_BACKWARD = "superlinear-backward"
-LINEAR = "linear"
-INCONCLUSIVE = "inconclusive"
-ERROR = "error"
+from adprof import verdicts
+from adprof.backend_info import WHOLE_COMPILE as WHOLE_COMPILE  # where torch puts its whole compile
+from adprof.backend_info import BackendInfo, declared_info, generic_cost_phases
+from adprof.verdicts import Growth, Kind, Source
+
+#: Verdict names (a public contract: JSON `verdict` field, exit codes, guards), declared once in
+#: :data:`adprof.verdicts.TABLE` with everything read about them; these names are its views.
+EXPONENTIAL_TRANSFORM = Kind.EXPONENTIAL_TRANSFORM.value
+SUPERLINEAR_TRANSFORM = Kind.SUPERLINEAR_TRANSFORM.value
+EXPONENTIAL_BACKWARD = Kind.EXPONENTIAL_BACKWARD.value
+SUPERLINEAR_BACKWARD = Kind.SUPERLINEAR_BACKWARD.value
+LINEAR = Kind.LINEAR.value
+INCONCLUSIVE = Kind.INCONCLUSIVE.value
+ERROR = Kind.ERROR.value
 
 #: Mildly superlinear (exponent between 1.15 and 1.3, n log n-like): an honest reading, not a pathology.
-MILD_TRANSFORM = "mildly-superlinear-transform"
-MILD_BACKWARD = "mildly-superlinear-backward"
+MILD_TRANSFORM = Kind.MILD_TRANSFORM.value
+MILD_BACKWARD = Kind.MILD_BACKWARD.value
 #: A point ran past its hard timeout and was killed while the measured points looked healthy.
-RUNAWAY = "runaway"
+RUNAWAY = Kind.RUNAWAY.value
 
-VERDICTS = (
-    EXPONENTIAL_TRANSFORM,
-    SUPERLINEAR_TRANSFORM,
-    EXPONENTIAL_BACKWARD,
-    SUPERLINEAR_BACKWARD,
-    LINEAR,
-    INCONCLUSIVE,
-    ERROR,
-    MILD_TRANSFORM,
-    MILD_BACKWARD,
-    RUNAWAY,
-)
-PATHOLOGIES = VERDICTS[:4]
+#: The time verdicts, in the table's order (a live view of :data:`adprof.verdicts.TABLE`).
+VERDICTS = verdicts.TIME_KINDS
+#: The time pathologies: exponential or superlinear, of the transform or the backward pass.
+PATHOLOGIES = verdicts.PATHOLOGIES
 
 
 class PointStatus(StrEnum):
@@ -246,15 +244,18 @@ def stop_text(stop: Stop) -> str:
 
 def killed_text(stop: Stop) -> str:
     """The finding of a point killed at its own timeout (or by the budget far past its prediction)."""
+    return f"{killed_head(stop)}: the chain hangs or is far too slow"
+
+
+def killed_head(stop: Stop) -> str:
+    """What killed the point, and when (:func:`killed_text` without its reading)."""
     where, depth = _where(stop), _num(stop.depth, "d")
     if stop.reason is StopReason.RUNAWAY:
         return (
             f"depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out, "
-            f"{RUNAWAY_FACTOR:g}x past its prediction: the chain hangs or is far too slow"
+            f"{RUNAWAY_FACTOR:g}x past its prediction"
         )
-    return (
-        f"depth {depth} killed{where} after the {_num(stop.limit, '.1f')} s timeout: the chain hangs or is far too slow"
-    )
+    return f"depth {depth} killed{where} after the {_num(stop.limit, '.1f')} s timeout"
 
 
 #: A point killed by the budget after this many times its predicted time is a runaway.
@@ -333,6 +334,10 @@ class Series:
     #: Memory figures (``saved_bytes``, ``peak_bytes``, ``retained``) this series does not measure, and why (the
     #: backend cannot count them, memory was not asked for): figure -> sentence.
     memory_notes: dict[str, str] = field(default_factory=dict)
+    #: The backend's declarations for this mode (phases, phase names, remedies, deciding counters, ...), set where
+    #: the series is measured; None (a report read from JSON, a test's series): its backend's as registered
+    #: (:func:`backend_info_of`). Not written to JSON: it is the backend's, not the measurement's.
+    backend_info: BackendInfo | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:  # from JSON: a plain dict
         if isinstance(self.stop, dict):
@@ -378,7 +383,7 @@ class Fit:
     """Growth fit of one cost series against depth."""
 
     metric: str  # what was fitted, e.g. "counters: key_comparisons+metadata_lookups" or "time: transform"
-    kind: str  # "exponential" | "superlinear" | "linear" | "inconclusive"
+    kind: Growth  # exponential | superlinear | mild | linear | inconclusive (a str given is made a Growth)
     base: float | None = None  # per-layer ratio for exponential
     exponent: float | None = None  # power-law exponent
     halving_ratio: float | None = None  # t(d)/t(d/2) at the deepest pair
@@ -395,7 +400,7 @@ class Fit:
     censored_values: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The deciding model (every renderer reads these; nothing downstream re-fits):
-    source: str = ""  # "counters" | "metric" | "time"
+    source: Source = Source.NONE  # counters | metric | time | memory (a str given is made a Source)
     model: str = ""  # "a + c*b^d" | "a + c*d^p" | "constant"
     overhead: float | None = None  # a (fixed cost, same unit as values)
     scale: float | None = None  # c: the growing part's value at the deepest fitted depth
@@ -434,6 +439,33 @@ class Fit:
     #: The shallowest depth of the reading when it is of the deepest depths only (the model of all the depths
     #: misfit them: the local exponent changes with depth, as d log d's does). None: all the depths.
     tail_from: int | None = None
+    #: The work metric's name where :attr:`source` is ``metric`` (``python_calls``, ``saved_bytes``), else "": what
+    #: decisions read (never the :attr:`metric` sentence).
+    metric_name: str = ""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # the enum fields stay enums whoever sets them (a fit's kind is reassigned as the reading goes)
+        if name == "kind" and not isinstance(value, Growth):
+            value = Growth(value)
+        elif name == "source" and not isinstance(value, Source):
+            value = Source(value)
+        object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True)
+class Noun:
+    """How evidence names a figure (``saved-for-backward bytes``) and whether the verb agrees in the plural."""
+
+    text: str
+    plural: bool = False
+
+
+@dataclass(frozen=True)
+class Decider:
+    """What decides a series: a source and, for a work metric, its name (never a ``"metric:NAME"`` string)."""
+
+    source: Source
+    metric_name: str = ""
 
 
 #: Evidence that chose the family of a noisy reading (``Fit.model_choice``), as the evidence line names it.
@@ -714,7 +746,7 @@ class Verdict:
         """Where a proxy decided the class: its name and figure (``inductor_loop_body_ops x3.69/unroll``), else ""."""
         if self.rate_fit is None or self.fit is None:
             return ""
-        return f"{self.fit.metric.split(':', 1)[0]} {fit_figure(self.fit)}".strip()
+        return f"{self.fit.metric_name} {fit_figure(self.fit)}".strip()
 
     @property
     def is_finding(self) -> bool:
@@ -736,32 +768,22 @@ class Verdict:
 
 
 #: Verdicts that are findings (exit 1, a guard fails): the pathologies, a failing chain, a runaway.
-FINDINGS = frozenset({*PATHOLOGIES, ERROR, RUNAWAY})
+FINDINGS = verdicts.FINDINGS
 
 #: Memory verdict names (a public contract: JSON ``memory.kind``, exit codes, guards). ``linear``: one residual per
 #: layer, what reverse mode holds; ``flat``: no growth with depth (checkpointed, or scanned with remat); a power law
 #: with p >= 1.3 or an exponential in depth; bytes that stay held after each call and grow with the calls (a leak).
 MEMORY_LINEAR = LINEAR
-MEMORY_FLAT = "flat"
-MILD_MEMORY = "mildly-superlinear-memory"  # 1.15 <= p < 1.3 (n log n-like): an honest reading, not a finding
-SUPERLINEAR_MEMORY = "superlinear-memory"
-EXPONENTIAL_MEMORY = "exponential-memory"
-LEAK_PER_CALL = "leak-per-call"
-#: Only the peak (the worker's high-water mark: noisy) was measured: its reading, with its figure, never a finding
-#: (no deterministic figure says so). A cross-check has nothing to check against.
-PEAK_ONLY = "peak-only"
-MEMORY_VERDICTS = (
-    MEMORY_LINEAR,
-    MEMORY_FLAT,
-    MILD_MEMORY,
-    SUPERLINEAR_MEMORY,
-    EXPONENTIAL_MEMORY,
-    LEAK_PER_CALL,
-    PEAK_ONLY,
-    INCONCLUSIVE,
-)
+MEMORY_FLAT = Kind.FLAT.value
+MILD_MEMORY = Kind.MILD_MEMORY.value  # 1.15 <= p < 1.3 (n log n-like): an honest reading, not a finding
+SUPERLINEAR_MEMORY = Kind.SUPERLINEAR_MEMORY.value
+EXPONENTIAL_MEMORY = Kind.EXPONENTIAL_MEMORY.value
+LEAK_PER_CALL = Kind.LEAK_PER_CALL.value
+#: Only the peak (the worker's high-water mark: noisy) was measured: its figure, never a finding (flip35).
+PEAK_ONLY = Kind.PEAK_ONLY.value
+MEMORY_VERDICTS = verdicts.MEMORY_KINDS
 #: Memory verdicts that are findings: ``check`` exits 1 on them as on a time finding.
-MEMORY_FINDINGS = frozenset({SUPERLINEAR_MEMORY, EXPONENTIAL_MEMORY, LEAK_PER_CALL})
+MEMORY_FINDINGS = verdicts.MEMORY_FINDINGS
 #: The memory figures of a point, as ``Series.memory_notes`` names them.
 SAVED_BYTES = "saved_bytes"
 PEAK_BYTES = "peak_bytes"
@@ -849,9 +871,20 @@ class MemoryVerdict:
     @property
     def interval_text(self) -> str:
         """The deciding model's figure in depth (``d^1.00``, ``x1.50/layer``, ``flat``; past a knee: ``... past 8``)."""
+        return self._figure(interval=True)
+
+    @property
+    def figure_text(self) -> str:
+        """:attr:`interval_text` without the interval (``d^1.00``, ``x1.50/layer``; time-read peaks: no interval)."""
+        return self._figure(interval=False)
+
+    def _figure(self, interval: bool) -> str:
         if self.knee is not None and self.knee.after is not None:
-            return f"{fit_figure(self.knee.after)} past {self.knee.depth}"
-        return fit_figure(self.fit) if self.fit is not None else ""
+            figure = fit_figure(self.knee.after, interval=interval)
+            # the short cell gives the law alone where it has an interval (as it read before the fields)
+            shown = not interval and fit_interval(self.knee.after)
+            return figure if shown else f"{figure} past {self.knee.depth}"
+        return fit_figure(self.fit, interval=interval) if self.fit is not None else ""
 
     @property
     def summary(self) -> str:
@@ -861,7 +894,7 @@ class MemoryVerdict:
             return "not measured"
         if self.kind == LEAK_PER_CALL and self.leak is not None:
             return f"{self.kind} +{fmt_bytes(self.leak.bytes_per_call)}/call at depth {self.leak.depth}"
-        figure = self.interval_text.split(" [")[0]
+        figure = self.figure_text
         return f"{self.kind} {figure}".strip() if figure and figure != self.kind else self.kind
 
 
@@ -881,19 +914,23 @@ def depth_symbol(axis: str) -> str:
     return "d" if axis in ("", "layer") else axis
 
 
-def fit_figure(fit: Fit, unit: str | None = None) -> str:
-    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]`` (time: with its interval), ``flat`` or ``""``; the
-    unit is the fit's axis (``x2.15/order``, ``seq_len^1.98``) unless given."""
-    unit = unit or fit.axis or "layer"
+def fit_interval(fit: Fit) -> str:
+    """The interval a figure shows (time readings: `` [1.55, 1.90]``), else ``""``."""
     iv = fit.interval
-    if fit.kind == "exponential" and fit.base is not None:
-        s = f"x{fit.base:.2f}/{unit}"
-        return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
-    if fit.exponent is not None and fit.kind in ("linear", "mild", "superlinear", "inconclusive"):
+    return f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == Source.TIME else ""
+
+
+def fit_figure(fit: Fit, unit: str | None = None, interval: bool = True) -> str:
+    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]`` (time: with its interval, unless ``interval`` is
+    False), ``flat`` or ``""``; the unit is the fit's axis (``x2.15/order``, ``seq_len^1.98``) unless given."""
+    unit = unit or fit.axis or "layer"
+    shown = fit_interval(fit) if interval else ""
+    if fit.kind == Growth.EXPONENTIAL and fit.base is not None:
+        return f"x{fit.base:.2f}/{unit}{shown}"
+    if fit.exponent is not None and fit.kind != Growth.EXPONENTIAL:
         if fit.exponent == 0.0:
             return "flat"
-        s = f"{depth_symbol(unit)}^{fit.exponent:.2f}"
-        return s + (f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv and fit.source == "time" else "")
+        return f"{depth_symbol(unit)}^{fit.exponent:.2f}{shown}"
     return ""
 
 
@@ -949,28 +986,21 @@ class Report:
 COUNTER_KEYS = ("key_comparisons", "metadata_lookups", "nodes_visited")
 
 
-#: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
-#: partition), Inductor's lowering/fusion/codegen and its C++ compile.
-TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
-#: Where torch's compile mode puts the metrics of the whole compile (no time of its own): classified too.
-WHOLE_COMPILE = "compile"
-
-
 def cost_phases(mode: str, backend: str = "") -> tuple[str, ...]:
-    """The phases whose cost is classified (and watched by the depth schedule) for a mode (torch's compile
-    mode has its own: :data:`TORCH_COMPILE_PHASES`)."""
-    if mode == "eager":
-        return ("backward",)
-    if mode == "compile":
-        if backend == "torch":
-            return (*TORCH_COMPILE_PHASES, WHOLE_COMPILE)
-        return ("transform", "lower", "compile", "drop")
-    return ("transform", "drop")
+    """The phases whose cost is classified (and watched by the depth schedule) in ``mode``, as ``backend`` declares
+    them (:attr:`adprof.backends.base.Backend.cost_phases`; a backend that declares none: the generic rule,
+    :func:`adprof.backend_info.generic_cost_phases`)."""
+    return declared_info(backend, mode).cost_phases if backend else generic_cost_phases(mode)
+
+
+def backend_info_of(series: Series) -> BackendInfo:
+    """The backend's declarations for a series: the ones it carries, else its backend's as registered."""
+    return series.backend_info or declared_info(series.backend, series.mode)
 
 
 def classified_phases(series: Series) -> tuple[str, ...]:
-    """The phases classified for a series: the chain's own (``cost_phases=``) or the mode's."""
-    return tuple(series.classified_phases) or cost_phases(series.mode, series.backend)
+    """The phases classified for a series: the chain's own (``cost_phases=``) or its backend's for the mode."""
+    return tuple(series.classified_phases) or backend_info_of(series).cost_phases
 
 
 def counter_totals(
@@ -985,9 +1015,16 @@ def counter_totals(
     return {k: float(sum(float(c.get(k, 0) or 0) for c in dicts)) for k in keys}
 
 
-def counter_value(point: Point, phases: Sequence[str]) -> float | None:
-    """Counter cost of a point over phases (sum of :data:`COUNTER_KEYS`; a command that reports none of
-    those keys: the sum of its own counters), or None without counters there."""
+def counter_value(point: Point, phases: Sequence[str], info: BackendInfo | None = None) -> float | None:
+    """Counter cost of a point over phases, or None without counters there: the sum of the counters the backend
+    declares deciding (``info.deciding_counters``; none declared: :data:`COUNTER_KEYS`, or for a backend or command
+    that reports none of those keys the sum of its own counters; declared empty: None, counters never decide).
+    The one place counter cost is summed."""
+    if info is not None and info.deciding_counters is not None:
+        if not info.deciding_counters:
+            return None
+        declared = counter_totals(point.counters, phases, keys=info.deciding_counters)
+        return None if declared is None else sum(declared.values())
     totals = counter_totals(point.counters, phases)
     if totals is None:
         return None

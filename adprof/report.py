@@ -25,6 +25,7 @@ from adprof.model import (
     fmt_seconds,
     time_value,
 )
+from adprof.verdicts import Source
 
 
 def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
@@ -274,7 +275,7 @@ def decided_by(result: Result) -> str:
     fit = result.verdict.fit
     if fit is None:
         return "-"
-    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    return fit.metric if fit.source == Source.METRIC else str(fit.source)
 
 
 def one_line_reason(result: Result) -> str:

@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.analysis import explain
 from adprof.analysis.costs import (
     assess_series,
     cost_rate,
+    deciding_fit,
     deciding_fits,
     fit_cost,
     metric_names,
@@ -76,16 +77,22 @@ from adprof.constants import LOADED_PER_CORE
 from adprof.model import (
     COUNTER_KEYS,
     RUNAWAY_FACTOR,
+    Decider,
     Fit,
+    Noun,
     Point,
     Result,
     Series,
     Verdict,
+    backend_info_of,
     cost_phases,
     counter_value,
+    fit_figure,
     point_wall,
     time_value,
 )
+from adprof.prediction import law_factor
+from adprof.verdicts import Source
 
 __all__ = [
     "AMORTIZED_BELOW",
@@ -128,14 +135,6 @@ __all__ = [
 
 COUNTER_LABEL = "key comparisons+lookups+visits"
 
-_KIND = {
-    ("exponential", False): model.EXPONENTIAL_TRANSFORM,
-    ("superlinear", False): model.SUPERLINEAR_TRANSFORM,
-    ("mild", False): model.MILD_TRANSFORM,
-    ("exponential", True): model.EXPONENTIAL_BACKWARD,
-    ("superlinear", True): model.SUPERLINEAR_BACKWARD,
-    ("mild", True): model.MILD_BACKWARD,
-}
 
 #: Time contradicts a healthy deterministic reading when its own fit is confidently a pathology (the lower end
 #: of its interval at least this base, exponential, or exponent, power law) and time grows this many times more
@@ -160,16 +159,19 @@ def decide(
     *,
     predicted_base: float | None = None,
     trust: str | None = None,
+    named: Noun | None = None,
 ) -> Verdict:
     """The Verdict of one Series: the deciding fit, evidence read from it, cause and remedies.
 
     structure: the chain's :class:`Structure` (its summary is the first evidence line, its predicted base the
     cross-check; ``predicted_base`` overrides that base). trust: ``"counters"`` or ``"time"`` settles a
-    contradiction between a deterministic metric and time (else the verdict is inconclusive).
+    contradiction between a deterministic metric and time (else the verdict is inconclusive). named: how the
+    evidence names the deciding work metric (the memory verdict's ``saved-for-backward bytes``), else where it was
+    counted and its name.
     """
     if predicted_base is None and isinstance(structure, Structure):
         predicted_base = structure.predicted_base
-    v = _verdict(series, structure, predicted_base, trust)
+    v = _verdict(series, structure, predicted_base, trust, named)
     if isinstance(structure, Structure):
         v.evidence.insert(0, structure.summary())
     v.loaded_machine = loaded_machine(series, v)
@@ -183,7 +185,9 @@ def loaded_machine(series: Series, verdict: Verdict) -> bool:
     return bool(timed and per_core is not None and per_core > LOADED_PER_CORE)
 
 
-def _verdict(series: Series, structure: Any, predicted_base: float | None, trust: str | None) -> Verdict:
+def _verdict(
+    series: Series, structure: Any, predicted_base: float | None, trust: str | None, named: Noun | None
+) -> Verdict:
     if series.error:
         return Verdict(
             kind=model.ERROR,
@@ -204,7 +208,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         )
     phases = phases_of(series)
     labels = _labels(series, phases)
-    counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases)
+    counter_fit, time_fit, metric_fits, decider = deciding_fits(series, phases)
     v = Verdict(
         kind=model.INCONCLUSIVE,
         predicted_base=predicted_base,
@@ -212,7 +216,7 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         time_fit=time_fit,
         metric_fits=metric_fits,
     )
-    fit, label = _deciding_fit(v, source, labels, series, phases)
+    fit, label = _deciding_fit(v, decider, labels, series, phases, named)
     if fit is None:
         asked = f" ({series.required_metric} asked for: not counted)" if series.required_metric else ""
         v.evidence.append(f"no cost measured for phases {', '.join(phases)}{asked}")
@@ -227,7 +231,8 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         fit, label, backward_kind, call0_note = v.time_fit, labels["time"], series.mode == "eager", ""
     v.fit = fit
     v.kind = _reading(fit, backward_kind)
-    fit_evidence(v, series, fit, label, call0_note)
+    named_fit = named is not None and fit.source == Source.METRIC and fit.metric_name == decider.metric_name
+    fit_evidence(v, series, fit, label, call0_note, plural=named_fit and named.plural)  # type: ignore[union-attr]
     _knee(v, series, fit, backward_kind)
     v.jumps = time_jumps(series, fit)
     _stopped_points(v, series, fit)
@@ -259,36 +264,41 @@ def _verdict(series: Series, structure: Any, predicted_base: float | None, trust
         phase=v.growing_phase,
         phase_share=v.phase_shares.get(v.growing_phase),
         bound=_bound_name(series, fit),
+        info=backend_info_of(series),
     )
-    v.remedies = explain.remedies(
-        v.kind, mode=series.mode, backend=series.backend, profile=series.profile, source=fit.source, axis=series.axis
-    )
+    v.remedies = explain.remedies(v.kind, series, fit.source)
     return v
 
 
 def _bound_name(series: Series, fit: Fit) -> str:
     """The lower-bound metric that decided, or ""."""
-    name = fit.metric.split(":", 1)[0] if fit.source == "metric" else ""
+    name = fit.metric_name if fit.source == Source.METRIC else ""
     return name if name in series.lower_bound_metrics else ""
 
 
 def _deciding_fit(
-    v: Verdict, source: str, labels: dict[str, str], series: Series, phases: tuple[str, ...]
+    v: Verdict,
+    decider: Decider,
+    labels: dict[str, str],
+    series: Series,
+    phases: tuple[str, ...],
+    named: Noun | None = None,
 ) -> tuple[Fit | None, str]:
     """The fit of the deciding source, and its label."""
-    if source == "counters":
-        return v.counter_fit, labels["counters"]
-    if source.startswith("metric:"):
-        name = source.split(":", 1)[1]
-        return v.metric_fits.get(name), f"{metric_where(series, phases, name, labels['where'])} {name}"
-    return v.time_fit, labels["time"]
+    fit = deciding_fit(decider, v.counter_fit, v.time_fit, v.metric_fits)
+    if decider.source == Source.COUNTERS:
+        return fit, labels["counters"]
+    if decider.source == Source.METRIC:
+        name = decider.metric_name
+        return fit, named.text if named is not None else f"{metric_where(series, phases, name, labels['where'])} {name}"
+    return fit, labels["time"]
 
 
 def _reading(fit: Fit, backward_kind: bool) -> str:
     """The verdict kind that reads the deciding fit."""
     if fit.kind in ("linear", "inconclusive"):
         return model.LINEAR if fit.kind == "linear" else model.INCONCLUSIVE
-    return _KIND[(fit.kind, backward_kind)]
+    return verdicts.reading_kind(fit.kind, backward_kind)
 
 
 def _depths_text(depths: list[int]) -> str:
@@ -297,7 +307,7 @@ def _depths_text(depths: list[int]) -> str:
 
 def _model_text(fit: Fit) -> str:
     """``the linear model (d^1.00)``: how the jump lines name the deciding model."""
-    figure = interval_text(fit).split(" [")[0]
+    figure = fit_figure(fit, interval=False)
     kind = fit.kind if fit.kind != "inconclusive" else "undecided"
     return f"the {kind} model" + (f" ({figure})" if figure else "") if fit.model else "a quadratic extrapolation"
 
@@ -305,7 +315,7 @@ def _model_text(fit: Fit) -> str:
 def _bound_text(j: model.TimeJump, fit: Fit, stop: model.Stop | None, eager: bool) -> str:
     """The sentence of a stopped point read against the deciding model."""
     if stop is not None and stop.depth == j.depth:
-        head = model.killed_text(stop).split(": the chain", 1)[0]
+        head = model.killed_head(stop)
     else:
         by = {"budget": "by the budget's end", "timeout": "at its timeout"}.get(j.stopped_by, f"({j.stopped_by})")
         head = f"depth {j.depth} was stopped {by}" + (f" in {j.phase}" if j.phase else "")
@@ -381,12 +391,13 @@ def _deeper_advice(series: Series) -> str:
     if len(measured) >= 2:
         top, prev = measured[-1], measured[-2]
         step = max(top.depth - prev.depth, 1)
-        more = sum(top.wall_seconds * ((top.depth + k * step) / top.depth) ** 2 for k in range(1, MIN_AFTER + 1))
+        more = sum(
+            top.wall_seconds * law_factor(top.depth, top.depth + k * step, exponent=2.0)
+            for k in range(1, MIN_AFTER + 1)
+        )
         cost = f"about {more:.3g} s more for {MIN_AFTER} depths past {top.depth}; "
     if series.deepest_allowed is not None and series.schedule_end is model.ScheduleEnd.BUDGET:
         return f"{cost}a larger --budget"
-    if series.backend == "cmd":
-        return f"{cost}--max-depth or --depths, and --budget"
     return f"{cost}--max-depth or --depths, and --budget"
 
 
@@ -436,7 +447,7 @@ def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
         got = _kill_prediction(series, stop, fit)
         if got is not None and (stop.seconds is None or got[0] * RUNAWAY_FACTOR >= stop.seconds):
             v.evidence.append(
-                f"{model.killed_text(stop).split(': the chain', 1)[0]}, where {_model_text(fit)} predicts "
+                f"{model.killed_head(stop)}, where {_model_text(fit)} predicts "
                 f"{model.fmt_seconds(got[0])}: the kill is what the measured depths predict, not a hang"
             )
             return
@@ -579,7 +590,7 @@ def _cost_rate(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit) ->
         return
     where = (v.growing_phase,) if v.growing_phase else phases
     rate = cost_rate(series, where, fit)
-    proxy = f"{fit.metric.split(':', 1)[0]} {interval_text(fit)}"
+    proxy = f"{fit.metric_name} {interval_text(fit)}"
     if rate is None:
         v.evidence.append(f"rate: the time of {'+'.join(where)} reads no rate; the one given is the proxy's ({proxy})")
         v.prediction = None  # the proxy's model predicts no cost (flip35)
@@ -635,7 +646,7 @@ def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, stru
         if v.base is not None:
             v.key_evidence.append(v.evidence[-1])
     if isinstance(structure, Structure):
-        note = disagreement_reason(structure, v.base, series.profile, series.backend)
+        note = disagreement_reason(structure, v.base, series.profile, series.backend, backend_info_of(series))
         if note:
             v.evidence.append(note)
     exp_kind = v.kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)

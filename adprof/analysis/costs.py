@@ -10,7 +10,19 @@ from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
 from adprof.analysis.span import require_span
 from adprof.constants import NOMINAL_CLOCK
-from adprof.model import COUNTER_KEYS, Fit, Point, Series, classified_phases, counter_value, time_value
+from adprof.model import (
+    COUNTER_KEYS,
+    Decider,
+    Fit,
+    Point,
+    Series,
+    backend_info_of,
+    classified_phases,
+    counter_value,
+    time_value,
+)
+from adprof.prediction import cost_ratio
+from adprof.verdicts import Source
 
 
 def phases_of(series: Series) -> tuple[str, ...]:
@@ -80,7 +92,7 @@ def series_values(
     ds, vs, cs = [], [], []
     for p in series.points:
         if source == "counters":
-            v: Any = counter_value(p, phases)
+            v: Any = counter_value(p, phases, backend_info_of(series))
         elif source == "metric":
             v = metric_value(p, phases, name)
         else:
@@ -108,7 +120,7 @@ def fit_cost(
         return None
     label = "+".join(phases)
     metric = {
-        "counters": f"counters[{label}]: " + "+".join(COUNTER_KEYS),
+        "counters": f"counters[{label}]: " + "+".join(backend_info_of(series).deciding_counters or COUNTER_KEYS),
         "metric": f"{name}: {metric_where(series, phases, name, label)}",
         "time": f"time: {timed_label(series, phases)}",
     }[source]
@@ -127,6 +139,8 @@ def fit_cost(
         family=family,
     )
     fit.axis = series.axis
+    if source == "metric":
+        fit.metric_name = name
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
     return require_span(fit) if source == "time" and family is None else fit  # a class's rate: the class decided
@@ -185,9 +199,10 @@ def growing_bound(series: Series, metric_fits: dict[str, Fit]) -> str | None:
 
 def deciding_fits(
     series: Series, phases: tuple[str, ...], quick: bool = False
-) -> tuple[Fit | None, Fit | None, dict[str, Fit], str]:
-    """(counter fit, time fit, metric fits, source that decides); ``quick``: no bootstrap (schedule use)."""
-    has_counters = any(counter_value(p, phases) is not None for p in series.points)
+) -> tuple[Fit | None, Fit | None, dict[str, Fit], Decider]:
+    """(counter fit, time fit, metric fits, what decides); ``quick``: no bootstrap (schedule use)."""
+    info = backend_info_of(series)
+    has_counters = any(counter_value(p, phases, info) is not None for p in series.points)
     counter_fit = fit_cost(series, phases, "counters") if has_counters else None
     metric_fits = {n: f for n in metric_names(series, phases) if (f := fit_cost(series, phases, "metric", n))}
     # a lower bound on the work that itself grows fast decides first (the work grows at least as fast); one
@@ -206,12 +221,23 @@ def deciding_fits(
     if time_decides and not quick and time_fit is not None:
         cpu_check(series, phases, time_fit)
     if bound is not None:
-        return counter_fit, time_fit, metric_fits, f"metric:{bound}"
+        return counter_fit, time_fit, metric_fits, Decider(Source.METRIC, bound)
     if deciding_metric is not None:  # declared by the backend (or asked for, e.g. --metric instructions)
-        return counter_fit, time_fit, metric_fits, f"metric:{deciding_metric}"
+        return counter_fit, time_fit, metric_fits, Decider(Source.METRIC, deciding_metric)
     if counter_fit is not None:
-        return counter_fit, time_fit, metric_fits, "counters"
-    return counter_fit, time_fit, metric_fits, "time"
+        return counter_fit, time_fit, metric_fits, Decider(Source.COUNTERS)
+    return counter_fit, time_fit, metric_fits, Decider(Source.TIME)
+
+
+def deciding_fit(
+    decider: Decider, counter_fit: Fit | None, time_fit: Fit | None, metric_fits: dict[str, Fit]
+) -> Fit | None:
+    """The fit ``decider`` names among a series' fits (None: it was not measured)."""
+    if decider.source == Source.COUNTERS:
+        return counter_fit
+    if decider.source == Source.METRIC:
+        return metric_fits.get(decider.metric_name)
+    return time_fit
 
 
 #: Readings of a proxy (a work metric that is not the cost) whose rate is not the cost's: the report gives the cost's.
@@ -223,8 +249,9 @@ def proxy_decided(series: Series, fit: Fit | None) -> bool:
     as Inductor's loop-body ops: a proxy of the cost, whose rate is not the cost's). The engine's counters are its
     work, a backend's declared deciding metrics see the phase's work, and instruction counts are the work: their
     rates are the cost's."""
-    name = fit.metric.split(":", 1)[0] if fit is not None else ""
-    return fit is not None and fit.source == "metric" and name in series.lower_bound_metrics and fit.kind in PROXY_KINDS
+    if fit is None or fit.source != Source.METRIC:
+        return False
+    return fit.metric_name in series.lower_bound_metrics and fit.kind in PROXY_KINDS
 
 
 def timed_phases(series: Series, phases: tuple[str, ...]) -> tuple[str, ...]:
@@ -242,8 +269,8 @@ def cost_rate(series: Series, phases: tuple[str, ...], fit: Fit, quick: bool = F
 
 def quick_deciding_fit(series: Series) -> Fit | None:
     """The deciding model of a series without the bootstrap (the schedule's view of the verdict's model)."""
-    counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases_of(series), quick=True)
-    return {"counters": counter_fit, "time": time_fit}.get(source) or metric_fits.get(source.split(":", 1)[-1])
+    counter_fit, time_fit, metric_fits, decider = deciding_fits(series, phases_of(series), quick=True)
+    return deciding_fit(decider, counter_fit, time_fit, metric_fits)
 
 
 def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
@@ -254,10 +281,8 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
         fit = cost_rate(series, phases_of(series), fit, quick=True)  # type: ignore[arg-type]
     if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
-    now, then = predict(fit, fit.depths[-1]), predict(fit, depth)
-    if not now or then is None or now <= 0 or not math.isfinite(then):
-        return None
-    return max(then / now, 1.0), interval_text(fit) or fit.model
+    ratio = cost_ratio(predict(fit, fit.depths[-1]), predict(fit, depth))
+    return None if ratio is None else (ratio, interval_text(fit) or fit.model)
 
 
 #: An exact power law read this steep over uneven depth steps is likelier an exponential (a power's marginal ratio
@@ -289,8 +314,8 @@ def assess_series(series: Series, full: bool = False) -> Fit | None:
     verdict will be; else the point estimate with its profile interval. None when a counter or a
     deterministic metric decides instead."""
     phases = phases_of(series)
-    counter_fit, time_fit, metric_fits, source = deciding_fits(series, phases, quick=not full)
-    if source != "time":
+    _, time_fit, _, decider = deciding_fits(series, phases, quick=not full)
+    if decider.source != Source.TIME:
         return None
     if full and time_fit is not None and time_fit.kind == "inconclusive":
         knee = find_knee(time_fit)

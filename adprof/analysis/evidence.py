@@ -8,27 +8,28 @@ from adprof.analysis.choice import choice_text
 from adprof.analysis.costs import metric_where, next_depth
 from adprof.analysis.explain import phase_name
 from adprof.analysis.growth import halving_reading, interval_text, predict
-from adprof.model import Fit, Series, Verdict, counter_totals
+from adprof.model import Fit, Series, Verdict, counter_totals, fit_figure, fit_interval
+from adprof.verdicts import Source
 
 
 def fmt_depths(ds: list[int]) -> str:
     return f"{ds[0]}..{ds[-1]}" if len(ds) > 1 else f"{ds[0]}" if ds else "?"
 
 
-def describe_fit(fit: Fit, label: str) -> str:
-    """One evidence line for a fit."""
+def describe_fit(fit: Fit, label: str, plural: bool = False) -> str:
+    """One evidence line for a fit (``plural``: the label is a plural noun, ``... grow as``)."""
     over = f"over depths {fmt_depths(fit.depths)}"
     text = interval_text(fit)
     if fit.kind == "exponential":
         ratios = ", ".join(f"{r:.2f}" for r in fit.tail_ratios[-3:])
         exact = fit.source != "time"
         tail = f" (tail ratios {ratios})" if ratios and exact else ""
-        iv = f" {text.split(' ', 1)[1]}" if " " in text else ""  # time: the interval
+        iv = fit_interval(fit)  # time: the interval
         depths = fit.tail_depths if exact and fit.tail_depths else fit.depths
         return f"{label} x{fit.base:.2f} per {fit.axis or 'layer'}{iv} over depths {fmt_depths(depths)}{tail}"
     if fit.kind in ("superlinear", "mild"):
         words = "mildly superlinear, " if fit.kind == "mild" else ""
-        return f"{label} grows as {words}{text} {over}"
+        return f"{label} {'grow' if plural else 'grows'} as {words}{text} {over}"
     if fit.kind == "linear":
         if fit.exponent == 0.0:
             return f"{label} flat {over}: no measurable growth"
@@ -61,8 +62,7 @@ def decided_by(fit: Fit, series: Series, label: str) -> str:
         why = f"; no deterministic metric decides ({'; '.join(blind)})" if blind else ""
         return f"decided by {label} ({how}, {fit.interval_method or 'no interval'}){why}"
     how = f": {fit.interval_method}" if fit.interval_method else ""
-    name = fit.metric.split(":", 1)[0]
-    if name in series.lower_bound_metrics:
+    if fit.metric_name in series.lower_bound_metrics:
         return (
             f"decided by {label} (deterministic{how}; a lower bound on the phase's work: it counts work the phase "
             "must do, so the work grows at least this fast)"
@@ -93,9 +93,10 @@ def describe_choice(fit: Fit) -> str | None:
     return line
 
 
-def fit_evidence(v: Verdict, series: Series, fit: Fit, label: str, call0_note: str) -> None:
-    """The deciding fit's lines (and the key ones among them), its notes, and its prediction."""
-    v.evidence.append(describe_fit(fit, label))
+def fit_evidence(v: Verdict, series: Series, fit: Fit, label: str, call0_note: str, plural: bool = False) -> None:
+    """The deciding fit's lines (and the key ones among them), its notes, and its prediction (``plural``: the label
+    is a plural noun)."""
+    v.evidence.append(describe_fit(fit, label, plural))
     v.evidence.append(decided_by(fit, series, label))
     choice = describe_choice(fit)
     if choice:
@@ -147,13 +148,13 @@ def phase_evidence(v: Verdict, series: Series, fit: Fit) -> None:
     parts = []
     for ph, share in sorted(v.phase_shares.items(), key=lambda kv: -kv[1]):
         pf = v.phase_fits.get(ph)
-        figure = interval_text(pf).split(" [")[0] if pf is not None and pf.kind not in ("inconclusive",) else ""
+        figure = fit_figure(pf, interval=False) if pf is not None and pf.kind not in ("inconclusive",) else ""
         parts.append(f"{ph} {share:.0%}" + (f" ({figure})" if figure else ""))
     pts = [p.depth for p in series.points if not p.extra.get("censored")]
     span = f" between depths {min(pts)} and {max(pts)}" if pts else ""
     line = f"phases, share of the time's growth{span}: " + ", ".join(parts)
     if v.growing_phase:
-        name = fit.metric.split(":", 1)[0] if fit.source == "metric" else ""
+        name = fit.metric_name if fit.source == Source.METRIC else ""
         carried = bool(name) and any(name in p.metrics.get(v.growing_phase, {}) for p in series.points)
         how = f"its {name} decides" if carried else "most of the growth"
         line += f"; growing: {v.growing_phase} ({phase_name(series.backend, series.mode, v.growing_phase)}; {how})"

@@ -10,15 +10,29 @@ depth, not amortized by the prepared-program cache. Fixes: traced mode, short ea
 
 from __future__ import annotations
 
-from adprof import model
+from adprof import model, verdicts
+from adprof.backend_info import (  # the remedies the built-in backends declare, shared with the generic ones
+    CACHED_COMPILE as CACHED_COMPILE,
+)
+from adprof.backend_info import (
+    DROP_TAPES,
+    JAX_REMAT,
+    RESET_GRAD,
+    STAGING,
+    TORCH_CHECKPOINT,
+    BackendInfo,
+    declared_info,
+)
+from adprof.backend_info import ENGINE_CHECKPOINT as ENGINE_CHECKPOINT
+from adprof.backend_info import FEWER_UNROLLED as FEWER_UNROLLED
+from adprof.backend_info import REGIONAL_COMPILE as REGIONAL_COMPILE
+from adprof.backend_info import TORCH_AUTOGRAD_GRAD as TORCH_AUTOGRAD_GRAD
+from adprof.backend_info import TORCH_SCAN as TORCH_SCAN
+from adprof.backend_info import XLA_SCAN as XLA_SCAN
 
 TRACED = (
     "use traced mode when the same function is differentiated repeatedly: record, grad, compile and "
     "prepare once, then only run the prepared program per call"
-)
-STAGING = (
-    "staging: cut the chain into short stages (one transform/backward per stage) and chain the "
-    "cotangents by hand, so no single transform or backward sees the whole depth"
 )
 CHECKPOINT = (
     "checkpoint: evaluate intermediate values into leaves so structural keys restart there "
@@ -53,31 +67,10 @@ def _uses(base: float | None, declared: float | None) -> str:
     return f"the layer-to-layer use matrix has spectral radius ≈ {k:.2f}"
 
 
-XLA_SCAN = (
-    "write the repeated layers as `jax.lax.scan` (or `lax.fori_loop`) over stacked parameters instead of an "
-    "unrolled Python loop: XLA then compiles one layer body, not depth copies"
-)
-CACHED_COMPILE = (
-    "compile once and reuse: keep the jitted function (and its input shapes) stable so later calls hit the "
-    "compilation cache, or enable JAX's persistent compilation cache"
-)
 PROFILE_PHASE = (
     "profile the growing phase at two depths (`adprof flame`) to see which function's share grows with depth"
 )
 
-REGIONAL_COMPILE = (
-    "regional compilation: compile the repeated block, not the whole unrolled function "
-    "(`torch.compile` on the layer or cell, or `torch.compiler.nested_compile_region`), so one block is "
-    "traced, fused and compiled once and reused"
-)
-FEWER_UNROLLED = (
-    "unroll fewer steps per compiled graph: compile a few steps and loop over them in Python (the compiled "
-    "graph is cached and reused), or mark the loop count dynamic"
-)
-TORCH_SCAN = (
-    "keep the loop rolled: `torch._higher_order_ops.scan` (prototype) gives the compiler one step body "
-    "instead of depth copies"
-)
 TAYLOR_MODE = (
     "for derivatives of high order, propagate a truncated Taylor series in one pass (`jax.experimental.jet`, "
     "the remedy of jax#520) instead of nesting grad: its cost grows polynomially in the order, not exponentially"
@@ -89,30 +82,11 @@ _PHASE_WORDS = {
     "eager": "every eager backward call",
 }
 
-#: What each phase of a multi-phase mode does, by (backend, mode) (the cause names the growing one).
-PHASE_NAMES: dict[tuple[str, str], dict[str, str]] = {
-    ("torch", "compile"): {
-        "dynamo": "Dynamo's trace (bytecode to FX graph, guards)",
-        "aot_autograd": "AOTAutograd (joint forward-backward graph, partition)",
-        "inductor_codegen": "Inductor's lowering, fusion and code generation",
-        "inductor_compile": "Inductor's C++ compile (gcc) and module load",
-    },
-    ("jax", "compile"): {
-        "transform": "tracing the gradient to a jaxpr",
-        "lower": "lowering the jaxpr to StableHLO",
-        "compile": "XLA's backend compile",
-    },
-    ("tinygrad", "compile"): {
-        "transform": "building the lazy gradient graph",
-        "lower": "tinygrad's scheduler (the graph cut into kernels)",
-        "compile": "tinygrad's codegen (lowering, linearizer, rendering)",
-    },
-}
-
 
 def phase_name(backend: str, mode: str, phase: str) -> str:
-    """What ``phase`` of ``mode`` on ``backend`` does, in words (the phase name when unknown)."""
-    return PHASE_NAMES.get((backend, mode), {}).get(phase, phase)
+    """What ``phase`` of ``mode`` on ``backend`` does, in words, as the backend declares it (``phase_names``; the
+    phase name when it declares none)."""
+    return declared_info(backend, mode).phase_name(phase)
 
 
 def _growth_words(kind: str, base: float | None, exponent: float | None, axis: str) -> str:
@@ -136,23 +110,19 @@ def _measured_cause(
     share: float | None = None,
     bound: str = "",
     source: str = "time",
+    info: BackendInfo | None = None,
 ) -> str:
     """A cause that names only what was measured (no mechanism is claimed beyond what a lower-bound metric shows;
     ``source``: what decided, which the claim names truly), and the growing phase where one grows."""
+    info = info or declared_info(backend, mode)
     what = _PHASE_WORDS.get(mode, "the measured phase")
     if phase:
-        what = phase_name(backend, mode, phase)
+        what = info.phase_name(phase)
     who = f" on {backend}" if backend else ""
     growth = _growth_words(kind, base, exponent, axis)
     of_growth = f", {share:.0%} of the growth of the {mode} time" if phase and share is not None else ""
     tail = " and is paid again on each call" if kind.endswith("backward") else ""
-    if backend == "jax" and mode == "compile":
-        tail = ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"
-    if backend == "torch" and mode == "compile" and bound == "inductor_loop_body_ops":
-        tail = (
-            ": the ops Inductor traces into its kernels' loop bodies grow as fast while Dynamo's graph grows "
-            "linearly: pointwise producers are inlined into each consumer, a tree of the shared values"
-        )
+    tail = info.bound_tails.get(bound, "") or info.cause_tail or tail
     mild = "mildly (n log n-like) " if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD) else ""
     if bound:
         claim = f"{bound} counts work the phase must do, so the work grows at least this fast"
@@ -182,10 +152,12 @@ def cause(
     phase: str = "",
     phase_share: float | None = None,
     bound: str = "",
+    info: BackendInfo | None = None,
 ) -> str:
     """One sentence explaining the verdict, naming a mechanism only where the counters show it (``axis``: what
     a depth counts; ``phase``/``phase_share``: the growing phase of a multi-phase mode and its share of the
-    growth; ``bound``: the lower-bound metric that decided, if one did)."""
+    growth; ``bound``: the lower-bound metric that decided, if one did; ``info``: the backend's declarations,
+    default: as registered for ``backend``)."""
     if kind == model.LINEAR:
         return "cost grows linearly with depth (or not at all): no pathology found"
     if kind == model.INCONCLUSIVE:
@@ -207,6 +179,7 @@ def cause(
             share=phase_share,
             bound=bound,
             source=source,
+            info=info,
         )
     mech = _COUNTER_WORDS.get(dominant or "", "structural key comparison")
     b = f"x{base:.1f}" if base is not None else "exponentially"
@@ -238,27 +211,20 @@ def cause(
     )
 
 
-def remedies(
-    kind: str,
-    *,
-    mode: str = "traced",
-    backend: str = "",
-    profile: str | None = None,
-    source: str = "counters",
-    axis: str = "layer",
-) -> list[str]:
-    """The remedies that follow from a verdict and what was measured (empty for linear/inconclusive/error)."""
+def remedies(kind: str, series: model.Series, source: str = "counters") -> list[str]:
+    """The remedies that follow from a verdict and what was measured on ``series`` (its profile, axis and its
+    backend's declared remedies; empty for linear/inconclusive/error)."""
+    profile, axis = series.profile, series.axis
     engine = profile is not None
     fixed = [FIXED_PROFILE] if engine and profile != "fixed" else []
     pathology = kind in model.PATHOLOGIES + (model.MILD_TRANSFORM,)
     if axis == "order" and pathology:
         return [TAYLOR_MODE, MEASURE_FIRST]
-    if backend == "jax" and mode == "compile" and pathology:
-        return [XLA_SCAN, STAGING, CACHED_COMPILE]
-    if backend == "torch" and mode == "compile" and pathology:
-        return [REGIONAL_COMPILE, FEWER_UNROLLED, TORCH_SCAN]
+    declared = model.backend_info_of(series).remedies
+    if declared and pathology:
+        return list(declared)
     if source != "counters" and kind in model.PATHOLOGIES:
-        first = [TRACED] if kind.endswith("backward") else []
+        first = [TRACED] if verdicts.info(kind).phase == verdicts.Phase.BACKWARD else []  # type: ignore[union-attr]
         return [*first, STAGING, MEASURE_FIRST, PROFILE_PHASE]
     if kind == model.EXPONENTIAL_TRANSFORM:
         return [STAGING, CHECKPOINT, *fixed, MEASURE_FIRST]
@@ -275,39 +241,10 @@ def remedies(
 
 # --------------------------------------------------------------------------- memory: causes and remedies
 
-JAX_REMAT = (
-    "residuals per step: wrap the layer (or the `lax.scan` body) in `jax.checkpoint` (`jax.remat`, with a "
-    "`policy` such as `jax.checkpoint_policies.dots_saveable`) so the backward recomputes it instead of saving its "
-    "residuals; `jax.ad_checkpoint.print_saved_residuals` lists what is saved"
-)
-TORCH_CHECKPOINT = (
-    "residuals per step: `torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)` on the repeated block "
-    "(or `checkpoint_sequential` over the layers) saves only the block's inputs and recomputes the rest in the "
-    "backward; `torch.autograd.graph.saved_tensors_hooks` shows (or offloads) what is saved"
-)
-ENGINE_CHECKPOINT = (
-    "residuals per step: checkpoint the chain into segments (the engine's checkpoint chain) so only each "
-    "segment's input is kept and the backward recomputes inside it: about sqrt(d) residuals instead of d"
-)
 KEEP_PREVIOUS_ONLY = (
     "let each layer read only the previous layer's output (not every earlier one: a concatenation of all previous "
     "outputs keeps them all alive in every layer's residuals), or checkpoint the blocks that read them"
 )
-TORCH_AUTOGRAD_GRAD = (
-    "reference cycle: use `torch.autograd.grad(loss, x, create_graph=True)` instead of "
-    "`loss.backward(create_graph=True)`: the gradient is returned, not stored in `x.grad`, so no cycle "
-    "x -> x.grad -> grad_fn -> x keeps the graph alive (pytorch/pytorch#7343)"
-)
-RESET_GRAD = (
-    "reset the gradients to None after each step (`x.grad = None`, `optimizer.zero_grad(set_to_none=True)`), so a "
-    "`.grad` that holds a graph (create_graph=True) is released with it"
-)
-DROP_TAPES = (
-    "tapes kept after backward: do not keep the outputs, losses or VJP functions of earlier calls (append "
-    "`loss.item()` or a detached copy, not the tensor; no `retain_graph=True` unless a second backward needs it), "
-    "and clear caches that key on each call"
-)
-
 _MEMORY_GROWTH = {
     model.MEMORY_LINEAR: "one residual per layer: what reverse mode holds",
     model.MEMORY_FLAT: "no growth with depth: checkpointed or scanned with remat (or nothing is saved per layer)",
@@ -321,18 +258,15 @@ def _memory_figure(mv: model.MemoryVerdict) -> str:
     return f"as depth^{mv.exponent:.2f}" if mv.exponent is not None else ""
 
 
-def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") -> str:
+def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", info: BackendInfo | None = None) -> str:
     """One sentence on what holds the memory, from the memory verdict's fields (a mechanism is named where the
     figures show it: bytes per call that stay after gc, saved bytes that grow faster than the depth)."""
     if not mv.measured:
         return f"memory not measured: {mv.reason}" if mv.reason else "memory not measured"
     if mv.kind == model.LEAK_PER_CALL and mv.leak is not None:
         leak = mv.leak
-        holder = (
-            "a reference cycle through the gradient (`backward(create_graph=True)` stores in `x.grad` a tensor "
-            "whose `grad_fn` refers back to `x`), or a tape kept after backward"
-            if backend == "torch"
-            else "a tape, derivative program or output of each call kept alive after backward (a reference cycle "
+        holder = (info or declared_info(backend, mode)).leak_holder or (
+            "a tape, derivative program or output of each call kept alive after backward (a reference cycle "
             "or a cache that keys on each call)"
         )
         return (
@@ -358,17 +292,19 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") 
         )
     if mv.kind == model.MEMORY_FLAT:
         return f"{saved} do not grow with depth ({mv.interval_text or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
-    return f"{saved} grow {figure}: {_MEMORY_GROWTH.get(mv.kind, mv.kind)}".replace("grow : ", "")
+    growth = _MEMORY_GROWTH.get(mv.kind, mv.kind)
+    return f"{saved} grow {figure}: {growth}" if figure else f"{saved} {growth}"
 
 
-def memory_remedies(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "") -> list[str]:
+def memory_remedies(
+    mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", info: BackendInfo | None = None
+) -> list[str]:
     """The remedies that name the memory mechanism behind a memory finding (empty for healthy or undecided
-    memory)."""
-    checkpoint = {"jax": JAX_REMAT, "torch": TORCH_CHECKPOINT, "engine": ENGINE_CHECKPOINT}.get(backend)
+    memory), the backend's declared ones first (``checkpoint_remedy``, ``leak_remedies``)."""
+    info = info or declared_info(backend, mode)
+    checkpoint = info.checkpoint_remedy
     if mv.kind == model.LEAK_PER_CALL:
-        if backend == "torch":
-            return [TORCH_AUTOGRAD_GRAD, RESET_GRAD, DROP_TAPES]
-        return [DROP_TAPES, RESET_GRAD]
+        return list(info.leak_remedies) or [DROP_TAPES, RESET_GRAD]
     if mv.kind == model.SUPERLINEAR_MEMORY:
         return [KEEP_PREVIOUS_ONLY, *([checkpoint] if checkpoint else [JAX_REMAT, TORCH_CHECKPOINT])]
     if mv.kind == model.EXPONENTIAL_MEMORY:

@@ -106,12 +106,14 @@ def _rests_on_the_deepest(obs: list[Observation], fit: Fit, seed: int) -> None:
     rest = obs[:-1]
     d = np.array([o.depth for o in rest], float)
     v = np.array([o.value for o in rest], float)
-    without = Fit(metric=fit.metric, kind="inconclusive", method="total", source=fit.source)
+    without = Fit(
+        metric=fit.metric, kind="inconclusive", method="total", source=fit.source, metric_name=fit.metric_name
+    )
     noisy_reading(rest, d, v, without, seed, bootstrap=False)
     if without.kind != "linear":
         return
     deepest = int(obs[-1].depth)
-    figure = fit_figure(without).split(" [")[0]
+    figure = fit_figure(without, interval=False)
     fit.notes.append(f"without depth {deepest} the depths read linear ({figure}): the growth rests on that depth")
     fit.reason = (
         f"the {fit.kind} reading rests on depth {deepest} alone (the depths below it read linear, {figure}): "

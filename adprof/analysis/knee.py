@@ -48,6 +48,7 @@ def _line(depths: list[int], values: list[float], fit: Fit) -> Fit | None:
     if worst > (EXACT_RESIDUAL if fit.source != "time" else LINE_RESIDUAL):
         return None
     line = Fit(metric=f"{fit.metric} up to {int(d[-1])}", kind="linear", source=fit.source, axis=fit.axis)
+    line.metric_name = fit.metric_name
     line.model, line.exponent, line.overhead, line.scale = "a + c*d^p", 1.0, float(a), float(b * d[-1])
     line.depths, line.values = [int(x) for x in d], [float(x) for x in v]
     line.interval = [1.0, 1.0]
@@ -124,7 +125,7 @@ def find_knee(fit: Fit) -> Knee | None:
         after = fit_growth(
             [x - d[i] for x in past_d], excess, exact=exact, source=fit.source, metric=f"{fit.metric} past {d[i]}"
         )
-        after.axis = fit.axis
+        after.axis, after.metric_name = fit.axis, fit.metric_name
         knee.after = after if after.kind != "inconclusive" else None
         knee.after_reason = after.reason if after.kind == "inconclusive" else ""
     else:

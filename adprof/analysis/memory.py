@@ -23,32 +23,33 @@ from __future__ import annotations
 
 import math
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.analysis import explain
 from adprof.analysis.classify import decide
-from adprof.analysis.growth import fit_growth, interval_text
+from adprof.analysis.growth import fit_growth
 from adprof.analysis.peak_only import peak_only_reading
 from adprof.model import (
-    EXPONENTIAL_MEMORY,
     INCONCLUSIVE,
     LEAK_PER_CALL,
     MEMORY_FLAT,
     MEMORY_LINEAR,
-    MILD_MEMORY,
     PEAK_BYTES,
     SAVED_BYTES,
-    SUPERLINEAR_MEMORY,
     Fit,
     LeakReading,
     MemoryVerdict,
+    Noun,
     Point,
     Series,
+    fit_figure,
     fmt_bytes,
 )
 from adprof.util.text import range_text
 
 #: The phase under which the memory series carries its figure (what the evidence lines name).
 MEMORY_PHASE = "memory"
+#: How the memory verdict's evidence names the saved bytes (decide() names the deciding metric so).
+SAVED_NOUN = Noun("saved-for-backward bytes", plural=True)
 #: A power reading whose exponent interval tops out below this is ``flat``: it grows at most about as sqrt(d)
 #: (segment checkpointing), nothing like one residual per layer.
 FLAT_MAX_EXPONENT = 0.6
@@ -64,17 +65,6 @@ LEAK_MIN_CALLS = 3
 #: Retained bytes are exact (the bytes still alive of the objects the calls made): a rise of at least this much per
 #: call on average, and on each of the last two calls, is a leak.
 LEAK_FLOOR_BYTES = 1.0
-
-#: The time reading's kind -> the memory verdict it names.
-_MEMORY_KIND = {
-    "linear": MEMORY_LINEAR,
-    "mild": MILD_MEMORY,
-    "superlinear": SUPERLINEAR_MEMORY,
-    "exponential": EXPONENTIAL_MEMORY,
-    "inconclusive": INCONCLUSIVE,
-}
-#: The class of a reading, for the peak's cross-check (flat and linear are one class: neither grows faster).
-_CLASS = {MEMORY_FLAT: 0, MEMORY_LINEAR: 0, MILD_MEMORY: 1, SUPERLINEAR_MEMORY: 2, EXPONENTIAL_MEMORY: 3}
 
 
 def _figure(point: Point, name: str) -> float | None:
@@ -118,35 +108,20 @@ def depth_kind(fit: Fit, kind: str) -> str:
     return kind
 
 
-def _time_kind_to_memory(kind: str) -> str:
-    """A :func:`decide` verdict kind (``superlinear-transform``, ``linear``, ...) as a memory verdict."""
-    if kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD):
-        return EXPONENTIAL_MEMORY
-    if kind in (model.SUPERLINEAR_TRANSFORM, model.SUPERLINEAR_BACKWARD):
-        return SUPERLINEAR_MEMORY
-    if kind in (model.MILD_TRANSFORM, model.MILD_BACKWARD):
-        return MILD_MEMORY
-    if kind == model.LINEAR:
-        return MEMORY_LINEAR
-    return INCONCLUSIVE  # inconclusive, or a runaway bound (no bound is measured in memory)
-
-
 def _saved_reading(mv: MemoryVerdict, series: Series) -> None:
     """The deterministic reading: ``saved_bytes`` decided as an exact metric by :func:`decide`."""
-    v = decide(memory_series(series, SAVED_BYTES), trust="counters")
+    v = decide(memory_series(series, SAVED_BYTES), trust="counters", named=SAVED_NOUN)
     mv.decided_by, mv.fit, mv.knee = SAVED_BYTES, v.fit, v.knee
-    kind = _time_kind_to_memory(v.kind)
+    kind = verdicts.memory_kind(v.kind)  # a runaway bound names none: no bound is measured in memory
     if v.knee is not None and v.fit is not None and _converged(v.fit):
         # the whole series reads one law whose tail has converged (exact bytes): that law, not the excess past a knee
         v.evidence = [e for e in v.evidence if e != v.knee.evidence]
-        mv.knee, kind = None, _MEMORY_KIND[v.fit.kind]
+        mv.knee, kind = None, verdicts.memory_reading(v.fit.kind)
     read = mv.knee.after if mv.knee is not None and mv.knee.after is not None else v.fit
     mv.growth = depth_kind(read, kind) if read is not None else kind
     if mv.growth == INCONCLUSIVE:
         mv.reason = v.reason or (v.fit.reason if v.fit is not None else "") or "the saved bytes read no law"
-    own = f"{MEMORY_PHASE} {SAVED_BYTES}"  # how decide() names the figure: as the memory verdict words it
-    named = (line.replace(f"{own} grows", "saved-for-backward bytes grow") for line in v.evidence)
-    mv.evidence.extend(line.replace(own, "saved-for-backward bytes") for line in named)
+    mv.evidence.extend(v.evidence)
 
 
 def _converged(fit: Fit) -> bool:
@@ -180,8 +155,8 @@ def _cross_check(mv: MemoryVerdict, peak: Fit) -> None:
     the peak's resolution (:data:`PEAK_RESOLUTION`: it counts resident pages, the allocator keeps arenas) cannot be
     seen in it: no cross-check then."""
     mv.peak_fit = peak
-    peak_kind = depth_kind(peak, _MEMORY_KIND.get(peak.kind, INCONCLUSIVE))
-    figure = interval_text(peak).split(" [")[0]
+    peak_kind = depth_kind(peak, verdicts.memory_reading(peak.kind))
+    figure = fit_figure(peak, interval=False)
     reading = f"{peak_kind} {figure}" if figure and figure != peak_kind else peak_kind
     largest = max(mv.fit.values, default=0.0) if mv.fit is not None else 0.0
     if largest < PEAK_RESOLUTION:
@@ -191,14 +166,16 @@ def _cross_check(mv: MemoryVerdict, peak: Fit) -> None:
             "allocator arenas)"
         )
         return
-    if peak_kind == INCONCLUSIVE or mv.growth not in _CLASS:
+    # the class of each reading (flat and linear are one class: neither grows faster)
+    peak_class, growth_class = verdicts.growth_class(peak_kind), verdicts.growth_class(mv.growth)
+    if peak_kind == INCONCLUSIVE or peak_class is None or growth_class is None:
         mv.evidence.append(f"peak bytes (measured, noisy) read {reading}: no cross-check")
         return
-    mv.peak_agrees = _CLASS[peak_kind] == _CLASS[mv.growth]
+    mv.peak_agrees = peak_class == growth_class
     if mv.peak_agrees:
         mv.evidence.append(f"peak bytes (measured, noisy) read {reading}: they agree")
         return
-    faster = _CLASS[peak_kind] > _CLASS[mv.growth]
+    faster = peak_class > growth_class
     why = (
         "the peak holds more than the gradient's residuals: the forward's own temporaries, the backward's "
         "workspace, the allocator's caches"
@@ -312,8 +289,9 @@ def decide_memory(series: Series) -> MemoryVerdict:
             mv.reason = "memory was measured at too few depths to read a law against depth"
     for name, why in series.memory_notes.items():
         mv.evidence.append(f"{name} not measured: {why}")
-    mv.cause = explain.memory_cause(mv, backend=series.backend, mode=series.mode)
-    mv.remedies = explain.memory_remedies(mv, backend=series.backend, mode=series.mode)
+    info = model.backend_info_of(series)
+    mv.cause = explain.memory_cause(mv, backend=series.backend, mode=series.mode, info=info)
+    mv.remedies = explain.memory_remedies(mv, backend=series.backend, mode=series.mode, info=info)
     return mv
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from adprof.analysis.costs import fit_cost
 from adprof.model import Fit, Point, Series
+from adprof.verdicts import Source
 
 #: The share of the growth a phase must hold to be named the growing phase.
 GROWING_SHARE = 0.5
@@ -49,9 +50,8 @@ def growing_phase(
     if not shares:
         return "", {}, {}
     fits = {ph: f for ph in shares if (f := fit_cost(series, (ph,), "time", bootstrap=False)) is not None}
-    if decided_by is not None and decided_by.source == "metric":
-        name = decided_by.metric.split(":", 1)[0]
-        where = metric_phase(series, name, phases)
+    if decided_by is not None and decided_by.source == Source.METRIC:
+        where = metric_phase(series, decided_by.metric_name, phases)
         if where is not None and where in shares:  # a phase with a time of its own
             return where, shares, fits
     top = max(shares, key=shares.__getitem__)

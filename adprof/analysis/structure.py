@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from adprof.backend_info import BackendInfo, declared_info
 from adprof.constants import EXPONENTIAL_RATIO
 
 
@@ -106,6 +107,7 @@ def disagreement_reason(
     measured_base: float | None,
     profile: str | None,
     backend: str = "engine",
+    info: BackendInfo | None = None,
 ) -> str | None:
     """One evidence line saying why the predicted base and a measured one legitimately differ.
 
@@ -127,7 +129,7 @@ def disagreement_reason(
     if not structure.at_risk and not measured_risk:
         return None
     if structure.at_risk:  # predicted exponential, measured not
-        if backend != "engine":
+        if not (info or declared_info(backend, "traced")).structural_keys:
             return (
                 f"{backend} does not compare structural keys (it prunes and deduplicates by identity): the "
                 f"predicted x{predicted:.2f} per layer applies to engines that walk keys without a memo (engine v08)"

@@ -20,6 +20,8 @@ import functools
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
+from adprof.backend_info import BackendInfo, generic_info
+from adprof.backend_info import register as register_info
 from adprof.backends.base import INSTALL_HINT, Backend
 from adprof.backends.builtin import BUILTIN_BACKENDS
 from adprof.constants import __version__
@@ -101,14 +103,31 @@ def declaration_problem(backend: Backend) -> str | None:
 
 @functools.cache
 def backend_declaration(name: str) -> Backend:
-    """The :class:`Backend` object of ``name`` (declarations; imports a plugin's module, never an engine).
+    """The :class:`Backend` object of ``name`` (declarations; imports a plugin's module, never an engine), its
+    declarations registered for series that carry none (:func:`adprof.backend_info.register`).
 
     Raises :class:`UnknownBackendError` / :class:`BrokenBackendError` (one line)."""
     if name in BUILTIN_BACKENDS:
-        return BUILTIN_BACKENDS[name]()
-    if name in plugin_entry_points():
-        return _load_plugin(name)
-    raise UnknownBackendError(f"unknown backend {name!r}; known backends: {', '.join(known_backends())}")
+        backend: Backend = BUILTIN_BACKENDS[name]()
+    elif name in plugin_entry_points():
+        backend = _load_plugin(name)
+    else:
+        raise UnknownBackendError(f"unknown backend {name!r}; known backends: {', '.join(known_backends())}")
+    register_info(name, backend.info)
+    return backend
+
+
+def backend_info(name: str, mode: str) -> BackendInfo:
+    """Backend ``name``'s declarations for ``mode`` (:meth:`Backend.info`); the generic ones for an unknown or
+    broken backend (its error is reported where it is used)."""
+    try:
+        return backend_declaration(name).info(mode)
+    except UnknownBackendError:
+        return generic_info(mode)
+
+
+for _name in BUILTIN_BACKENDS:  # light: declarations only, so a series read from JSON finds its backend's
+    backend_declaration(_name)
 
 
 def check_backend(name: str) -> str:
@@ -224,6 +243,7 @@ __all__ = [
     "declaration_problem",
     "UnknownBackendError",
     "backend_declaration",
+    "backend_info",
     "backend_versions",
     "check_backend",
     "get_backend",

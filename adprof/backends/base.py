@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from adprof.backend_info import BackendInfo, generic_cost_phases
 from adprof.backends.memory import FIGURES, NOT_ASKED, PEAK
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS
@@ -280,6 +281,23 @@ class Backend:
     * ``instruction_modes``: modes whose cost phases ``--metric instructions`` counts: ``measure_point``
       then gets ``metric="instructions"``, runs in a worker started under callgrind, measures each phase
       once and stores ``metrics[phase]["instructions"]`` (:mod:`adprof.backends.instructions`).
+
+    What analysis and hunt read (each has a default that is right for a backend that knows nothing of it; they
+    reach the analysis as :class:`adprof.backend_info.BackendInfo`, carried on every series, via :meth:`info`):
+
+    * ``cost_phases[mode]``: the phases whose cost is classified and watched by the schedule (absent: eager
+      ``backward``, compile ``transform lower compile drop``, else ``transform drop``);
+      ``phase_names[mode][phase]``: what a phase does, in words (the cause names the growing phase so);
+    * ``remedies[mode]``: the remedies of a time pathology in that mode (absent: the generic ones);
+      ``cause_tails[mode]``: a clause the cause of a time pathology ends with; ``bound_tails[mode][metric]``: the
+      clause when that lower-bound metric decided; ``checkpoint_remedy``, ``leak_holder``, ``leak_remedies``: the
+      memory findings' remedies and the words for what holds a per-call leak;
+    * ``deciding_counters``: the ``Point.counters`` keys whose sum decides, before any metric or time (None: what
+      the points report; ``()``: counters never decide), read by ``check`` and by hunt's fitness alike;
+      ``structural_keys``: the engine compares structural keys (a recording's predicted base applies);
+    * ``unsupported_ops``: ops of hunt's generator language the backend lacks; ``no_nested_grad``: modes that
+      cannot nest the chain's own gradient (``xp.grad``); ``named_by_profile``: tables name the engine by its
+      profile (``v08``), not the backend.
     """
 
     name: ClassVar[str] = ""
@@ -311,6 +329,20 @@ class Backend:
     memory_by_default: ClassVar[bool] = False
     #: The failure class the worker catches (the shared one; a plugin may raise a subclass).
     PointFailure: ClassVar[type[PointFailure]] = PointFailure
+    # What analysis and hunt read (see the class docstring; :class:`adprof.backend_info.BackendInfo` documents each).
+    cost_phases: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    phase_names: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+    remedies: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    cause_tails: ClassVar[Mapping[str, str]] = {}
+    bound_tails: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+    checkpoint_remedy: ClassVar[str] = ""
+    leak_holder: ClassVar[str] = ""
+    leak_remedies: ClassVar[tuple[str, ...]] = ()
+    deciding_counters: ClassVar[tuple[str, ...] | None] = None
+    structural_keys: ClassVar[bool] = False
+    unsupported_ops: ClassVar[frozenset[str]] = frozenset()
+    no_nested_grad: ClassVar[tuple[str, ...]] = ()
+    named_by_profile: ClassVar[bool] = False
 
     _prepared: bool = False
 
@@ -334,6 +366,24 @@ class Backend:
                 raise ValueError(f"the {self.name} backend has no cost profiles (got {profile!r})")
             known = ", ".join(p for p in self.profiles if p)
             raise ValueError(f"unknown {self.name} profile {profile!r}; known: {known}")
+
+    def info(self, mode: str) -> BackendInfo:
+        """This backend's declarations for ``mode``, as the plain data a series carries (``Series.backend_info``)."""
+        return BackendInfo(
+            cost_phases=tuple(self.cost_phases.get(mode, ())) or generic_cost_phases(mode),
+            phase_names=dict(self.phase_names.get(mode, {})),
+            remedies=tuple(self.remedies.get(mode, ())),
+            cause_tail=self.cause_tails.get(mode, ""),
+            bound_tails=dict(self.bound_tails.get(mode, {})),
+            checkpoint_remedy=self.checkpoint_remedy,
+            leak_holder=self.leak_holder,
+            leak_remedies=tuple(self.leak_remedies),
+            deciding_counters=None if self.deciding_counters is None else tuple(self.deciding_counters),
+            structural_keys=self.structural_keys,
+            unsupported_ops=tuple(sorted(self.unsupported_ops)),
+            nests_grad=mode not in self.no_nested_grad,
+            named_by_profile=self.named_by_profile,
+        )
 
     def series_fields(self, mode: str) -> dict[str, Any]:
         """The series-level fields of a series measured in ``mode`` (see :class:`adprof.model.Series`)."""
@@ -376,6 +426,12 @@ class Backend:
             "memory_figures": {m: list(self.memory_figures.get(m, ())) for m in self.modes},
             "memory_notes": {m: dict(self.memory_notes.get(m, {})) for m in self.modes},
             "memory_by_default": self.memory_by_default,
+            "cost_phases": {m: list(self.info(m).cost_phases) for m in self.modes},
+            "phase_names": {m: dict(self.phase_names.get(m, {})) for m in self.modes},
+            "remedies": {m: list(self.remedies.get(m, ())) for m in self.modes},
+            "deciding_counters": None if self.deciding_counters is None else list(self.deciding_counters),
+            "unsupported_ops": sorted(self.unsupported_ops),
+            "no_nested_grad": list(self.no_nested_grad),
         }
 
     # -- hooks -----------------------------------------------------------------------------------

@@ -12,12 +12,28 @@ import importlib
 from types import ModuleType
 from typing import Any, ClassVar
 
-from adprof.backends.base import DEFAULT_CALLS, Backend, PhaseCallback, extra_install_hint, no_phase
+from adprof.backend_info import (
+    CACHED_COMPILE,
+    DROP_TAPES,
+    ENGINE_CHECKPOINT,
+    FEWER_UNROLLED,
+    JAX_REMAT,
+    REGIONAL_COMPILE,
+    RESET_GRAD,
+    STAGING,
+    TORCH_AUTOGRAD_GRAD,
+    TORCH_CHECKPOINT,
+    TORCH_SCAN,
+    WHOLE_COMPILE,
+    XLA_SCAN,
+)
+from adprof.backends.base import DEFAULT_CALLS, Backend, extra_install_hint, no_phase
 from adprof.backends.memory import NOT_EAGER
 from adprof.chain import Chain
-from adprof.model import Point
+from adprof.model import COUNTER_KEYS, Point
 
 _EAGER_PHASES = ("forward0", "backward0", "forward", "backward")
+_TRACED_PHASES = ("record", "transform", "drop")  # make_jaxpr(grad), make_fx(grad)
 _PROGRAM_SIZE = (
     "program size, not the work of producing it: a transform can take exponential time for a linear program "
     "(jax#8184); shown beside the deciding metric"
@@ -33,31 +49,24 @@ class ModuleBackend(Backend):
         """The implementation module (imports the engine; later calls are a ``sys.modules`` lookup)."""
         return importlib.import_module(self.implementation)
 
-    def measure_point(
-        self,
-        chain: Chain,
-        mode: str,
-        depth: int,
-        profile: str | None = None,
-        *,
-        calls: int = DEFAULT_CALLS,
-        on_phase: PhaseCallback = no_phase,
-        counter_budget: int | None = None,
-        repeats: int | None = None,
-        metric: str = "time",
-        memory: bool = False,
-    ) -> Point:
+    def measure_point(self, chain: Chain, mode: str, depth: int, profile: str | None = None, **options: Any) -> Point:
+        """:meth:`Backend.measure_point` by the implementation module (``options``: the keyword options there)."""
         impl = self.module()
         self.check_arguments(mode, profile)
         self.prepare_process()
-        kwargs: dict[str, Any] = {"calls": calls, "on_phase": on_phase, "counter_budget": counter_budget}
+        kwargs: dict[str, Any] = {
+            "calls": options.get("calls", DEFAULT_CALLS),
+            "on_phase": options.get("on_phase", no_phase),
+            "counter_budget": options.get("counter_budget"),
+        }
+        repeats, metric = options.get("repeats"), options.get("metric", "time")
         if repeats is not None:
             kwargs["repeats"] = repeats
         if metric != "time":
             if mode not in self.instruction_modes:
                 raise self.PointFailure("metric", f"the {self.name} backend cannot count {metric} in {mode} mode")
             kwargs["metric"] = metric
-        if memory and mode in self.memory_figures:
+        if options.get("memory") and mode in self.memory_figures:
             kwargs["memory"] = True
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
@@ -79,6 +88,12 @@ class EngineBackend(ModuleBackend):
     memory_figures = {"traced": ("saved_bytes",), "eager": ("saved_bytes", "retained")}
     memory_notes = {"traced": {"retained": NOT_EAGER}}
     memory_by_default = True
+    deciding_counters = COUNTER_KEYS
+    structural_keys = True
+    named_by_profile = True
+    #: no ``xp.grad`` in the engine's namespace
+    no_nested_grad = ("traced", "eager")
+    checkpoint_remedy = ENGINE_CHECKPOINT
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
         super().check_arguments(mode, profile or "fixed")
@@ -94,7 +109,7 @@ class JaxBackend(ModuleBackend):
     implementation = "adprof.backends.jax_backend"
     modes = ("traced", "compile", "eager")
     phases = {
-        "traced": ("record", "transform", "drop"),
+        "traced": _TRACED_PHASES,
         "compile": ("transform", "lower", "compile", "run"),
         "eager": _EAGER_PHASES,
     }
@@ -124,7 +139,21 @@ class JaxBackend(ModuleBackend):
     memory_by_default = True
     #: XLA's compile (a C++ compiler, on a thread of its own) counted under callgrind
     instruction_modes = ("compile",)
+    phase_names = {
+        "compile": {
+            "transform": "tracing the gradient to a jaxpr",
+            "lower": "lowering the jaxpr to StableHLO",
+            "compile": "XLA's backend compile",
+        }
+    }
+    remedies = {"compile": (XLA_SCAN, STAGING, CACHED_COMPILE)}
+    cause_tails = {"compile": ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"}
+    checkpoint_remedy = JAX_REMAT
 
+
+#: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
+#: partition), Inductor's lowering/fusion/codegen and its C++ compile.
+TORCH_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile")
 
 _TORCH_COMPILE_METRICS = (
     "python_calls",
@@ -167,9 +196,9 @@ class TorchBackend(ModuleBackend):
     implementation = "adprof.backends.torch_backend"
     modes = ("traced", "eager", "compile")
     phases = {
-        "traced": ("record", "transform", "drop"),
+        "traced": _TRACED_PHASES,
         "eager": _EAGER_PHASES,
-        "compile": ("dynamo", "aot_autograd", "inductor_codegen", "inductor_compile", "run"),
+        "compile": (*TORCH_COMPILE_PHASES, "run"),
     }
     metrics = {
         "traced": ("python_calls",),
@@ -223,6 +252,32 @@ class TorchBackend(ModuleBackend):
     memory_by_default = True
     #: the C++ autograd engine's backward counted under callgrind
     instruction_modes = ("eager",)
+    cost_phases = {"compile": (*TORCH_COMPILE_PHASES, WHOLE_COMPILE)}
+    phase_names = {
+        "compile": {
+            "dynamo": "Dynamo's trace (bytecode to FX graph, guards)",
+            "aot_autograd": "AOTAutograd (joint forward-backward graph, partition)",
+            "inductor_codegen": "Inductor's lowering, fusion and code generation",
+            "inductor_compile": "Inductor's C++ compile (gcc) and module load",
+        }
+    }
+    remedies = {"compile": (REGIONAL_COMPILE, FEWER_UNROLLED, TORCH_SCAN)}
+    bound_tails = {
+        "compile": {
+            "inductor_loop_body_ops": (
+                ": the ops Inductor traces into its kernels' loop bodies grow as fast while Dynamo's graph grows "
+                "linearly: pointwise producers are inlined into each consumer, a tree of the shared values"
+            )
+        }
+    }
+    checkpoint_remedy = TORCH_CHECKPOINT
+    leak_holder = (
+        "a reference cycle through the gradient (`backward(create_graph=True)` stores in `x.grad` a tensor "
+        "whose `grad_fn` refers back to `x`), or a tape kept after backward"
+    )
+    leak_remedies = (TORCH_AUTOGRAD_GRAD, RESET_GRAD, DROP_TAPES)
+    #: functorch's grad (traced) and AOTAutograd (compile) refuse a nested ``torch.autograd.grad``
+    no_nested_grad = ("traced", "compile")
 
 
 class AutogradBackend(ModuleBackend):
@@ -242,6 +297,8 @@ class AutogradBackend(ModuleBackend):
     memory_by_default = True
     #: its Python call counts decide by default; counting is the cheap check of the instruction mechanism
     instruction_modes = ("eager",)
+    #: autograd.numpy has no QR
+    unsupported_ops = frozenset({"qr_q", "qr_r"})
 
 
 class TinygradBackend(ModuleBackend):
@@ -285,6 +342,9 @@ class TinygradBackend(ModuleBackend):
         for mode in ("compile", "eager")
     }
     memory_by_default = True
+    #: its tensor namespace raises UnsupportedOpError for these, and it has no ``xp.grad``
+    unsupported_ops = frozenset({"where", "svd_u", "qr_q", "qr_r", "rowsum"})
+    no_nested_grad = ("compile", "eager")
 
 
 class CmdBackend(ModuleBackend):

@@ -58,9 +58,10 @@ from adprof.backends.base import (
     record_samples,
     timed,
 )
+from adprof.backends.builtin import TORCH_COMPILE_PHASES
 from adprof.backends.peer_common import check_finite, check_output, failure, first_time
 from adprof.chain import Chain
-from adprof.model import TORCH_COMPILE_PHASES, Point
+from adprof.model import Point
 from adprof.util import procs
 
 #: ``compile_times()`` keys summed into each phase (``inductor_codegen`` = ``compile_fx_inner`` minus the C++).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.analysis.jumps import expected
 from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, State, classify_time, pair_results
 from adprof.guard.limits import TIME_TOLERANCE, GuardLimits
@@ -97,10 +97,6 @@ def _undecided(result: Result, limits: GuardLimits, limit: str, budget: float | 
     return None
 
 
-def _is_exponential(kind: str) -> bool:
-    return kind in (model.EXPONENTIAL_TRANSFORM, model.EXPONENTIAL_BACKWARD)
-
-
 def check_result(
     result: Result, limits: GuardLimits, tolerance: float = 0.0, budget: float | None = None
 ) -> GuardCheck:
@@ -118,7 +114,7 @@ def check_result(
         return failed
     # a verdict read past a knee: its rate is the law of the cost over the line past that depth
     past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is v.knee.after else ""
-    if _is_exponential(v.kind):
+    if verdicts.is_exponential(v.kind):  # the one table of verdict kinds
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base
         return GuardCheck(

@@ -14,28 +14,25 @@ report's results by chain (``adprof check --backend all --compare``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adprof.hunt.checks import MEMORY_GROWTH, verdict_kind
+from adprof import verdicts
+from adprof.hunt.checks import verdict_kind
 from adprof.hunt.model import ENGINE_SPECIFIC, IN_THE_PROGRAM, UNDETERMINED, Row
 from adprof.hunt.targets import Target
 from adprof.model import (
     INCONCLUSIVE,
     LINEAR,
-    MEMORY_FLAT,
-    MILD_BACKWARD,
-    MILD_MEMORY,
-    MILD_TRANSFORM,
-    PATHOLOGIES,
     Report,
     Result,
 )
 from adprof.report import fmt_growth, one_line_reason
 
-#: Verdicts that grow (pathologies and the mildly superlinear ones, of time and of memory), and those that do not.
-GROWING = frozenset({*PATHOLOGIES, MILD_TRANSFORM, MILD_BACKWARD, *MEMORY_GROWTH, MILD_MEMORY})
-NOT_GROWING = frozenset({LINEAR, MEMORY_FLAT})
+#: Verdicts that grow (pathologies and the mildly superlinear ones, of time and of memory), and those that do not
+#: (linear, flat): live views of the table (:data:`adprof.verdicts.TABLE`).
+GROWING = verdicts.GROWING
+NOT_GROWING = verdicts.NOT_GROWING
 NOT_APPLICABLE = "n/a"
 NOT_MEASURED = "not measured"
 
@@ -45,7 +42,7 @@ def decided_by(result: Result) -> str:
     fit = result.verdict.fit
     if fit is None:
         return "-"
-    return {"counters": "counters", "metric": fit.metric.split("[", 1)[0], "time": "time"}.get(fit.source, fit.source)
+    return fit.metric if fit.source == verdicts.Source.METRIC else str(fit.source)
 
 
 def row_of(target: Target, result: Result | None, note: str = "", memory: bool = False) -> Row:
@@ -88,21 +85,26 @@ def table(
     return [row_of(t, results.get(t), not_applicable.get(t, ""), memory) for t in targets]
 
 
-def _engines(rows: Sequence[Row], kinds: frozenset[str] | set[str]) -> list[str]:
+def _engines(rows: Sequence[Row], kinds: Container[str]) -> list[str]:
     """``v08 (traced, eager), jax (traced)``: the engines of the rows whose verdict is in ``kinds``."""
     by: dict[str, list[str]] = {}
     for r in rows:
         if r.verdict in kinds:
-            engine = r.profile if r.backend == "engine" and r.profile else r.backend
-            by.setdefault(engine, []).append(r.mode)
+            by.setdefault(Target(r.backend, r.profile, r.mode).engine, []).append(r.mode)
     return [f"{e} ({', '.join(modes)})" for e, modes in by.items()]
+
+
+def _backend_of(r: Row) -> str:
+    """``jax``, ``engine/v08``: a backend, with its profile where the backend is named by it."""
+    named = Target(r.backend, r.profile, r.mode).engine != r.backend
+    return f"{r.backend}/{r.profile}" if named else r.backend
 
 
 def attribute(rows: Sequence[Row]) -> tuple[str, str]:
     """The attribution label and its sentence (see the module docstring)."""
     grows = _engines(rows, GROWING)
     linear = _engines(rows, NOT_GROWING)
-    backends = {r.backend if r.backend != "engine" else f"engine/{r.profile}" for r in rows if r.verdict in GROWING}
+    backends = {_backend_of(r) for r in rows if r.verdict in GROWING}
     na = [r for r in rows if r.verdict == NOT_APPLICABLE]
     tail = f"; not applicable on {len(na)}" if na else ""
     if grows and linear:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from adprof import verdicts
 from adprof.constants import DEFAULT_CALLS, DEFAULT_CAP
 from adprof.hunt.targets import Target
 from adprof.measure import MeasureConfig
@@ -28,7 +29,7 @@ from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.executor import Executor
 from adprof.measure.plan import UsageError, load_targets, plan_series
 from adprof.measure.series import SeriesSpec
-from adprof.model import EXPONENTIAL_MEMORY, INCONCLUSIVE, PATHOLOGIES, SUPERLINEAR_MEMORY, Report, Result
+from adprof.model import INCONCLUSIVE, PATHOLOGIES, Report, Result
 from adprof.pipeline import Interrupted, Watch, run
 
 
@@ -103,10 +104,9 @@ def check_targets(
 
 
 def verdict_family(kind: str) -> str:
-    """``exponential``, ``superlinear`` (pathologies, memory's too), else the kind itself."""
-    if kind in PATHOLOGIES or kind in MEMORY_GROWTH:
-        return kind.split("-", 1)[0]
-    return kind
+    """``exponential``, ``superlinear`` (pathologies, memory's too: the table's family), else the kind itself."""
+    row = verdicts.info(kind)
+    return str(row.family) if row is not None and (row.pathology or row.memory_growth) else kind
 
 
 def confirms(result: Result | None, expect: str, memory: bool = False) -> bool:
@@ -121,8 +121,9 @@ def confirms(result: Result | None, expect: str, memory: bool = False) -> bool:
     return expect == "any" or verdict_family(kind) == expect
 
 
-#: The memory verdicts that are a growth in depth faster than the program (the memory findings but a leak).
-MEMORY_GROWTH = frozenset({SUPERLINEAR_MEMORY, EXPONENTIAL_MEMORY})
+#: The memory verdicts that are a growth in depth faster than the program (the memory findings but a leak): a live
+#: view of the table.
+MEMORY_GROWTH = verdicts.MEMORY_GROWTH
 
 
 def verdict_kind(result: Result, memory: bool = False) -> str:

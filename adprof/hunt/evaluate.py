@@ -24,6 +24,7 @@ from adprof.measure.client import WorkerCrashed, WorkerTimeout
 from adprof.measure.executor import Task, TaskContext
 from adprof.measure.series import point_from_dict
 from adprof.model import Point
+from adprof.prediction import extrapolate
 from adprof.util.files import write_atomic
 
 #: The chain name of a candidate in its file.
@@ -154,16 +155,8 @@ def point_work(point: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def predicted_cost(costs: Sequence[tuple[int, float]], depth: int) -> float:
-    """The next point's cost extrapolated from the last two (their growth per depth step, continued
-    geometrically: a pessimistic guess that stops an exponential before it runs away); 0 with fewer points."""
-    if len(costs) < 2:
-        return 0.0
-    (d0, c0), (d1, c1) = costs[-2], costs[-1]
-    if c0 <= 0 or c1 <= c0 or d1 <= d0:
-        return c1
-    ratio = (c1 / c0) ** ((depth - d1) / (d1 - d0))
-    return c1 * ratio
+#: The next point's cost from the last two (see :func:`adprof.prediction.extrapolate`).
+predicted_cost = extrapolate
 
 
 def evaluation_of(result: dict[str, Any]) -> Evaluation:

@@ -28,7 +28,7 @@ from adprof.analysis.growth import fit_growth
 from adprof.hunt.evaluate import Evaluation
 from adprof.hunt.gen import Generator
 from adprof.hunt.targets import Target
-from adprof.model import COUNTER_KEYS, SAVED_BYTES, WHOLE_COMPILE, Point, cost_phases
+from adprof.model import SAVED_BYTES, WHOLE_COMPILE, counter_value
 
 #: Growth strong enough to nominate a candidate for confirmation: an exponential's base per step, a power
 #: law's exponent, a rising tail's local exponent (few points: needs to be steep).
@@ -109,8 +109,10 @@ SAVED_BYTES_COMPONENT = Component(f"{SAVED_BYTES}:memory", True, memory=True)
 def components(ev: Evaluation) -> dict[Component, tuple[list[int], list[float]]]:
     """Every component of an evaluation's points, with its (depths, values) where it was measured."""
     t = ev.target
-    phases = cost_phases(t.mode, t.backend)
+    info = t.info
+    phases = info.cost_phases
     deciding = _deciding(t)
+    counters_decide = info.counters_decide and any(p.counters for p in ev.points if not p.censored)
     series: dict[Component, tuple[list[int], list[float]]] = {}
 
     def add(comp: Component, depth: int, value: float | None) -> None:
@@ -125,10 +127,10 @@ def components(ev: Evaluation) -> dict[Component, tuple[list[int], list[float]]]
         if p.censored:
             continue
         if p.counters:
-            add(Component(f"counters:{joined}", t.backend == "engine"), p.depth, _counters(p, phases))
+            add(Component(f"counters:{joined}", counters_decide), p.depth, counter_value(p, phases, info))
             for ph in phases:
                 if ph in p.counters:
-                    add(Component(f"counters:{ph}", False), p.depth, _counters(p, (ph,)))
+                    add(Component(f"counters:{ph}", False), p.depth, counter_value(p, (ph,), info))
         for ph, metrics in p.metrics.items():
             if ph not in phases:
                 continue
@@ -136,7 +138,7 @@ def components(ev: Evaluation) -> dict[Component, tuple[list[int], list[float]]]
                 add(Component(f"{name}:{ph}", name in deciding), p.depth, value)
         times = [p.times[ph] for ph in phases if ph in p.times]
         if times:
-            add(Component(f"time:{joined}", not deciding and t.backend != "engine", noisy=True), p.depth, sum(times))
+            add(Component(f"time:{joined}", not deciding and not counters_decide, noisy=True), p.depth, sum(times))
         saved = p.memory.get(SAVED_BYTES) if isinstance(p.memory, dict) else None
         if isinstance(saved, int | float) and not isinstance(saved, bool):
             add(SAVED_BYTES_COMPONENT, p.depth, saved)
@@ -144,22 +146,8 @@ def components(ev: Evaluation) -> dict[Component, tuple[list[int], list[float]]]
 
 
 def _deciding(t: Target) -> frozenset[str]:
-    if t.backend == "engine":
-        return frozenset()
-    decider = t.decider
-    names = set(t.lower_bounds)
-    if decider not in ("time", "counters"):
-        from adprof.backends import backend_declaration
-
-        names |= set(backend_declaration(t.backend).deciding_metrics.get(t.mode, ()))
-    return frozenset(names)
-
-
-def _counters(p: Point, phases: Sequence[str]) -> float | None:
-    dicts = [p.counters[ph] for ph in phases if isinstance(p.counters.get(ph), dict)]
-    if not dicts:
-        return None
-    return float(sum(float(c.get(k, 0) or 0) for c in dicts for k in COUNTER_KEYS))
+    """The metrics that decide on the check path: the backend's deciding and lower-bound metrics."""
+    return frozenset((*t.lower_bounds, *t.deciding_metrics))
 
 
 def growth_of(depths: Sequence[int], values: Sequence[float], noisy: bool = False) -> Growth | None:

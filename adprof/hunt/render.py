@@ -12,39 +12,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from adprof.hunt.attribute import Comparison
+from adprof import verdicts
+from adprof.hunt.attribute import NOT_APPLICABLE, NOT_MEASURED, Comparison
 from adprof.hunt.model import HUNT_SCHEMA, Finding, HuntReport, Row
 from adprof.plain import PlainError, from_plain, to_plain
 from adprof.render.console import footnoted
 from adprof.render.html import CSS
 from adprof.util.text import terminal_safe
 
-VERDICT_STYLE = {
-    "exponential-transform": "bold red",
-    "exponential-backward": "bold red",
-    "superlinear-transform": "bold yellow",
-    "superlinear-backward": "bold yellow",
-    "linear": "green",
-    "inconclusive": "dim",
-    "error": "magenta",
-    "n/a": "dim",
-    "not measured": "dim",
-}
+
+def _style(kind: str) -> str:
+    """A verdict's style: the one table's (:data:`adprof.verdicts.TABLE`), dim for hunt's own row states."""
+    return verdicts.style(kind) or ("dim" if kind in (NOT_APPLICABLE, NOT_MEASURED) else "")
 
 
 def _t(text: str, style: str = "") -> Text:
     return Text(terminal_safe(text), style=style)
-
-
-def _short(kind: str) -> str:
-    return {
-        "exponential-transform": "exp-transform",
-        "exponential-backward": "exp-backward",
-        "superlinear-transform": "superlin-transform",
-        "superlinear-backward": "superlin-backward",
-        "mildly-superlinear-transform": "mild-transform",
-        "mildly-superlinear-backward": "mild-backward",
-    }.get(kind, kind)
 
 
 # --------------------------------------------------------------------------- terminal
@@ -61,7 +44,7 @@ def findings_table(report: HuntReport) -> Table:
         t.add_row(
             _t(f"{f.id:04d}"),
             _t(f.target),
-            _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
+            _t(f.verdict, _style(f.verdict)),
             _t(f.figure),
             _t(f.decided_by),
             _t(f.summary),
@@ -88,7 +71,7 @@ def engines_table(rows: Sequence[Row], title: str = "", marks: list[str] | None 
         t.add_row(
             _t(engine),
             _t(r.mode),
-            _t(r.verdict, VERDICT_STYLE.get(r.verdict, "")),
+            _t(r.verdict, _style(r.verdict)),
             _t(r.figure),
             _t(r.decided_by),
             _t(note),
@@ -110,7 +93,7 @@ def _paragraph(f: Finding, console: Console) -> None:
     head = Text.assemble(
         _t(f"{f.id:04d} ", "bold"),
         _t(f"{f.target}: "),
-        _t(f.verdict, VERDICT_STYLE.get(f.verdict, "")),
+        _t(f.verdict, _style(f.verdict)),
         _t(f" {f.figure}"),
     )
     lines: list[Text] = [head]
@@ -135,7 +118,7 @@ def _paragraph(f: Finding, console: Console) -> None:
     lines.append(_t(f"  across engines: {f.attribution}: {f.attribution_text}"))
     by = {r.target: r for r in f.table}
     if f.also:
-        also = [f"{t} ({by[t].verdict} {by[t].figure})".replace(" )", ")") if t in by else t for t in f.also]
+        also = [f"{t} ({by[t].verdict}{f' {by[t].figure}' if by[t].figure else ''})" if t in by else t for t in f.also]
         lines.append(_t(f"  also the finding of: {', '.join(also)}"))
     for line in lines:
         console.print(line)
@@ -149,10 +132,59 @@ def _paragraph(f: Finding, console: Console) -> None:
 def stats_line(report: HuntReport) -> str:
     s = report.stats
     return (
-        f"search: {s.tried} generators tried ({s.evaluations} evaluations, {s.generations} generations, "
+        f"search: {s.tried} generators tried of {s.drawn} drawn ({s.evaluations} evaluations, {s.generations} "
+        "generations, "
         f"{s.search_seconds:.0f} s); {s.candidates} candidates: {s.confirmed} confirmed ({s.shrunk} shrunk), "
         f"{s.rejected} rejected by the check path, {s.merged} merged into a finding, {s.unprocessed} not reached"
     )
+
+
+def per_target_lines(report: HuntReport) -> list[str]:
+    """One line per target: its evaluations (measured, failed, lost), seconds per evaluation, whether it screened
+    new generators, the generators it could not run, and whether it was starved."""
+    lines = []
+    for label, st in report.stats.per_target.items():
+        cost = f", {st.cost_per_evaluation:.2f} s each" if st.cost_per_evaluation is not None else ""
+        bits = [f"{st.evaluations} evaluations ({st.measured} measured, {st.failures} failed"]
+        bits[0] += f", {st.lost} lost)" if st.lost else ")"
+        bits[0] += cost
+        if st.screen:
+            bits.append("screens new generators")
+        skipped = sum(st.skipped.values())
+        if skipped:
+            bits.append(f"{skipped} generators it cannot run")
+        if st.starved:
+            bits.append(f"STARVED: {st.expected:g} allowed")
+        lines.append(f"  {label}: {'; '.join(bits)}")
+    return lines
+
+
+def starved_reasons(report: HuntReport) -> list[str]:
+    """Why each starved target measured too little, and what would make it run (one phrase each)."""
+    out = []
+    for label, st in report.stats.per_target.items():
+        if not st.starved:
+            continue
+        head = f"{label} measured {st.measured} of the {st.expected:g} evaluations its share of the search allowed"
+        skipped = sum(st.skipped.values())
+        if st.failures and st.failures >= st.evaluations - st.measured:
+            err = st.last_error.splitlines()[0] if st.last_error else "no message"
+            why = f"{st.failures} of {st.evaluations} failed (last: {err}); `adprof check` of a chain on it shows why"
+        elif skipped and not st.evaluations:
+            top = sorted(st.skipped.items(), key=lambda kv: -kv[1])[:3]
+            reasons = ", ".join(f"{r}: {n}" for r, n in top)
+            why = (
+                f"it can run none of the {skipped} generators drawn for it ({reasons}); a backend that offers "
+                "the generator language's ops (or declares fewer unsupported) runs them"
+            )
+        elif st.lost:
+            why = f"{st.lost} evaluations were lost with their worker (--verbose says why)"
+        elif st.evaluations:
+            why = "each evaluation ran out of the search's time before its first point; a larger --budget runs them"
+        else:
+            why = "the search gave its lane time to the other targets; hunt it alone (--backend) to give it all"
+        out.append(f"{head}: {why}")
+    return out
 
 
 def render_hunt(report: HuntReport, console: Console, verbose: bool = False) -> None:
@@ -166,6 +198,8 @@ def render_hunt(report: HuntReport, console: Console, verbose: bool = False) -> 
         console.print(_t(f"adprof hunt: no confirmed finding (seed {report.seed})", "bold"))
     console.print()
     console.print(_t(stats_line(report)), soft_wrap=True)
+    for line in per_target_lines(report):
+        console.print(_t(line), soft_wrap=True)
     if verbose and report.rejected:
         for r in report.rejected:
             console.print(
@@ -246,6 +280,7 @@ def render_hunt_html(report: HuntReport) -> str:
         f"<p>seed {report.seed}; elapsed {report.elapsed_seconds:.1f} s of {report.budget_seconds:g} s; targets: "
         f"{escape(', '.join(report.targets))}</p>",
         f"<p>{escape(stats_line(report))}</p>",
+        "<ul>" + "".join(f"<li>{escape(line.strip())}</li>" for line in per_target_lines(report)) + "</ul>",
     ]
     if report.interrupted:
         parts.append(f"<p><b>interrupted by {escape(report.interrupted)}: partial report</b></p>")
@@ -289,6 +324,8 @@ __all__ = [
     "hunt_text",
     "hunt_to_json",
     "load_hunt",
+    "per_target_lines",
+    "starved_reasons",
     "render_compare",
     "render_hunt",
     "render_hunt_html",

@@ -14,16 +14,18 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adprof.backend_info import BackendInfo
 from adprof.backends import (
     BACKEND_MODES,
     BACKEND_PROFILES,
     UnknownBackendError,
     backend_declaration,
+    backend_info,
     check_backend,
     known_backends,
     memory_asked,
 )
-from adprof.hunt.gen import Generator
+from adprof.hunt.gen import Generator, Node
 from adprof.measure.plan import UsageError, csv_list, select
 
 #: Backends a hunt never targets: ``cmd`` runs a program, not a chain.
@@ -39,10 +41,15 @@ class Target:
     mode: str
 
     @property
+    def info(self) -> BackendInfo:
+        """The backend's declarations for this mode (:meth:`adprof.backends.base.Backend.info`)."""
+        return backend_info(self.backend, self.mode)
+
+    @property
     def engine(self) -> str:
-        """The engine's name in file names and tables: the profile for adprof's engine (``v08``), else the
-        backend (``jax``)."""
-        return self.profile if self.backend == "engine" and self.profile else self.backend
+        """The engine's name in file names and tables: the profile where the backend is named by it (adprof's
+        engine: ``v08``), else the backend (``jax``)."""
+        return self.profile if self.info.named_by_profile and self.profile else self.backend
 
     @property
     def label(self) -> str:
@@ -71,19 +78,28 @@ class Target:
 
     @property
     def decider(self) -> str:
-        """What decides this target's verdicts on the check path: ``counters`` (the engine), a deterministic
-        metric the backend declares, or ``time``."""
-        if self.backend == "engine":
+        """What decides this target's verdicts on the check path: ``counters`` (where the backend declares the
+        counters that decide), a deterministic metric the backend declares, or ``time`` (a backend's counters that
+        it does not declare decide too, where its points report them: see :attr:`counters_decide`)."""
+        if self.info.deciding_counters:
             return "counters"
-        decl = backend_declaration(self.backend)
-        deciding = decl.deciding_metrics.get(self.mode, ())
+        deciding = self.deciding_metrics
         return deciding[0] if deciding else "time"
+
+    @property
+    def counters_decide(self) -> bool:
+        """Whether the counters the points report decide (as on ``check``'s path): unless the backend declares
+        that none do (``deciding_counters = ()``)."""
+        return self.info.counters_decide
+
+    @property
+    def deciding_metrics(self) -> tuple[str, ...]:
+        """The deterministic metrics the backend declares deciding in this mode, in order of preference."""
+        return tuple(backend_declaration(self.backend).deciding_metrics.get(self.mode, ()))
 
     @property
     def lower_bounds(self) -> tuple[str, ...]:
         """Metrics that decide this target when they grow superlinearly (lower bounds on its work)."""
-        if self.backend == "engine":
-            return ()
         return tuple(backend_declaration(self.backend).lower_bound_metrics.get(self.mode, ()))
 
 
@@ -143,31 +159,13 @@ def hunt_targets(backends: Sequence[str], profiles: str | None, modes: str | Non
 # --------------------------------------------------------------------------- what runs where
 
 
-#: Ops a backend does not offer (its namespace raises UnsupportedOpError, or the engine has no VJP for them):
-#: a generator using one is never sent there (docs/backends.md).
-UNSUPPORTED_OPS: dict[str, frozenset[str]] = {
-    "tinygrad": frozenset({"where", "svd_u", "qr_q", "qr_r", "rowsum"}),
-    "autograd": frozenset({"qr_q", "qr_r"}),
-}
-#: Targets that cannot nest the chain's own gradient (``xp.grad``): the engine and tinygrad have none,
-#: torch's traced and compile modes refuse a nested ``torch.autograd.grad`` (functorch / AOTAutograd).
-NO_ORDER: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("engine", "traced"),
-        ("engine", "eager"),
-        ("tinygrad", "compile"),
-        ("tinygrad", "eager"),
-        ("torch", "traced"),
-        ("torch", "compile"),
-    }
-)
-
-
 def runs_on(target: Target, gen: Generator) -> str | None:
-    """Why ``gen`` cannot run on ``target`` (one phrase), or None."""
-    if gen.scale == "order" and (target.backend, target.mode) in NO_ORDER:
+    """Why ``gen`` cannot run on ``target`` (one phrase), or None: as the backend declares (``no_nested_grad``:
+    no ``xp.grad`` to nest in that mode; ``unsupported_ops``: ops its namespace lacks; docs/backends.md)."""
+    info = target.info
+    if gen.scale == "order" and not info.nests_grad:
         return "no nested gradient (xp.grad) here"
-    missing = sorted({n.op for n in gen.nodes} & UNSUPPORTED_OPS.get(target.backend, frozenset()))
+    missing = sorted({n.op for n in gen.nodes} & set(info.unsupported_ops))
     if missing:
         return f"no {', '.join(missing)} on {target.backend}"
     return None
@@ -229,19 +227,24 @@ def _search_plan(target: Target, gen: Generator) -> SearchPlan:
     return SearchPlan(_ORDER_DEPTHS if order else _PEER_DEPTHS, 3.0, 60.0, calls=2, cost=cost)
 
 
-#: How a target is searched (:mod:`adprof.hunt.search`): every new generator (``screen``: a few hundredths of
-#: a second each), the promising ones and a sample of the rest (``sample``: tenths to seconds), or one promising
-#: generator per generation (``costly``: tens of seconds, two gcc runs per point).
+#: A target's tier by its cost per evaluation (:func:`tier`): a screen-cheap one (hundredths to tenths of a second),
+#: a sampled one (tenths to seconds), a costly one (tens of seconds: torch.compile's two gcc runs per point). The
+#: search itself ranks targets by their measured cost (:mod:`adprof.hunt.search`); the tier sizes a candidate's
+#: share of the confirmation budget and gives the costliest targets a lane of their own.
 SCREEN, SAMPLE, COSTLY = "screen", "sample", "costly"
+#: Seconds per evaluation at most for the screen tier, and past which a target is costly.
+SCREEN_SECONDS = 0.5
+COSTLY_SECONDS = 10.0
 
 
-def tier(target: Target) -> str:
-    """The target's search tier (see :data:`SCREEN`)."""
-    if target.backend == "engine" or (target.backend, target.mode) == ("jax", "traced"):
-        return SCREEN
-    if (target.backend, target.mode) == ("torch", "compile"):
+def tier(target: Target, cost: float | None = None) -> str:
+    """The target's tier (see :data:`SCREEN`) by ``cost`` (seconds per evaluation, measured), else by its search
+    plan's estimate: never by its name."""
+    if cost is None:
+        cost = search_plan(target, Generator((Node("sin", (0,)),))).cost
+    if cost > COSTLY_SECONDS:
         return COSTLY
-    return SAMPLE
+    return SCREEN if cost <= SCREEN_SECONDS else SAMPLE
 
 
 # --------------------------------------------------------------------------- the check path

@@ -12,7 +12,8 @@ import math
 from collections.abc import Sequence
 
 from adprof.constants import EXPONENTIAL_RATIO, RUN_REPEATS
-from adprof.model import Point, cost_phases, counter_totals, counter_value, time_value
+from adprof.model import Point, cost_phases, counter_value, time_value
+from adprof.prediction import predict_next as predict_next  # the schedule's prediction lives there
 
 UNIT_UNTIL = 8
 
@@ -109,49 +110,6 @@ class Schedule:
             self.doubling = True
         rest = halving_depths(self.max_depth, last)
         return rest[0] if rest else None
-
-
-def _growth(v1: float, v2: float, d1: int, d2: int, d3: int, exponential: bool) -> float:
-    """Extrapolated factor v(d3)/v(d2) from two points (exponential or power law, >= linear)."""
-    if v1 <= 0 or v2 <= 0 or d2 <= d1:
-        return d3 / d2 if d2 > 0 else 1.0
-    if exponential:
-        r = min(max((v2 / v1) ** (1.0 / (d2 - d1)), 1.0), 50.0)
-        return r ** (d3 - d2)
-    p = math.log(v2 / v1) / math.log(d2 / d1) if d1 > 0 else 1.0
-    p = min(max(p, 1.0), 6.0)
-    return (d3 / d2) ** p
-
-
-def _phase_counters(point: Point, phase: str) -> float | None:
-    """The counter cost of one phase of a point, None when it has no (non-zero) counters."""
-    totals = counter_totals(point.counters, (phase,))
-    s = sum(totals.values()) if totals is not None else 0.0
-    return s if s > 0 else None
-
-
-def predict_next(points: Sequence[Point], next_depth: int, exponential: bool) -> dict[str, float]:
-    """Predicted seconds per phase at ``next_depth`` from the last two exact points.
-
-    The growth factor comes from the phase's counters when it has some (exact), else from its
-    times; exponential extrapolation on unit steps, power law (at least linear) on doublings.
-    """
-    pts = [p for p in points if not p.censored]
-    if len(pts) < 2:
-        return {}
-    p1, p2 = pts[-2], pts[-1]
-    out: dict[str, float] = {}
-    for phase, t2 in p2.times.items():
-        t1 = p1.times.get(phase)
-        if t1 is None or t2 is None:
-            continue
-        c1, c2 = _phase_counters(p1, phase), _phase_counters(p2, phase)
-        if c1 and c2:
-            g = _growth(c1, c2, p1.depth, p2.depth, next_depth, exponential)
-        else:
-            g = _growth(t1, t2, p1.depth, p2.depth, next_depth, exponential)
-        out[phase] = t2 * g
-    return out
 
 
 def point_cost(times: dict[str, float], mode: str, calls: int) -> float:

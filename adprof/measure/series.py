@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adprof.backends import memory_asked, memory_notes, series_fields
+from adprof.backends import backend_info, memory_asked, memory_notes, series_fields
 from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
 from adprof.measure import bounds
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
@@ -64,11 +64,12 @@ from adprof.model import (
     Series,
     Stop,
     StopReason,
-    cost_phases,
+    classified_phases,
     fit_figure,
     series_label,
     time_value,
 )
+from adprof.prediction import law_factor
 
 MIN_CALLS = 3
 #: Rounds of re-measuring the depths that jumped, at the end of a series (a burst of load over several points
@@ -129,7 +130,7 @@ class SeriesSpec:
     @property
     def phases(self) -> tuple[str, ...]:
         """The phases whose cost is classified and watched by the schedule."""
-        return self.cost_phases or cost_phases(self.mode, self.backend)
+        return self.cost_phases or backend_info(self.backend, self.mode).cost_phases
 
     @property
     def label(self) -> str:
@@ -148,6 +149,7 @@ class SeriesSpec:
             axis=self.axis,
             classified_phases=list(self.cost_phases),
             planned_depths=list(self.required_depths),
+            backend_info=backend_info(self.backend, self.mode),
             **{
                 **series_fields(self.backend, self.mode),
                 **({"deciding_metrics": list(self.deciding_metrics)} if self.deciding_metrics else {}),
@@ -252,7 +254,10 @@ class _SeriesRun:
     def room(self) -> float | None:
         """About how many more points this series' share has room for: what is left over the charged cost of
         the recent points (their median); None before any point."""
-        charged = [max(p.wall_seconds or 0.0, point_seconds(p, self.spec.mode) or 0.0) for p in self.series.points]
+        charged = [
+            max(p.wall_seconds or 0.0, point_seconds(p, self.spec.mode, self.spec.phases) or 0.0)
+            for p in self.series.points
+        ]
         recent = sorted(charged[-8:])
         per_point = recent[len(recent) // 2] if recent else 0.0
         return self.left() / per_point if per_point > 0 else None
@@ -281,7 +286,7 @@ class _SeriesRun:
         mode = self.spec.mode
         best: tuple[float, float, float, float] | None = None  # (distance, -cost, overhead, cost / seconds)
         for p in self.series.points:
-            secs = point_seconds(p, mode)
+            secs = point_seconds(p, mode, self.spec.phases)
             if p.wall_seconds is None or not secs or p.censored:
                 continue
             cost = point_cost(p.times, mode, p.calls or self.calls)
@@ -303,7 +308,7 @@ class _SeriesRun:
         cfg, points = self.cfg, self.series.points
         left = self.left()
         try:
-            pred = predict_next(points, depth, exponential)
+            pred = predict_next(points, depth, exponential, self.series.backend_info)
         except OverflowError:  # a growth extrapolated over a huge depth step: far past any cap
             pred = {"cost": math.inf}
         by_model = cfg.predictor(self.series, depth) if cfg.predictor is not None and len(points) >= 3 else None
@@ -505,11 +510,12 @@ class _SeriesRun:
         (exponential extrapolation, the larger one): a runaway, even with a cap too large to say so."""
         exact = [p for p in self.series.points if not p.censored]
         try:
-            pred = predict_next(exact, depth, True)
+            pred = predict_next(exact, depth, True, self.series.backend_info)
         except OverflowError:
             return False
         if not pred and exact and exact[-1].times:  # one point: a generous quadratic extrapolation
-            pred = {k: t * (depth / max(exact[-1].depth, 1)) ** 2 for k, t in exact[-1].times.items()}
+            grow = law_factor(max(exact[-1].depth, 1), depth, exponent=2.0)
+            pred = {k: t * grow for k, t in exact[-1].times.items()}
         expected = max(pred.values(), default=0.0)
         return to.elapsed >= 1.0 and 0.0 < expected * RUNAWAY_FACTOR <= to.elapsed
 
@@ -559,15 +565,14 @@ def _time_stop(front: Frontier, series: Series, fit: Fit | None, cap: float) -> 
             return Stop(StopReason.CAP, after=p.depth, phase=ph, seconds=t, limit=cap)
         return None
     if front.reason is Deepening.PREDICTED and front.predicted is not None:
-        figure = fit_figure(fit) if fit is not None else ""
         return Stop(
             StopReason.PREDICTED_CAP,
             after=top,
             depth=(top or 0) + 1,
-            phase="+".join(cost_phases(series.mode)),
+            phase="+".join(classified_phases(series)),
             seconds=front.predicted,
             limit=cap,
-            by_model=figure.split(" [")[0],
+            by_model=fit_figure(fit, interval=False) if fit is not None else "",
         )
     return None
 
@@ -587,7 +592,7 @@ def time_schedule(spec: SeriesSpec, cfg: MeasureConfig) -> TimeSchedule:
     deepen = spec.deepen and not cfg.max_depth
     deepest = DEEPEST if spec.axis == "layer" else max(AXIS_DEEPEST, hi)
     top = min(max(hi, TIME_DEPTH), deepest) if deepen else hi
-    return TimeSchedule(lo, top, spec.mode, cfg.cap, cfg.timeout, limit=deepest if deepen else top)
+    return TimeSchedule(lo, top, spec.mode, cfg.cap, cfg.timeout, limit=deepest if deepen else top, phases=spec.phases)
 
 
 def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
@@ -685,7 +690,7 @@ def _afford(run: _SeriesRun, sched: TimeSchedule) -> Callable[[float], bool]:
     walls = [
         p.wall_seconds / secs
         for p in run.series.points[-3:]
-        if p.wall_seconds and not p.censored and (secs := point_seconds(p, mode))
+        if p.wall_seconds and not p.censored and (secs := point_seconds(p, mode, run.spec.phases))
     ]
     charge = max(1.0, statistics.median(walls)) if walls else 1.0
     return lambda cost: left > DEEPER_POINTS * charge * cost
@@ -792,7 +797,7 @@ def run_series(
             adaptive
             and not counted
             and series.points
-            and time_decided(series.points[0], spec.mode, series.deciding_metrics)
+            and time_decided(series.points[0], spec.mode, series.deciding_metrics, spec.phases)
         ):
             _run_time_series(run, time_schedule(spec, cfg))
             run.confirm_jumps()

@@ -96,23 +96,27 @@ class Frontier:
     predicted: float | None = None  # the prediction that ended it
 
 
-def point_seconds(point: Point, mode: str) -> float | None:
-    """The classified cost of a point (its mode's cost phases, or the process for a command without phases)."""
-    v = time_value(point, cost_phases(mode))
+def point_seconds(point: Point, mode: str, phases: Sequence[str] = ()) -> float | None:
+    """The classified cost of a point (the series' cost phases, default the mode's; or the process for a command
+    without phases)."""
+    v = time_value(point, tuple(phases) or cost_phases(mode))
     if v is None:
         v = point.times.get("process")
     return v
 
 
-def time_decided(point: Point, mode: str, deciding_metrics: Sequence[str]) -> bool:
-    """True when time decides this series: the point has no counters and no deciding metric on its cost phases."""
-    phases = (*cost_phases(mode), "process")
+def time_decided(point: Point, mode: str, deciding_metrics: Sequence[str], cost: Sequence[str] = ()) -> bool:
+    """True when time decides this series: the point has no counters and no deciding metric on its cost phases
+    (``cost``: the series', default the mode's)."""
+    phases = (*(tuple(cost) or cost_phases(mode)), "process")
     if any(isinstance(point.counters.get(ph), dict) and point.counters[ph] for ph in phases):
         return False
     return not any(name in point.metrics.get(ph, {}) for ph in phases for name in deciding_metrics)
 
 
-def by_depth(points: Sequence[Point], mode: str, cap: float) -> tuple[dict[int, list[float]], set[int], bool]:
+def by_depth(
+    points: Sequence[Point], mode: str, cap: float, phases: Sequence[str] = ()
+) -> tuple[dict[int, list[float]], set[int], bool]:
     """Costs per depth of the exact points, the depths whose every measurement has a phase over ``cap``, and
     whether a point was censored."""
     costs: dict[int, list[float]] = {}
@@ -124,7 +128,7 @@ def by_depth(points: Sequence[Point], mode: str, cap: float) -> tuple[dict[int, 
             censored = True
             over.add(p.depth)
             continue
-        v = point_seconds(p, mode)
+        v = point_seconds(p, mode, phases)
         if v is None:
             continue
         costs.setdefault(p.depth, []).append(v)
@@ -139,7 +143,17 @@ class TimeSchedule:
     """Depths for a time-decided series from ``lo`` up to ``hi`` (see the module docstring); ``limit``: how deep
     :meth:`extend` may move ``hi`` (the deepest depth is then a safety, not a stop)."""
 
-    def __init__(self, lo: int, hi: int, mode: str, cap: float, timeout: float, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        lo: int,
+        hi: int,
+        mode: str,
+        cap: float,
+        timeout: float,
+        limit: int | None = None,
+        phases: Sequence[str] = (),
+    ) -> None:
+        self.phases = tuple(phases)  # the series' cost phases (empty: the mode's)
         self.lo, self.hi = max(1, int(lo)), max(1, int(hi))
         self.limit = max(self.hi, int(limit or hi))
         self.mode, self.cap, self.timeout = mode, cap, timeout
@@ -181,7 +195,7 @@ class TimeSchedule:
     def _by_depth(self, points: Sequence[Point]) -> tuple[dict[int, list[float]], set[int], bool]:
         """Costs per depth of the exact points, the depths over the cap (every measurement of them), and whether
         a point was censored (killed, or stopped by the budget: deepening ends there)."""
-        return by_depth(points, self.mode, self.cap)
+        return by_depth(points, self.mode, self.cap, self.phases)
 
     # -- predictions ------------------------------------------------------------------------------------
     @staticmethod
@@ -239,7 +253,7 @@ class TimeSchedule:
 
     def frontier(self, points: Sequence[Point], fit: Fit | None) -> Frontier:
         """Where deepening stands: the deepest depth under the cap and why it ended, if it did."""
-        self.share = phase_share(points, self.mode)
+        self.share = phase_share(points, self.mode, self.phases)
         costs, over, censored = self._by_depth(points)
         under = sorted(d for d in costs if d not in over)
         if not under:
@@ -261,7 +275,7 @@ class TimeSchedule:
         costs, over, _ = self._by_depth(points)
         if not costs and not over:
             return Step(self.lo, EXPLORE)
-        self.share = phase_share(points, self.mode)
+        self.share = phase_share(points, self.mode, self.phases)
         under = sorted(d for d in costs if d not in over)
         if not under:
             return None
@@ -430,12 +444,12 @@ def thinned(depths: list[int], low: list[float], ratio: float = 1.5) -> tuple[li
     return [depths[i] for i in keep], [low[i] for i in keep]
 
 
-def phase_share(points: Sequence[Point], mode: str) -> float:
+def phase_share(points: Sequence[Point], mode: str, phases: Sequence[str] = ()) -> float:
     """The largest phase's time over the classified cost, at the deepest measured depths (the cap applies to
     every phase; the schedule predicts the classified cost)."""
     shares = []
     for p in sorted((q for q in points if not q.censored), key=lambda q: -q.depth)[:4]:
-        v = point_seconds(p, mode)
+        v = point_seconds(p, mode, phases)
         big = max((t for t in p.times.values() if t is not None), default=None)
         if v and big is not None:
             shares.append(big / v)

@@ -14,7 +14,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from adprof import model
+from adprof import model, verdicts
 from adprof.comparison import STATES, Comparison, State, describe_side, memory_changed, profile_text
 from adprof.model import (
     HalvingRow,
@@ -111,18 +111,8 @@ def footnoted(texts: Sequence[str], limit: int, marks: list[str]) -> list[str]:
     return cells
 
 
-VERDICT_STYLE = {
-    model.EXPONENTIAL_TRANSFORM: "bold red",
-    model.EXPONENTIAL_BACKWARD: "bold red",
-    model.SUPERLINEAR_TRANSFORM: "bold yellow",
-    model.SUPERLINEAR_BACKWARD: "bold yellow",
-    model.LINEAR: "green",
-    model.INCONCLUSIVE: "dim",
-    model.ERROR: "magenta",
-    model.MILD_TRANSFORM: "yellow",
-    model.MILD_BACKWARD: "yellow",
-    model.RUNAWAY: "bold magenta",
-}
+#: Each verdict kind's style: the table's column (:data:`adprof.verdicts.TABLE`), time and memory kinds alike.
+VERDICT_STYLE = verdicts.STYLE
 
 
 def _t(text: str, style: str = "") -> Text:
@@ -211,16 +201,7 @@ def summary_table(report: Report) -> Table:
     return t
 
 
-MEMORY_STYLE = {
-    model.LEAK_PER_CALL: "bold red",
-    model.EXPONENTIAL_MEMORY: "bold red",
-    model.SUPERLINEAR_MEMORY: "bold yellow",
-    model.MILD_MEMORY: "yellow",
-    model.MEMORY_LINEAR: "green",
-    model.MEMORY_FLAT: "green",
-    model.INCONCLUSIVE: "dim",
-    model.PEAK_ONLY: "dim",
-}
+MEMORY_STYLE = verdicts.STYLE
 
 
 def _memory_style(result: Result) -> str:

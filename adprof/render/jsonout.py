@@ -114,7 +114,7 @@ def result_to_json(result: Result) -> dict[str, Any]:
     out["halving"] = {k: [dataclasses.asdict(row) for row in rows] for k, rows in result.halving.items()}
     for obj in (s, v):  # every other field (added later to the model), by its own name
         for f in dataclasses.fields(obj):
-            if f.name not in out and f.name != "kind":
+            if f.name not in out and f.name not in ("kind", "backend_info"):  # backend_info: the backend's own
                 out[f.name] = to_plain(getattr(obj, f.name))
     return out
 
@@ -210,6 +210,8 @@ def result_from_json(d: dict[str, Any]) -> Result:
         verdict.metric_fits[slot.split(".", 1)[1]] = verdict.fit  # type: ignore[assignment]
     elif slot:
         setattr(verdict, slot, verdict.fit)
+    for name, fit in verdict.metric_fits.items():  # verdicts (issue 37): a report written before Fit.metric_name
+        fit.metric_name = fit.metric_name or name
     halving = from_plain(dict[str, list[HalvingRow]], d.get("halving") or {}, "halving")
     return Result(series=series, verdict=verdict, halving=halving)
 
