@@ -281,12 +281,15 @@ def test_a_planted_one_off_slow_point_is_never_reported(tmp_path, monkeypatch, c
     monkeypatch.setattr(hunt_evaluate, "_run_plan", blip)
     out = tmp_path / "found"
     report = tmp_path / "hunt.json"
-    args = ["hunt", "--backend", "engine", "--profile", "fixed", "--budget", "20", "--seed", "3", "--tries", "16"]
+    # 30 s: on a loaded machine a check's worker may not start in what 20 s leave (an 'error' row, not a finding)
+    args = ["hunt", "--backend", "engine", "--profile", "fixed", "--budget", "30", "--seed", "3", "--tries", "16"]
     code = main([*args, "--out", str(out), "--json", str(report), "--no-color"])
     data = json.loads(report.read_text())
     assert data["stats"]["candidates"] >= 1 and data["stats"]["rejected"] >= 1, data["stats"]
     assert data["findings"] == [] and code == 0
-    assert all(r["verdict"] in ("linear", "inconclusive") for r in data["rejected"]), data["rejected"]
+    # linear, inconclusive, an error (an unroll of exp overflows deeper), not measured (a loaded machine): no finding
+    verdicts = ("linear", "inconclusive", "error", "not measured")
+    assert all(r["verdict"] in verdicts for r in data["rejected"]), data["rejected"]
     assert not list(out.glob("*.py"))
     assert "no confirmed finding" in capsys.readouterr().out
 

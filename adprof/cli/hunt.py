@@ -28,7 +28,7 @@ from adprof.cli.common import (
 )
 from adprof.cli.scale import check_scale_options, open_executor
 from adprof.constants import __version__
-from adprof.hunt.render import hunt_text, render_hunt, render_hunt_html
+from adprof.hunt.render import hunt_text, render_hunt, render_hunt_html, starved_reasons
 from adprof.hunt.run import Hunt, HuntConfig
 from adprof.hunt.targets import expand_backends, hunt_targets
 from adprof.measure import MeasureConfig
@@ -238,15 +238,18 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
     report.environment = environment(argv)
     if getattr(report, "interrupted", None) is None and SIGNALS.received is not None:
         report.interrupted = SIGNALS.received
+    starved = starved_reasons(report) if report.interrupted is None else []
     if report.interrupted is None and report.stats.evaluations == 0 and not report.findings:
         _write(report, args, err)  # what the hunt saw (its notes say why an evaluation was lost) is kept
-        if report.stats.tried == 0:
+        if report.stats.drawn == 0:
             raise UsageError(
                 f"--budget {args.budget:g} s is too small: the hunt evaluated no chain shape in it "
                 "(give it a minute or more)"
             )
+        if starved:
+            raise UsageError(f"the hunt measured nothing: {'; '.join(starved)}")
         lost = f": {report.notes[-1]}" if report.notes else ""
-        raise UsageError(f"the hunt tried {report.stats.tried} chain shape(s) and none was measured{lost}")
+        raise UsageError(f"the hunt drew {report.stats.drawn} chain shape(s) and none was measured{lost}")
     written = _write(report, args, err)
     render_hunt(report, out_console, verbose=args.verbose)
     if report.interrupted is not None:
@@ -255,6 +258,9 @@ def cmd_hunt(args: argparse.Namespace, argv: Sequence[str]) -> int:
             markup=False,
         )
         return exit_status_of(report.interrupted)
+    if starved:  # far fewer evaluations than the budget allowed: the hunt did not look where it was asked to
+        err.print(f"adprof: error: the hunt measured too little: {'; '.join(starved)}", markup=False)
+        return EXIT_BAD_INPUT
     unwritten = [f for f in report.findings if f.write_error]
     for f in unwritten:
         err.print(f"adprof: error: finding {f.id:04d}: cannot write {f.file} ({f.write_error})", markup=False)

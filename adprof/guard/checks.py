@@ -113,7 +113,7 @@ def check_result(
     if failed is not None:
         return failed
     # a verdict read past a knee: its rate is the law of the cost over the line past that depth
-    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is not v.fit else ""
+    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is v.knee.after else ""
     if verdicts.is_exponential(v.kind):  # the one table of verdict kinds
         base = v.base if v.base is not None else float("inf")
         ok = base <= max_base

@@ -97,10 +97,35 @@ class Rejected:
 
 
 @dataclass
-class HuntStats:
-    """Counts of the run: generators tried, evaluations, candidates, confirmed, rejected, merged, shrunk."""
+class TargetStats:
+    """What the search did on one target: its evaluations (each a generator at the search depths), what they cost,
+    what failed, and the generators that could not run there (why, how many)."""
 
-    tried: int = 0
+    #: Whether a new generator's first evaluation went here (the cheapest informative targets of its backend).
+    screen: bool = False
+    evaluations: int = 0  # evaluations run here (measured or failed)
+    measured: int = 0  # evaluations with at least one point
+    failures: int = 0  # evaluations that ended in an error (the chain or the backend failed)
+    lost: int = 0  # evaluations lost with their worker, or interrupted: nothing came back
+    seconds: float = 0.0  # worker seconds the evaluations took
+    cost_per_evaluation: float | None = None  # seconds per evaluation, measured (None: nothing measured)
+    #: How many evaluations the search's share of lane time allowed here at its cost (the starvation threshold's
+    #: reference: :data:`adprof.hunt.search.STARVED_SHARE`).
+    expected: float = 0.0
+    #: Generators that could not run here, by why (``no where on tinygrad``): never sent.
+    skipped: dict[str, int] = field(default_factory=dict)
+    last_error: str = ""  # the last evaluation's error here
+    #: Measured far fewer than the budget allowed (:func:`adprof.hunt.search.starved`): the hunt exits 2.
+    starved: bool = False
+
+
+@dataclass
+class HuntStats:
+    """Counts of the run: generators drawn and tried (measured on some target), evaluations, candidates,
+    confirmed, rejected, merged, shrunk, and what the search did per target."""
+
+    tried: int = 0  # generators measured on at least one target
+    drawn: int = 0  # generators drawn (the tried ones, those no target could run, those that failed everywhere)
     evaluations: int = 0
     generations: int = 0
     candidates: int = 0
@@ -111,7 +136,7 @@ class HuntStats:
     processed: int = 0  # candidates taken up (merged, rejected or confirmed)
     unprocessed: int = 0  # candidates the budget did not reach
     search_seconds: float = 0.0
-    per_target: dict[str, int] = field(default_factory=dict)
+    per_target: dict[str, TargetStats] = field(default_factory=dict)  # target label -> its search figures
 
 
 @dataclass
@@ -143,4 +168,5 @@ __all__ = [
     "HuntStats",
     "Rejected",
     "Shrunk",
+    "TargetStats",
 ]

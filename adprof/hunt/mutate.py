@@ -6,9 +6,9 @@ latest state); mutations change an op, rewire an argument (a fan-out, a diamond,
 state), insert or delete a node, widen or narrow the window, add or drop an output, switch what depth scales,
 nest one more layer or a jit, change the input's shape. Invalid results are drawn again.
 
-:func:`reductions` lists every generator one step smaller (a node dropped, an edge moved to a plainer value, a
-state, an output, a layer or a nesting removed, a reduction, matrix, linear-algebra or select op made a plain
-elementwise one): the shrinker's candidates, in a fixed order so that shrinking is deterministic.
+:func:`reductions` lists every generator one step smaller (a node replaced by any of its arguments, an edge moved
+to a plainer value, a state, an output, a layer or a nesting removed, a reduction, matrix, linear-algebra or select
+op made a plain elementwise one): the shrinker's candidates, in a fixed order so that shrinking is deterministic.
 """
 
 from __future__ import annotations
@@ -223,11 +223,12 @@ def mutate(gen: Generator, rng: random.Random) -> Generator:
 # --------------------------------------------------------------------------- reductions
 
 
-def drop_node(gen: Generator, i: int) -> Generator:
-    """``gen`` without node ``i``: its uses read its first argument instead."""
+def drop_node(gen: Generator, i: int, k: int = 0) -> Generator:
+    """``gen`` without node ``i``: its uses read its ``k``-th argument instead (any argument of any op: a select
+    or a binary op is replaced by the value it passes on)."""
     w = gen.window
     ref = w + i
-    first = gen.nodes[i].args[0]
+    first = gen.nodes[i].args[k]
 
     def move(r: int) -> int:
         if r == ref:
@@ -251,8 +252,9 @@ def reductions(gen: Generator) -> Iterator[Generator]:
 
     for plainer in _unnested(gen):
         yield from emit(lambda plainer=plainer: plainer)
-    for i in range(len(gen.nodes)):
-        yield from emit(lambda i=i: drop_node(gen, i))
+    for i, node in enumerate(gen.nodes):  # a node replaced by each of its (distinct) arguments
+        for k in sorted({node.args.index(a) for a in node.args}):
+            yield from emit(lambda i=i, k=k: drop_node(gen, i, k))
     if gen.window > 1:
         yield from emit(lambda: _narrow(gen))
     if len(gen.outputs) > 1:

@@ -132,10 +132,59 @@ def _paragraph(f: Finding, console: Console) -> None:
 def stats_line(report: HuntReport) -> str:
     s = report.stats
     return (
-        f"search: {s.tried} generators tried ({s.evaluations} evaluations, {s.generations} generations, "
+        f"search: {s.tried} generators tried of {s.drawn} drawn ({s.evaluations} evaluations, {s.generations} "
+        "generations, "
         f"{s.search_seconds:.0f} s); {s.candidates} candidates: {s.confirmed} confirmed ({s.shrunk} shrunk), "
         f"{s.rejected} rejected by the check path, {s.merged} merged into a finding, {s.unprocessed} not reached"
     )
+
+
+def per_target_lines(report: HuntReport) -> list[str]:
+    """One line per target: its evaluations (measured, failed, lost), seconds per evaluation, whether it screened
+    new generators, the generators it could not run, and whether it was starved."""
+    lines = []
+    for label, st in report.stats.per_target.items():
+        cost = f", {st.cost_per_evaluation:.2f} s each" if st.cost_per_evaluation is not None else ""
+        bits = [f"{st.evaluations} evaluations ({st.measured} measured, {st.failures} failed"]
+        bits[0] += f", {st.lost} lost)" if st.lost else ")"
+        bits[0] += cost
+        if st.screen:
+            bits.append("screens new generators")
+        skipped = sum(st.skipped.values())
+        if skipped:
+            bits.append(f"{skipped} generators it cannot run")
+        if st.starved:
+            bits.append(f"STARVED: {st.expected:g} allowed")
+        lines.append(f"  {label}: {'; '.join(bits)}")
+    return lines
+
+
+def starved_reasons(report: HuntReport) -> list[str]:
+    """Why each starved target measured too little, and what would make it run (one phrase each)."""
+    out = []
+    for label, st in report.stats.per_target.items():
+        if not st.starved:
+            continue
+        head = f"{label} measured {st.measured} of the {st.expected:g} evaluations its share of the search allowed"
+        skipped = sum(st.skipped.values())
+        if st.failures and st.failures >= st.evaluations - st.measured:
+            err = st.last_error.splitlines()[0] if st.last_error else "no message"
+            why = f"{st.failures} of {st.evaluations} failed (last: {err}); `adprof check` of a chain on it shows why"
+        elif skipped and not st.evaluations:
+            top = sorted(st.skipped.items(), key=lambda kv: -kv[1])[:3]
+            reasons = ", ".join(f"{r}: {n}" for r, n in top)
+            why = (
+                f"it can run none of the {skipped} generators drawn for it ({reasons}); a backend that offers "
+                "the generator language's ops (or declares fewer unsupported) runs them"
+            )
+        elif st.lost:
+            why = f"{st.lost} evaluations were lost with their worker (--verbose says why)"
+        elif st.evaluations:
+            why = "each evaluation ran out of the search's time before its first point; a larger --budget runs them"
+        else:
+            why = "the search gave its lane time to the other targets; hunt it alone (--backend) to give it all"
+        out.append(f"{head}: {why}")
+    return out
 
 
 def render_hunt(report: HuntReport, console: Console, verbose: bool = False) -> None:
@@ -149,6 +198,8 @@ def render_hunt(report: HuntReport, console: Console, verbose: bool = False) -> 
         console.print(_t(f"adprof hunt: no confirmed finding (seed {report.seed})", "bold"))
     console.print()
     console.print(_t(stats_line(report)), soft_wrap=True)
+    for line in per_target_lines(report):
+        console.print(_t(line), soft_wrap=True)
     if verbose and report.rejected:
         for r in report.rejected:
             console.print(
@@ -229,6 +280,7 @@ def render_hunt_html(report: HuntReport) -> str:
         f"<p>seed {report.seed}; elapsed {report.elapsed_seconds:.1f} s of {report.budget_seconds:g} s; targets: "
         f"{escape(', '.join(report.targets))}</p>",
         f"<p>{escape(stats_line(report))}</p>",
+        "<ul>" + "".join(f"<li>{escape(line.strip())}</li>" for line in per_target_lines(report)) + "</ul>",
     ]
     if report.interrupted:
         parts.append(f"<p><b>interrupted by {escape(report.interrupted)}: partial report</b></p>")
@@ -272,6 +324,8 @@ __all__ = [
     "hunt_text",
     "hunt_to_json",
     "load_hunt",
+    "per_target_lines",
+    "starved_reasons",
     "render_compare",
     "render_hunt",
     "render_hunt_html",

@@ -201,7 +201,8 @@ class Hunt:
         archive = self.search.run()
         st = self.search.stats
         stats = self.report.stats
-        stats.tried, stats.evaluations, stats.generations = st.tried, st.evaluations, st.generations
+        stats.tried, stats.drawn, stats.evaluations = st.tried, st.drawn, st.evaluations
+        stats.generations = st.generations
         stats.search_seconds, stats.per_target = st.seconds, dict(st.per_target)
         return archive
 
@@ -224,10 +225,20 @@ class Hunt:
                 left = self._left()
                 if left < MIN_SHARE:
                     continue
-                weights = [WEIGHT[tier(c.target)] for c in queue[i:]]
+                weights = [WEIGHT[self._tier(c.target)] for c in queue[i:]]
                 self._candidate(cand, left * weights[0] / sum(weights))
                 self.report.stats.processed += 1
         self.report.stats.unprocessed = len(cands) - self.report.stats.processed
+
+    def _modes(self) -> tuple[str, ...]:
+        """The modes a written chain declares: the built-ins' and every hunted target's (a plugin's own mode names:
+        ``check`` skips a mode the chain does not declare)."""
+        return tuple(dict.fromkeys(("traced", "eager", "compile", *(t.mode for t in self.cfg.targets))))
+
+    def _tier(self, target: Target) -> str:
+        """The target's tier by the cost per evaluation the search measured there (its estimate until then)."""
+        st = self.search.stats.per_target.get(target.label) if self.search is not None else None
+        return tier(target, st.cost_per_evaluation if st is not None else None)
 
     def _left(self) -> float:
         """Seconds left for measuring (the report's reserve kept)."""
@@ -238,14 +249,14 @@ class Hunt:
 
     def _candidate(self, cand: Candidate, share: float) -> None:
         start = time.monotonic()
-        shrink_until = start + min(SHRINK_PART * share, SHRINK_MAX[tier(cand.target)])
+        shrink_until = start + min(SHRINK_PART * share, SHRINK_MAX[self._tier(cand.target)])
         shrunk = self._shrink(cand, shrink_until)
         gen = shrunk.gen
         if gen.key != cand.gen.key and self._merge(cand, gen):
             return
         prog = self._program(gen, cand.target)
         if cand.target not in prog.results:
-            budget = min(CONFIRM_MAX[tier(cand.target)], max(MIN_SHARE, start + share - time.monotonic()))
+            budget = min(CONFIRM_MAX[self._tier(cand.target)], max(MIN_SHARE, start + share - time.monotonic()))
             self._check(prog, [cand.target], min(budget, self._left()), explicit=False)
         result = prog.results.get(cand.target)
         if not confirms(result, cand.expect, cand.memory):
@@ -273,7 +284,7 @@ class Hunt:
                 if left < MIN_SHARE:
                     return False
                 prog.results.pop(cand.target, None)
-                budget = min(left, CONFIRM_MAX[tier(cand.target)])
+                budget = min(left, CONFIRM_MAX[self._tier(cand.target)])
                 self._check(prog, [cand.target], budget, explicit=True, structure=False)
                 self._retable(f, prog)
                 return self._merge(cand, cand.gen)
@@ -283,7 +294,7 @@ class Hunt:
         """A finding's table, attribution and file after more checks of its program."""
         f.table = self._rows(prog, f.file, Target(f.backend, f.profile, f.mode), f.memory)
         f.attribution, f.attribution_text = attr.attribute(f.table)
-        f.source = found_source(f, prog.gen, prog.plan_target, self.cfg.seed)
+        f.source = found_source(f, prog.gen, prog.plan_target, self.cfg.seed, self._modes())
         self._write_file(f)
 
     def _refine(self) -> None:
@@ -319,7 +330,7 @@ class Hunt:
 
     def _shrink(self, cand: Candidate, deadline: float) -> ShrinkResult:
         lanes = max(1, getattr(self.executor, "lanes", 1))
-        batch = lanes if tier(cand.target) == COSTLY else 4 * lanes
+        batch = lanes if self._tier(cand.target) == COSTLY else 4 * lanes
 
         hard = self.cfg.deadline - self._reserve()  # an evaluation started before the shrink's deadline runs to its end
 
@@ -344,7 +355,9 @@ class Hunt:
         key = (gen.key, f"{plan}")
         if key not in self.programs:
             chain = f"hunt_{gen.key}"
-            opts = ChainOptions(name=chain, depths=plan.depths, max_depth=plan.max_depth, cap=plan.cap)
+            opts = ChainOptions(
+                name=chain, depths=plan.depths, max_depth=plan.max_depth, cap=plan.cap, modes=self._modes()
+            )
             file = self.cfg.workdir / f"check_{gen.key}_{target.slug}.py"
             write_atomic(str(file), chain_source([(gen, opts)]))
             self.programs[key] = _Program(gen, str(file), chain, target)
@@ -477,7 +490,7 @@ class Hunt:
             ),
             confirmation=result_to_json(result),
         )
-        finding.source = found_source(finding, gen, prog.plan_target, self.cfg.seed)
+        finding.source = found_source(finding, gen, prog.plan_target, self.cfg.seed, self._modes())
         self._write_file(finding)
         self.report.findings.append(finding)
         self.finding_programs[n] = prog
@@ -571,7 +584,9 @@ def niches(cands: Sequence[Candidate], targets: Sequence[Target]) -> list[list[C
     return [g for _, g in sorted(groups.items(), key=order)]
 
 
-def found_source(finding: Finding, gen: Generator, plan_target: Target, seed: int) -> str:
+def found_source(
+    finding: Finding, gen: Generator, plan_target: Target, seed: int, modes: tuple[str, ...] | None = None
+) -> str:
     """The found chain file: the checked program under the finding's name, with a docstring of what it shows."""
     plan = check_plan(plan_target, gen)
     uses = ""
@@ -604,6 +619,7 @@ def found_source(finding: Finding, gen: Generator, plan_target: Target, seed: in
         max_depth=plan.max_depth,
         cap=plan.cap,
         description=doc,
+        **({"modes": modes} if modes else {}),
     )
     return chain_source([(gen, opts)], module_doc)
 

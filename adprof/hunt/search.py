@@ -1,16 +1,28 @@
 """The search: generations of generators, evaluated on the targets, kept by the archive (:mod:`~.fitness`).
 
-Each generation draws new generators from the seed's random stream (mutations of the archive's elites, a
-quarter fresh ones) and evaluates each on every *screen* target it can run on (the engine, JAX's traced
-mode: hundredths to tenths of a second per generator, deterministic counts). Every other target evaluates
-one generator per generation: the next generator that grew strongly somewhere, a niche (axis, reuse) it has
-not seen first, else a sample of the screened ones (:func:`~adprof.hunt.targets.tier`). The costliest
-(torch.compile: seconds per point) so steers by what the cheap targets found, and the generation's screen
-part is sized, from the targets' estimated costs, so that every lane stays busy while it runs.
+**Every backend screens.** A new generator is drawn *for a backend* and its first evaluation goes to that
+backend's *screen* targets (:func:`screen_targets`): its informative targets (a deterministic metric or the
+engine's counters decide; time only where nothing else does), the cheapest by measured seconds per evaluation
+(the search plan's estimate until one is measured), and those within :data:`SCREEN_SPREAD` times its cost.
+Nothing is ranked by a backend's name. A backend hunted alone gets every evaluation; several share each
+generation's lane time equally (a deficit round robin: a backend whose evaluation costs ten times more gets a
+tenth of the generators, the same seconds).
 
-Reproducible: the path depends only on the seed and on what is measured (time components never steer it;
-the sizes use constant cost estimates, not measured times); the budget decides how far along it gets
-(``max_tries`` bounds it by count instead).
+**Niches per target** (PerfFuzz keeps an input per program location): the archive's cells are per target, and a
+backend's new generators are mutations of *its own* targets' elites; another backend's elites are one input
+(:data:`CROSS` of the draws), a quarter are fresh. Every other target (a backend's costlier modes) evaluates one
+generator per generation: the next that grew strongly on its own backend, then on any backend, a niche (axis,
+reuse) it has not seen first, else a sample of what its backend screened (not on a target costing more than
+:data:`NO_SAMPLE_SECONDS` per evaluation: those follow what grew).
+
+**A search that measured nothing says so**: each target's figures (:class:`~adprof.hunt.model.TargetStats`:
+evaluations, cost, failures, the generators it could not run and why) and :func:`starved`: a target that
+measured fewer than :data:`STARVED_SHARE` of the evaluations its share of lane time allowed makes the hunt
+exit 2 with the reason.
+
+Reproducible where one backend is hunted: the path depends only on the seed and on what is measured (time
+components never steer it). Where several share the budget, the generation sizes follow the measured costs, so
+the path also depends on the machine's speed; ``max_tries`` bounds it by count instead of time.
 """
 
 from __future__ import annotations
@@ -25,32 +37,65 @@ from typing import Any
 
 from adprof.hunt.evaluate import evaluation_of, evaluation_task
 from adprof.hunt.fitness import Archive, best_per_target
-from adprof.hunt.gen import Generator
+from adprof.hunt.gen import Generator, Node
+from adprof.hunt.model import TargetStats
 from adprof.hunt.mutate import mutate, random_generator
-from adprof.hunt.targets import SCREEN, Target, runs_on, search_plan, tier
+from adprof.hunt.targets import Target, runs_on, search_plan
 from adprof.measure.executor import Executor, Task, WorkerLost
 
-#: Generators of the first generation, and the bounds of every later one.
+#: Generators of a backend's first generation, and the bounds of every later one.
 INITIAL = 12
 MIN_BATCH = 8
 MAX_BATCH = 48
-#: Share of a generation's new generators drawn fresh (not mutated): keeps the archive's niches filling.
+#: Share of a backend's new generators drawn fresh (not mutated): keeps the archive's niches filling.
 FRESH = 0.25
+#: Share of a backend's mutations whose parent is another backend's elite (one input among several).
+CROSS = 0.2
+#: A backend's informative targets within this factor of its cheapest one's cost screen too.
+SCREEN_SPREAD = 4.0
+#: A target whose evaluation costs more than this (seconds) takes no random sample: only what grew somewhere.
+NO_SAMPLE_SECONDS = 10.0
+#: A target *starved*: it measured fewer than this share of the evaluations its share of the search's lane time
+#: allowed at its cost (:func:`starved`), when that allowed at least :data:`MIN_EXPECTED` of them.
+STARVED_SHARE = 0.1
+MIN_EXPECTED = 3.0
+#: The most generators drawn per generator sent, before a backend whose screen can run nothing is given up.
+DRAWS_PER_SENT = 20
+
+_PROBE = Generator((Node("sin", (0,)),))
 
 
 @dataclass
 class SearchStats:
-    """What the search did: generators tried, evaluations run (and failed), generations, seconds."""
+    """What the search did: generators drawn, sent and tried (measured somewhere), evaluations run (and failed),
+    generations, seconds, and each target's figures."""
 
     tried: int = 0
+    drawn: int = 0
+    sent: int = 0
     evaluations: int = 0
     failed: int = 0
     generations: int = 0
-    per_target: dict[str, int] = field(default_factory=dict)  # target label -> evaluations
+    per_target: dict[str, TargetStats] = field(default_factory=dict)  # target label -> its figures
     seconds: float = 0.0
+    lanes: int = 1
 
 
 Progress = Callable[[str, dict[str, Any]], None]
+
+
+def informative(targets: Sequence[Target]) -> list[Target]:
+    """The targets a deterministic metric (or the engine's counters) decides; all of them when none is."""
+    exact = [t for t in targets if t.decider != "time"]
+    return exact or list(targets)
+
+
+def screen_targets(targets: Sequence[Target], cost: Callable[[Target], float]) -> list[Target]:
+    """One backend's screen: its informative targets within :data:`SCREEN_SPREAD` of the cheapest one's cost
+    (``cost``: seconds per evaluation), in the given order."""
+    pool = informative(targets)
+    cheapest = min(cost(t) for t in pool)
+    return [t for t in pool if cost(t) <= SCREEN_SPREAD * cheapest]
 
 
 class Search:
@@ -68,72 +113,166 @@ class Search:
         poll: Callable[[], None] | None = None,
     ) -> None:
         self.targets = list(targets)
-        self.screen = [t for t in self.targets if tier(t) == SCREEN]
-        self.others = [t for t in self.targets if tier(t) != SCREEN]
+        self.backends = list(dict.fromkeys(t.backend for t in self.targets))
+        self.by_backend = {b: [t for t in self.targets if t.backend == b] for b in self.backends}
         self.rng = random.Random(seed)
         self.executor, self.workdir, self.deadline = executor, workdir, deadline
         self.progress, self.max_tries, self.poll = progress, max_tries, poll
         self.archive = Archive()
-        self.stats = SearchStats()
-        self.seen: dict[str, Generator] = {}
-        self.screened: list[Generator] = []
+        self.stats = SearchStats(
+            per_target={t.label: TargetStats() for t in self.targets}, lanes=max(1, getattr(executor, "lanes", 1))
+        )
+        self.seen: set[tuple[str, str]] = set()  # (generator, backend): drawn for that backend
+        self.screened: dict[str, list[Generator]] = {b: [] for b in self.backends}
+        self.tried: set[str] = set()
         self.evaluated: set[tuple[str, Target]] = set()
         self.failures: dict[tuple[str, Target], str] = {}
-        self.queued: dict[Target, list[Generator]] = {t: [] for t in self.others}
-        self.niches: dict[Target, set[tuple[str, bool]]] = {t: set() for t in self.others}
-        self.firsts: dict[Target, int] = {t: 0 for t in self.others}  # queue heads of niches new to the target
+        self.queued: dict[Target, list[Generator]] = {t: [] for t in self.targets}
+        self.niches: dict[Target, set[tuple[str, bool]]] = {t: set() for t in self.targets}
+        self.firsts: dict[Target, int] = {t: 0 for t in self.targets}  # queue heads of niches new to the target
         self.promoted: set[str] = set()
+        self.credit: dict[str, float] = {b: 0.0 for b in self.backends}
+        self.given_up: set[str] = set()  # backends whose screen could run no generator drawn
+        self.offered: dict[Target, int] = {}  # generators queued for each target (what grew somewhere)
+
+    # ------------------------------------------------------------------ costs and tiers
+
+    def cost(self, t: Target) -> float:
+        """Seconds per evaluation on ``t``: measured (the mean of its evaluations), else the plan's estimate."""
+        st = self.stats.per_target[t.label]
+        if st.measured + st.failures:
+            return max(st.seconds / (st.measured + st.failures), 1e-3)
+        return search_plan(t, _PROBE).cost
+
+    def screen(self, backend: str) -> list[Target]:
+        """``backend``'s screen targets now (see :func:`screen_targets`)."""
+        return screen_targets(self.by_backend[backend], self.cost)
 
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> Archive:
         start = time.monotonic()
+        window = max(0.0, self.deadline - 1.0 - start)  # the seconds the search was given
         while not self._done():
             picks = self._picks()
-            gens = self._new_generators(INITIAL if self.stats.generations == 0 else self._batch_size(picks))
-            if not gens and not picks:
+            sizes = self._sizes(picks)
+            gens = {b: self._new_generators(b, n) for b, n in sizes.items()}
+            if not any(gens.values()) and not picks:
                 break
             self._generation(gens, picks)
             self.stats.generations += 1
             if self.executor.interrupted is not None:
                 break
         self.stats.seconds = time.monotonic() - start
+        counted = self.max_tries is not None and self.stats.sent >= self.max_tries
+        interrupted = self.executor.interrupted is not None
+        # what the search could have measured: the time it was given, unless --tries or an interrupt ended it
+        allowed = self.stats.seconds if counted or interrupted else max(self.stats.seconds, window)
+        for b in self.backends:
+            for t in self.screen(b):
+                self.stats.per_target[t.label].screen = True
+        for t in self.targets:
+            st = self.stats.per_target[t.label]
+            done = st.measured + st.failures
+            st.cost_per_evaluation = round(st.seconds / done, 4) if done else None
+        screens = {b: self.screen(b) for b in self.backends}
+        offered = {t: self.offered.get(t, 0) for t in self.targets if self.cost(t) > NO_SAMPLE_SECONDS}
+        expected(self.stats, self.by_backend, self.cost, screens, allowed, offered)
         return self.archive
 
     def _done(self) -> bool:
         if time.monotonic() >= self.deadline - 1.0:
             return True
-        return self.max_tries is not None and self.stats.tried >= self.max_tries
+        return self.max_tries is not None and self.stats.sent >= self.max_tries
 
-    def _new_generators(self, n: int) -> list[Generator]:
-        if self.max_tries is not None:
-            n = max(0, min(n, self.max_tries - self.stats.tried))
-        parents = self.archive.parents()
+    def _sizes(self, picks: list[tuple[Target, Generator]]) -> dict[str, int]:
+        """New generators per backend this generation: each backend earns the same lane-seconds (enough screen
+        work to keep every lane busy while the longest pick runs, at least :data:`MIN_BATCH` generators of the
+        cheapest backend), and draws as many as its screen's cost per generator buys."""
+        live = [b for b in self.backends if b not in self.given_up]
+        per_gen = {b: sum(self.cost(t) for t in self.screen(b)) or 0.1 for b in live}
+        if not live:
+            return {}
+        if self.stats.generations == 0:
+            window = INITIAL * min(per_gen.values())
+        else:
+            costs = [self.cost(t) for t, _ in picks]
+            spare = max(costs, default=0.0) * self.stats.lanes - sum(costs)
+            window = max(spare / len(live), MIN_BATCH * min(per_gen.values()))
+        sizes: dict[str, int] = {}
+        left = None if self.max_tries is None else self.max_tries - self.stats.sent
+        for b in live:
+            self.credit[b] += window
+            n = min(MAX_BATCH, math.floor(self.credit[b] / per_gen[b] + 1e-9))
+            if left is not None:
+                n = max(0, min(n, left))
+                left -= n
+            self.credit[b] -= n * per_gen[b]
+            sizes[b] = n
+        return sizes
+
+    def _parents(self, backend: str) -> tuple[list[Generator], list[Generator]]:
+        """Generators to mutate: the elites of exact components on ``backend``'s targets, and on the others' (time
+        elites follow the noise, so they do not steer the search), distinct, in a stable order."""
+        own: dict[str, Generator] = {}
+        other: dict[str, Generator] = {}
+        for cell, e in sorted(self.archive.elites.items(), key=lambda kv: (kv[1].found, kv[0].label)):
+            if e.growth.noisy:
+                continue
+            into = own if cell.target.backend == backend else other
+            into.setdefault(e.gen.key, e.gen)
+        return list(own.values()), [g for k, g in other.items() if k not in own]
+
+    def _new_generators(self, backend: str, n: int) -> list[Generator]:
+        """``n`` new generators for ``backend`` that its screen can run (each counted as drawn; one that none of
+        its screen targets can run is counted as skipped there, with why)."""
+        own, other = self._parents(backend)
+        screen = self.screen(backend)
         out: list[Generator] = []
         attempts = 0
-        while len(out) < n and attempts < 20 * n:
+        while len(out) < n and attempts < DRAWS_PER_SENT * max(n, MIN_BATCH):
             attempts += 1
-            if parents and self.rng.random() >= FRESH:
-                gen = mutate(self.rng.choice(parents), self.rng)
+            if (own or other) and self.rng.random() >= FRESH:
+                pool = own or other
+                if own and other and self.rng.random() < CROSS:
+                    pool = other
+                gen = mutate(self.rng.choice(pool), self.rng)
             else:
                 gen = random_generator(self.rng)
-            if gen.key in self.seen:
+            if (gen.key, backend) in self.seen:
                 continue
-            self.seen[gen.key] = gen
+            self.seen.add((gen.key, backend))
+            self.stats.drawn += 1
+            why = {t: runs_on(t, gen) for t in screen}
+            for t, reason in why.items():
+                if reason:
+                    skipped = self.stats.per_target[t.label].skipped
+                    skipped[reason] = skipped.get(reason, 0) + 1
+            if all(why.values()):
+                continue
             out.append(gen)
+        if n and not out:
+            self.given_up.add(backend)  # its screen runs nothing the language draws: said by the per-target figures
         return out
 
     def _picks(self) -> list[tuple[Target, Generator]]:
-        """This generation's evaluation on each non-screen target: its queue's head, else a sample."""
+        """This generation's evaluation on each target off its backend's screen: its queue's head, else a sample
+        of what its backend screened (not on a target too costly to sample)."""
         picks = []
-        for t in self.others:
-            gen = self._pop(t)
-            if gen is not None:
-                picks.append((t, gen))
-                continue
-            pool = [g for g in self.screened if (g.key, t) not in self.evaluated and runs_on(t, g) is None]
-            if pool and tier(t) != "costly":
-                picks.append((t, self.rng.choice(pool)))
+        for b in self.backends:
+            screen = self.screen(b)
+            for t in self.by_backend[b]:
+                if t in screen:
+                    continue
+                gen = self._pop(t)
+                if gen is not None:
+                    picks.append((t, gen))
+                    continue
+                if self.cost(t) > NO_SAMPLE_SECONDS:
+                    continue
+                pool = [g for g in self.screened[b] if (g.key, t) not in self.evaluated and runs_on(t, g) is None]
+                if pool:
+                    picks.append((t, self.rng.choice(pool)))
         return picks
 
     def _pop(self, target: Target) -> Generator | None:
@@ -145,35 +284,28 @@ class Search:
                 return gen
         return None
 
-    def _batch_size(self, picks: list[tuple[Target, Generator]]) -> int:
-        """New generators for a generation: enough screen work to keep every lane busy while the longest
-        pick runs (by each target's estimated cost: constants, so the sizes are the same on every run)."""
-        probe = Generator.from_dict({"nodes": [{"op": "sin", "args": [0]}]})
-        per_gen = sum(search_plan(t, probe).cost for t in self.screen) or 0.1
-        costs = [search_plan(t, g).cost for t, g in picks]
-        longest = max(costs, default=0.0)
-        lanes = max(1, self.executor.lanes)
-        spare = longest * lanes - sum(costs)  # lane-seconds the picks leave free while the longest runs
-        return max(MIN_BATCH, min(MAX_BATCH, math.ceil(max(spare, 0.0) / per_gen)))
-
-    def _generation(self, gens: list[Generator], picks: list[tuple[Target, Generator]]) -> None:
+    def _generation(self, gens: dict[str, list[Generator]], picks: list[tuple[Target, Generator]]) -> None:
         tasks: list[Task] = []
         plan: list[tuple[Generator, list[Target]]] = []
-        for t, gen in sorted(picks, key=lambda p: -search_plan(p[0], p[1]).cost):  # the longest first
+        for t, gen in sorted(picks, key=lambda p: -self.cost(p[0])):  # the longest first
             self.evaluated.add((gen.key, t))
             tasks.append(evaluation_task(self.workdir, gen, [t], self.deadline))
             plan.append((gen, [t]))
-        for gen in gens:
-            self.stats.tried += 1
-            where = [t for t in self.screen if runs_on(t, gen) is None]
-            if where:
+        for b, new in gens.items():
+            screen = self.screen(b)
+            for gen in new:
+                where = [t for t in screen if runs_on(t, gen) is None and (gen.key, t) not in self.evaluated]
+                if not where:
+                    continue
+                self.stats.sent += 1
                 tasks.append(evaluation_task(self.workdir, gen, where, self.deadline))
                 plan.append((gen, where))
                 self.evaluated.update((gen.key, t) for t in where)
-                self.screened.append(gen)
+                self.screened[b].append(gen)
         results = self.executor.run(tasks, poll=self.poll)
         for (gen, where), res in zip(plan, results, strict=True):
             self._record(gen, where, res)
+        self.stats.tried = len(self.tried)
         self._promote()
         if self.progress is not None:
             # the candidates the hunt would confirm (the best per target and family), as its report counts them
@@ -185,38 +317,107 @@ class Search:
             reason = str(res) if isinstance(res, WorkerLost) else "not measured"
             for t in where:
                 self.failures[(gen.key, t)] = reason
+                self.stats.per_target[t.label].lost += 1
             return
         for item in res:
             ev = evaluation_of(item)
             self.stats.evaluations += 1
-            label = ev.target.label
-            self.stats.per_target[label] = self.stats.per_target.get(label, 0) + 1
+            st = self.stats.per_target.setdefault(ev.target.label, TargetStats())
+            st.evaluations += 1
+            st.seconds = round(st.seconds + ev.seconds, 4)
             if ev.error:
                 self.stats.failed += 1
+                st.failures += 1
+                st.last_error = ev.error
                 self.failures[(gen.key, ev.target)] = ev.error
             if ev.points:
+                st.measured += 1
+                self.tried.add(gen.key)
                 self.archive.offer(gen, ev)
 
     def _promote(self) -> None:
-        """Queue the generators that grew strongly for the other targets they can run on, a niche a target has
-        not seen before the niches it has."""
-        for _, gen in self.archive.promising():
+        """Queue the generators that grew strongly for the targets they can run on off the screen: first those
+        that grew on the target's own backend, a niche the target has not seen before the niches it has."""
+        for _, gen in self.archive.promising():  # strongest first
             if gen.key in self.promoted:
                 continue
             self.promoted.add(gen.key)
-            for t in self.others:
+            grew_on = {c.target.backend for c, e in self.archive.elites.items() if e.gen.key == gen.key}
+            for t in self.targets:
                 if runs_on(t, gen) is None and (gen.key, t) not in self.evaluated:
-                    self._enqueue(t, gen)
+                    self._enqueue(t, gen, t.backend in grew_on)
 
-    def _enqueue(self, target: Target, gen: Generator) -> None:
+    def _enqueue(self, target: Target, gen: Generator, own: bool) -> None:
+        """A generator that grew on the target's own backend goes to the front part of its queue (a niche new
+        to the target first); one that grew elsewhere only to the back: one input among several."""
         niche = (gen.axis, gen.reuses)
         queue, seen = self.queued[target], self.niches[target]
-        if niche in seen:
+        self.offered[target] = self.offered.get(target, 0) + 1
+        if not own:
             queue.append(gen)
+            return
+        if niche in seen:
+            queue.insert(self.firsts[target] + self._own_tail(target), gen)
             return
         seen.add(niche)
         queue.insert(self.firsts[target], gen)
         self.firsts[target] += 1
 
+    def _own_tail(self, target: Target) -> int:
+        """How many of the target's queued generators after the new-niche heads grew on its own backend."""
+        n = 0
+        for gen in self.queued[target][self.firsts[target] :]:
+            if not any(
+                c.target.backend == target.backend for c, e in self.archive.elites.items() if e.gen.key == gen.key
+            ):
+                break
+            n += 1
+        return n
 
-__all__ = ["Search", "SearchStats"]
+
+def expected(
+    stats: SearchStats,
+    by_backend: dict[str, list[Target]],
+    cost: Callable[[Target], float],
+    screens: dict[str, list[Target]],
+    seconds: float | None = None,
+    only_offered: dict[Target, int] | None = None,
+) -> None:
+    """Each target's expected evaluations (:attr:`TargetStats.expected`): its backend's equal share of the
+    search's lane-seconds (``seconds``: the time it was given; its own seconds when None) over the cost of one
+    generator on its screen (a screen target), or one per generation at most (a target off the screen; one that
+    takes no sample, in ``only_offered``: at most the generators queued for it); and whether it is
+    :func:`starved`."""
+    lane_seconds = (stats.seconds if seconds is None else seconds) * stats.lanes
+    share = lane_seconds / max(1, len(by_backend))
+    for b, targets in by_backend.items():
+        per_gen = sum(cost(t) for t in screens[b]) or 0.1
+        for t in targets:
+            st = stats.per_target[t.label]
+            if t in screens[b]:
+                allowed = share / per_gen
+            else:
+                most = (only_offered or {}).get(t, stats.generations)
+                allowed = min(float(most), share / max(cost(t), 1e-3))
+            st.expected = round(allowed, 1)
+            st.starved = starved(st)
+
+
+def starved(st: TargetStats) -> bool:
+    """Whether a target measured far fewer evaluations than the budget allowed: fewer than
+    :data:`STARVED_SHARE` of its expected ones, when those were at least :data:`MIN_EXPECTED` (a short hunt of a
+    costly target is not starved: its budget allowed next to nothing)."""
+    return st.expected >= MIN_EXPECTED and st.measured < STARVED_SHARE * st.expected
+
+
+__all__ = [
+    "CROSS",
+    "MIN_EXPECTED",
+    "STARVED_SHARE",
+    "Search",
+    "SearchStats",
+    "expected",
+    "informative",
+    "screen_targets",
+    "starved",
+]

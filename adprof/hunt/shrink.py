@@ -1,12 +1,16 @@
 """Shrinking a finding: delta debugging over the generator, keeping every step at which the finding still holds.
 
 From the candidate, each round tries the reductions of the current generator (:func:`~.mutate.reductions`: a
-node dropped, an edge moved to the latest state, a state, an output, a layer, a nesting removed, a rarer op
+node replaced by any of its arguments (a three-argument select by the value it passes on), an edge moved to the
+latest state, a state, an output, a layer, a nesting removed, a rarer op
 made plain) in their fixed order, and moves to the first one that still *holds*: evaluated like the search
-evaluates (same target, same depths), the same component grows in the same family, from the same cell (axis,
-reuse: a Fibonacci-like unroll stays an unroll), strongly (an exponential stays one and keeps half its
+evaluates (same target, same depths), the same component grows in the same family, from the same axis
+(a Fibonacci-like unroll stays an unroll), strongly (an exponential stays one and keeps half its
 log-base: a tree walk's base follows the uses, and the minimal chain has the fewest, down to the square root
-of the base it started from; a power law keeps its exponent within 0.2). When no reduction holds, the
+of the base it started from; a power law keeps its exponent within 0.2, or within the half-width of the
+re-measurement's own interval when that is wider). Each reduction is read against the reading of the generator it
+reduces (measured the same way), not the starting program's: a smaller program with the same mechanism is not
+refused because the start read steeper. When no reduction holds, the
 generator is 1-minimal: dropping any one more thing loses the finding. The reductions of a round are evaluated
 together (every lane busy), then read in order, so the result does not depend on which finished first.
 """
@@ -17,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from adprof.analysis.growth import fit_growth
 from adprof.hunt.evaluate import Evaluation
 from adprof.hunt.fitness import EXPONENTIAL, POWER, STRONG_EXPONENT, Candidate, Growth, components, growth_of
 from adprof.hunt.gen import Generator
@@ -46,28 +51,45 @@ class ShrinkResult:
     seconds: float = 0.0
 
 
-def holds(cand: Candidate, gen: Generator, ev: Evaluation | None) -> bool:
-    """Whether ``gen``'s evaluation shows the candidate's finding (see the module docstring)."""
+def reading(cand: Candidate, gen: Generator, ev: Evaluation | None) -> Growth | None:
+    """``gen``'s reading of the candidate's component (None: not measured, failed, or another niche)."""
     if ev is None or ev.error or not ev.points:
-        return False
-    if (gen.axis, gen.reuses) != (cand.gen.axis, cand.gen.reuses):
-        return False
+        return None
+    if gen.axis != cand.gen.axis:  # an unroll stays an unroll; reuse may go where the class holds without it
+        return None
     for comp, (ds, vs) in components(ev).items():
-        if comp.name != cand.component:
-            continue
-        g = growth_of(ds, vs, comp.noisy)
-        return g is not None and _as_strong(g, cand.growth)
-    return False
+        if comp.name == cand.component:
+            return growth_of(ds, vs, comp.noisy)
+    return None
 
 
-def _as_strong(g: Growth, orig: Growth) -> bool:
+def holds(cand: Candidate, gen: Generator, ev: Evaluation | None, ref: Growth | None = None) -> bool:
+    """Whether ``gen``'s evaluation shows the candidate's finding (see the module docstring), read against
+    ``ref``: the reading of the generator it reduces (the candidate's own when None)."""
+    g = reading(cand, gen, ev)
+    return g is not None and _as_strong(g, ref or cand.growth)
+
+
+def slack(g: Growth) -> float:
+    """How far a power law's exponent may fall from the reading it reduces: :data:`EXPONENT_SLACK`, or more when
+    the re-measurement's own interval (the spread of its tail's marginal readings) is wider."""
+    if g.family != POWER or len(g.depths) < 4:
+        return EXPONENT_SLACK
+    fit = fit_growth(g.depths, g.values, exact=True)
+    if fit.interval is None or len(fit.interval) != 2:
+        return EXPONENT_SLACK
+    lo, hi = fit.interval
+    return max(EXPONENT_SLACK, (hi - lo) / 2)
+
+
+def _as_strong(g: Growth, ref: Growth) -> bool:
     if not g.strong:
         return False
-    if orig.family == EXPONENTIAL:
-        return g.family == EXPONENTIAL and g.strength >= EXP_KEEP * orig.strength
-    if orig.family == POWER:
-        return g.family == POWER and g.rate >= max(STRONG_EXPONENT, orig.rate - EXPONENT_SLACK)
-    return g.strength >= RISING_KEEP * orig.strength  # rising: any family, about as steep
+    if ref.family == EXPONENTIAL:
+        return g.family == EXPONENTIAL and g.strength >= EXP_KEEP * ref.strength
+    if ref.family == POWER:
+        return g.family == POWER and g.rate >= max(STRONG_EXPONENT, ref.rate - slack(g))
+    return g.strength >= RISING_KEEP * ref.strength  # rising: any family, about as steep
 
 
 def shrink(cand: Candidate, evaluate: Evaluator, deadline: float, batch: int = 16) -> ShrinkResult:
@@ -75,16 +97,19 @@ def shrink(cand: Candidate, evaluate: Evaluator, deadline: float, batch: int = 1
     ``batch``: reductions evaluated at once (a costly target: as many as there are lanes)."""
     start = time.monotonic()
     res = ShrinkResult(gen=cand.gen, start=cand.gen)
-    seen: set[str] = {cand.gen.key}
+    path: set[str] = {cand.gen.key}
+    measured: dict[str, Evaluation | None] = {}  # a reduction refused against one reading is read again, not re-run
+    ref = cand.growth
     while time.monotonic() < deadline:
-        options = [r for r in reductions(res.gen) if r.key not in seen]
-        seen.update(r.key for r in options)
-        moved, complete = _round(cand, options, evaluate, deadline, max(1, batch), res)
+        options = [r for r in reductions(res.gen) if r.key not in path]
+        moved, complete, got = _round(cand, options, evaluate, deadline, max(1, batch), res, ref, measured)
         if moved is None:
             res.minimal = complete
             break
         res.gen = moved
+        path.add(moved.key)
         res.steps.append(moved)
+        ref = got or ref  # the next reduction is read against this one's own reading
     res.seconds = time.monotonic() - start
     return res
 
@@ -96,21 +121,28 @@ def _round(
     deadline: float,
     batch: int,
     res: ShrinkResult,
-) -> tuple[Generator | None, bool]:
-    """The first of ``options`` (in order) that holds, evaluated ``batch`` at a time; ``(None, complete)`` when
-    none does (``complete``: every one was measured before the deadline)."""
+    ref: Growth,
+    measured: dict[str, Evaluation | None],
+) -> tuple[Generator | None, bool, Growth | None]:
+    """The first of ``options`` (in order) that holds against ``ref``, evaluated ``batch`` at a time (those
+    ``measured`` before are read again), with its reading; ``(None, complete, None)`` when none does
+    (``complete``: every one was measured before the deadline)."""
     for i in range(0, len(options), batch):
         if time.monotonic() >= deadline:
-            return None, False
+            return None, False, None
         chunk = options[i : i + batch]
-        evaluations = evaluate(chunk)
-        res.tried += len(chunk)
+        new = [g for g in chunk if g.key not in measured]
+        if new:
+            for g, ev in zip(new, evaluate(new), strict=True):
+                measured[g.key] = ev
+            res.tried += len(new)
+        evaluations = [measured[g.key] for g in chunk]
         for gen, ev in zip(chunk, evaluations, strict=True):
-            if holds(cand, gen, ev):
-                return gen, True
+            if holds(cand, gen, ev, ref):
+                return gen, True, reading(cand, gen, ev)
         if any(ev is None or ev.stopped in ("budget", "interrupted") for ev in evaluations):
-            return None, False
-    return None, True
+            return None, False, None
+    return None, True, None
 
 
-__all__ = ["EXPONENT_SLACK", "EXP_KEEP", "RISING_KEEP", "ShrinkResult", "holds", "shrink"]
+__all__ = ["EXPONENT_SLACK", "EXP_KEEP", "RISING_KEEP", "ShrinkResult", "holds", "reading", "shrink", "slack"]

@@ -25,7 +25,7 @@ from adprof.backends import (
     known_backends,
     memory_asked,
 )
-from adprof.hunt.gen import Generator
+from adprof.hunt.gen import Generator, Node
 from adprof.measure.plan import UsageError, csv_list, select
 
 #: Backends a hunt never targets: ``cmd`` runs a program, not a chain.
@@ -227,19 +227,24 @@ def _search_plan(target: Target, gen: Generator) -> SearchPlan:
     return SearchPlan(_ORDER_DEPTHS if order else _PEER_DEPTHS, 3.0, 60.0, calls=2, cost=cost)
 
 
-#: How a target is searched (:mod:`adprof.hunt.search`): every new generator (``screen``: a few hundredths of
-#: a second each), the promising ones and a sample of the rest (``sample``: tenths to seconds), or one promising
-#: generator per generation (``costly``: tens of seconds, two gcc runs per point).
+#: A target's tier by its cost per evaluation (:func:`tier`): a screen-cheap one (hundredths to tenths of a second),
+#: a sampled one (tenths to seconds), a costly one (tens of seconds: torch.compile's two gcc runs per point). The
+#: search itself ranks targets by their measured cost (:mod:`adprof.hunt.search`); the tier sizes a candidate's
+#: share of the confirmation budget and gives the costliest targets a lane of their own.
 SCREEN, SAMPLE, COSTLY = "screen", "sample", "costly"
+#: Seconds per evaluation at most for the screen tier, and past which a target is costly.
+SCREEN_SECONDS = 0.5
+COSTLY_SECONDS = 10.0
 
 
-def tier(target: Target) -> str:
-    """The target's search tier (see :data:`SCREEN`)."""
-    if target.backend == "engine" or (target.backend, target.mode) == ("jax", "traced"):
-        return SCREEN
-    if (target.backend, target.mode) == ("torch", "compile"):
+def tier(target: Target, cost: float | None = None) -> str:
+    """The target's tier (see :data:`SCREEN`) by ``cost`` (seconds per evaluation, measured), else by its search
+    plan's estimate: never by its name."""
+    if cost is None:
+        cost = search_plan(target, Generator((Node("sin", (0,)),))).cost
+    if cost > COSTLY_SECONDS:
         return COSTLY
-    return SAMPLE
+    return SCREEN if cost <= SCREEN_SECONDS else SAMPLE
 
 
 # --------------------------------------------------------------------------- the check path
