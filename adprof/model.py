@@ -745,7 +745,7 @@ class Verdict:
         well-measured segment), else the deciding model."""
         if self.knee is not None and self.knee.after is not None and self.kind not in (LINEAR, INCONCLUSIVE):
             return self.knee.after
-        return self.fit
+        return self.rate_fit or self.fit  # flip35: where a proxy decided the class, the rate is the cost's
 
     @property
     def base(self) -> float | None:
@@ -772,7 +772,7 @@ class Verdict:
     def interval_text(self) -> str:
         """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
         or, where a proxy decided the class, the cost's own: :attr:`rate_fit`)."""
-        if self.reading is not self.fit and self.knee is not None:
+        if self.knee is not None and self.knee.after is not None and self.reading is self.knee.after:
             return f"{fit_figure(self.reading)} past {self.knee.depth}"
         fit = self.rate_fit or self.fit
         return fit_figure(fit) if fit is not None else ""
@@ -815,6 +815,8 @@ MILD_MEMORY = Kind.MILD_MEMORY.value  # 1.15 <= p < 1.3 (n log n-like): an hones
 SUPERLINEAR_MEMORY = Kind.SUPERLINEAR_MEMORY.value
 EXPONENTIAL_MEMORY = Kind.EXPONENTIAL_MEMORY.value
 LEAK_PER_CALL = Kind.LEAK_PER_CALL.value
+#: Only the peak (the worker's high-water mark: noisy) was measured: its figure, never a finding (flip35).
+PEAK_ONLY = Kind.PEAK_ONLY.value
 MEMORY_VERDICTS = verdicts.MEMORY_KINDS
 #: Memory verdicts that are findings: ``check`` exits 1 on them as on a time finding.
 MEMORY_FINDINGS = verdicts.MEMORY_FINDINGS

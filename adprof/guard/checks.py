@@ -113,7 +113,7 @@ def check_result(
     if failed is not None:
         return failed
     # a verdict read past a knee: its rate is the law of the cost over the line past that depth
-    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is not v.fit else ""
+    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is v.knee.after else ""
     kind, held_exponent, held_base, against = model.held_rate(v, limits.absolute)  # the excess, or the raw growth
     if verdicts.is_exponential(kind):  # the one table of verdict kinds
         base = held_base if held_base is not None else float("inf")

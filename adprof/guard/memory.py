@@ -37,6 +37,9 @@ def _memory_exponent(
         )
     depths = depth_ranges(fit.depths)
     span = _bytes_span(fit)
+    if mv.kind == model.PEAK_ONLY:  # the noisy peak alone: never a finding, never a failed guard (flip35)
+        figure = model.fit_figure(fit) if fit.kind != "inconclusive" else "no law"
+        return True, f"peak only {figure}", f"max memory exponent {limit:g} not checked: {mv.reason}", False
     if mv.growth in ("", model.INCONCLUSIVE):
         return False, f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}", False
     top = limit * (1 + tolerance)
