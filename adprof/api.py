@@ -572,6 +572,7 @@ def guard(
     max_exponent: float | None = None,
     max_memory_exponent: float | None = None,
     max_leak: float | str | None = None,
+    absolute: bool = False,
     baseline: str | os.PathLike[str] | model.Report | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     backend: str | Sequence[str] | None = None,
@@ -590,7 +591,9 @@ def guard(
     Limits: ``max_base`` and ``max_exponent`` (default: ``[tool.adprof.guard]`` in ``pyproject.toml``, else 1.1
     and 1.3), or ``baseline`` (a saved report, or a :class:`Report`): its own figures per series, with
     ``tolerance``; ``max_memory_exponent`` and ``max_leak`` (bytes per eager call: ``4096`` or ``"1 MB"``) limit
-    memory (docs/memory.md). The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths),
+    memory (docs/memory.md). The limits hold a cost's excess over its program where the program grows
+    superlinearly; ``absolute=True`` holds the raw growth.
+    The other arguments are :func:`check`'s (default profile ``fixed``, fixed depths),
     ``memory`` included.
     """
     started = time.monotonic()  # the budget counts from the call: shipping a chain is part of the run
@@ -600,6 +603,7 @@ def guard(
             max_exponent=max_exponent,
             max_memory_exponent=max_memory_exponent,
             max_leak=max_leak,
+            absolute=absolute or None,
             tolerance=tolerance,
             **_series_options(backend, profile, mode, depths, budget, cap),
             **_memory_option(memory),
@@ -607,7 +611,13 @@ def guard(
         series = _series_settings(backend, profile, mode, depths)
         given = {"max_base": max_base, "max_exponent": max_exponent, "max_memory_exponent": max_memory_exponent}
         limits = GuardLimits(
-            **choose_limits({**{k: _typed(k, v) for k, v in given.items()}, "max_leak": _leak(max_leak)})
+            **choose_limits(
+                {
+                    **{k: _typed(k, v) for k, v in given.items()},
+                    "max_leak": _leak(max_leak),
+                    "absolute": absolute or None,
+                }
+            )
         )
         slack = _typed("tolerance", tolerance)
         if limits.checks_memory and memory is None:  # a memory limit measures memory (memory=False: it fails)

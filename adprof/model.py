@@ -594,8 +594,8 @@ class Explained:
     ratio_depths: list[int] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     ratio_of: str = ""
-    ratio_slope: float | None = None  # log-log slope of the ratio over the deeper half of the depths
-    ratio_flat: bool | None = None  # |slope| < RATIO_FLAT (None: fewer than three ratios)
+    ratio_slope: float | None = None  # log-log slope of the ratio against depth (Theil-Sen)
+    ratio_flat: bool | None = None  # slope < RATIO_FLAT: flat or falling, bounded (None: fewer than three ratios)
     #: Whose cost: the forward's own phase that outgrows the program the same way ("" when none does).
     forward_phase: str = ""
     forward_fit: Fit | None = None
@@ -617,7 +617,12 @@ class Explained:
         fit = self.program_fit
         if fit is None:
             return ""
-        return f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
+        text = f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
+        arithmetic = next((n for n in ("flops", "bytes") if n in self.program_fits), "")
+        if arithmetic and self.basis not in ("flops", "bytes"):  # a size: the arithmetic beside it
+            other = self.program_fits[arithmetic]
+            text += f", {fit_figure(other) or other.kind}: {PROGRAM_FIGURE_TEXT[arithmetic]}"
+        return text
 
     @property
     def memory_program_text(self) -> str:
@@ -652,7 +657,16 @@ class Explained:
         """``gradient 3.1x its forward`` (at the deepest depth; ``, flat`` or ``, growing`` when read)."""
         if self.ratio is None:
             return ""
-        shape = {True: ", flat", False: ", growing"}.get(self.ratio_flat, "") if self.ratio_flat is not None else ""
+        falling = self.ratio_slope is not None and self.ratio_slope <= -0.15
+        shape = (
+            ""
+            if self.ratio_flat is None
+            else ", growing"
+            if not self.ratio_flat
+            else ", falling"
+            if falling
+            else ", flat"
+        )
         return f"gradient {self.ratio:.1f}x its forward{shape}"
 
     @property
@@ -662,6 +676,28 @@ class Explained:
             return ""
         owner = "the compiler's" if "compile" in self.forward_phase else "the engine's"
         return f"the forward's {self.forward_phase} grows the same way: {owner}, not the gradient's"
+
+
+def held_rate(verdict: Verdict, absolute: bool = False) -> tuple[str, float | None, float | None, str]:
+    """What a guard's limits hold of a verdict: (kind, exponent, base, against). By default the excess over the
+    program where it grows superlinearly (``against``: " against its program"), else (and with ``absolute``) the
+    raw growth against depth, as the verdict's rate gives it."""
+    ex = verdict.explained
+    if ex is None or not ex.superlinear or not ex.excess_kind:
+        return verdict.kind, verdict.exponent, verdict.base, ""
+    if absolute:
+        return ex.raw_kind or verdict.kind, verdict.exponent, verdict.base, ""
+    return verdict.kind, ex.excess_exponent, ex.excess_base, " against its program"
+
+
+def held_memory_exponent(verdict: Verdict, absolute: bool = False) -> tuple[float | None, str]:
+    """The memory exponent a guard's memory limit holds: the saved bytes' excess over the program's intermediates
+    where they grow superlinearly (unless ``absolute``), else the raw exponent in depth; and the words for it."""
+    mv, ex = verdict.memory, verdict.explained
+    raw = mv.exponent if mv is not None else None
+    if absolute or ex is None or not ex.memory_superlinear or ex.memory_excess_exponent is None:
+        return raw, ""
+    return ex.memory_excess_exponent, " against its program's intermediates"
 
 
 @dataclass
@@ -723,7 +759,7 @@ class Verdict:
         well-measured segment), else the deciding model."""
         if self.knee is not None and self.knee.after is not None and self.kind not in (LINEAR, INCONCLUSIVE):
             return self.knee.after
-        return self.fit
+        return self.rate_fit or self.fit  # flip35: where a proxy decided the class, the rate is the cost's
 
     @property
     def base(self) -> float | None:
@@ -750,7 +786,7 @@ class Verdict:
     def interval_text(self) -> str:
         """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
         or, where a proxy decided the class, the cost's own: :attr:`rate_fit`)."""
-        if self.reading is not self.fit and self.knee is not None:
+        if self.knee is not None and self.knee.after is not None and self.reading is self.knee.after:
             return f"{fit_figure(self.reading)} past {self.knee.depth}"
         fit = self.rate_fit or self.fit
         return fit_figure(fit) if fit is not None else ""
@@ -793,6 +829,8 @@ MILD_MEMORY = Kind.MILD_MEMORY.value  # 1.15 <= p < 1.3 (n log n-like): an hones
 SUPERLINEAR_MEMORY = Kind.SUPERLINEAR_MEMORY.value
 EXPONENTIAL_MEMORY = Kind.EXPONENTIAL_MEMORY.value
 LEAK_PER_CALL = Kind.LEAK_PER_CALL.value
+#: Only the peak (the worker's high-water mark: noisy) was measured: its figure, never a finding (flip35).
+PEAK_ONLY = Kind.PEAK_ONLY.value
 MEMORY_VERDICTS = verdicts.MEMORY_KINDS
 #: Memory verdicts that are findings: ``check`` exits 1 on them as on a time finding.
 MEMORY_FINDINGS = verdicts.MEMORY_FINDINGS

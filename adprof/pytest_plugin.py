@@ -57,6 +57,7 @@ _MARKER_KEYS = {
     "max_exponent",
     "max_memory_exponent",
     "max_leak",
+    "absolute",
     "mode",
     "profile",
     "depths",
@@ -87,6 +88,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="default limit on the memory's power-law exponent in depth for the adprof_guard fixture",
     )
     group.addoption(
+        "--adprof-absolute",
+        action="store_true",
+        default=None,
+        help="the adprof_guard fixture's limits hold the raw growth, not the excess over a superlinear program",
+    )
+    group.addoption(
         "--adprof-max-leak",
         default=None,
         help="default limit on the bytes an eager call leaves held (4096, '1 MB') for the adprof_guard fixture",
@@ -96,8 +103,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(max_base=None, max_exponent=None, max_memory_exponent=None, max_leak=None, mode=None, "
-        "profile=None, depths=None, backend=None, cap=None, budget=None): "
+        f"{MARKER}(max_base=None, max_exponent=None, max_memory_exponent=None, max_leak=None, absolute=None, "
+        "mode=None, profile=None, depths=None, backend=None, cap=None, budget=None): "
         "scaling limits and settings for the adprof_guard fixture",
     )
 
@@ -166,6 +173,7 @@ class ScalingGuard:
             max_exponent=_positive("max_exponent", chosen["max_exponent"]),
             max_memory_exponent=None if memory_exponent is None else _positive("max_memory_exponent", memory_exponent),
             max_leak=None if leak is None else _bytes("max_leak", leak),
+            absolute=bool(chosen["absolute"]),  # the raw growth, not the excess over a superlinear program
         )
 
     def check(
@@ -177,6 +185,7 @@ class ScalingGuard:
         max_exponent: float | None = None,
         max_memory_exponent: float | None = None,
         max_leak: float | str | None = None,
+        absolute: bool | None = None,
         profile: str | None = None,
         depths: Sequence[int] | None = None,
         backend: str | None = None,
@@ -193,6 +202,7 @@ class ScalingGuard:
                 "max_exponent": max_exponent,
                 "max_memory_exponent": max_memory_exponent,
                 "max_leak": max_leak,
+                "absolute": absolute,
             }
         )
         try:

@@ -84,6 +84,7 @@ class Kind(StrEnum):
     SUPERLINEAR_MEMORY = "superlinear-memory"
     EXPONENTIAL_MEMORY = "exponential-memory"
     LEAK_PER_CALL = "leak-per-call"
+    PEAK_ONLY = "peak-only"  # only the noisy peak measured: its figure, never a finding
 
 
 #: The families that are a growth law, in order of steepness (the peak's cross-check compares these classes; flat
@@ -157,6 +158,7 @@ _ROWS = (
     (_K.SUPERLINEAR_MEMORY,    _F.SUPERLINEAR, _M, False, True,  None, 3,    False, True,  None,                  "bold yellow",  ""),
     (_K.EXPONENTIAL_MEMORY,    _F.EXPONENTIAL, _M, False, True,  None, 4,    False, True,  None,                  "bold red",     ""),
     (_K.LEAK_PER_CALL,         _F.LEAK,        _M, False, True,  None, 5,    False, True,  None,                  "bold red",     ""),
+    (_K.PEAK_ONLY,             _F.INCONCLUSIVE, _M, False, True, None, None, False, False, None,                  "dim",          ""),
 )
 # fmt: on
 

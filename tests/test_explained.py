@@ -185,3 +185,78 @@ def test_json_round_trip_of_explained():
     del data["results"][0]["explained"]
     assert load_report(data).results[0].verdict.explained is None
     assert math.isfinite(data["results"][0]["points"][0]["depth"])
+
+
+def test_every_renderer_shows_the_program_beside_the_gradient():
+    from rich.console import Console
+
+    from adprof.render.console import render_report
+    from adprof.render.html import render_html
+    from adprof.render.markdown import report_markdown
+    from adprof.render.plot import simple_svg
+
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2)
+    result = Result(series=s, verdict=read(s))
+    report = model.Report(results=[result])
+    console = Console(record=True, width=250, no_color=True)
+    render_report(report, console, verbose=True)
+    text = console.export_text()
+    assert "program" in text and "d^2.00: its arithmetic; gradient" in text
+    md = report_markdown(report)
+    assert "| program |" in md and "d^2.00: its arithmetic" in md
+    assert 'class="program"' in render_html(report)
+    assert 'class="forward"' in simple_svg("gen", [result])
+
+
+def test_guards_hold_the_excess_by_default_and_the_raw_growth_with_absolute():
+    from adprof.model import held_memory_exponent, held_rate
+
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2,
+               intermediates=lambda d: 64.0 * d**2, saved=lambda d: 32.0 * d**2)  # fmt: skip
+    v = read(s)
+    kind, exponent, base, against = held_rate(v)
+    assert kind == model.LINEAR and exponent == pytest.approx(1.0, abs=0.02) and against
+    kind, exponent, _, against = held_rate(v, absolute=True)
+    assert kind == model.SUPERLINEAR_BACKWARD and exponent == pytest.approx(2.0, abs=0.02) and not against
+    assert held_memory_exponent(v)[0] == pytest.approx(1.0, abs=0.05)
+    assert held_memory_exponent(v, absolute=True)[0] == pytest.approx(2.0, abs=0.05)
+    linear = read(series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d))
+    assert held_rate(linear) == held_rate(linear, absolute=True)  # a linear program: the same either way
+
+
+def test_a_derivative_order_axis_is_never_explained_by_its_program():
+    """Along ``order`` the forward is the previous order's gradient: its exponential program is autodiff's own
+    growth (jax-ml/jax#520), so the transform keeps its raw reading."""
+
+    def fwd(d):
+        return 100.0 * 2.0**d
+
+    s = series(EXP_DEPTHS, lambda d: 3 * fwd(d), fwd, fwd, mode="traced")
+    s.axis = "order"
+    v = read(s)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.explained is not None and not v.explained.superlinear
+
+
+def test_the_guards_limits_hold_the_excess_and_absolute_the_raw_growth(tmp_path):
+    """``--max-exponent 1.3`` on a program whose arithmetic grows d^2 holds the gradient's d^2 (its excess d^1.00);
+    ``--absolute`` (pyproject ``absolute = true``, the fixture's ``absolute=``) holds the raw d^2 and fails."""
+    from adprof.cli import parse_command
+    from adprof.guard import GuardLimits, check_result, memory_check
+
+    s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2,
+               intermediates=lambda d: 64.0 * d**2, saved=lambda d: 32.0 * d**2)  # fmt: skip
+    r = Result(series=s, verdict=read(s))
+    held = check_result(r, GuardLimits(max_exponent=1.3, max_memory_exponent=1.2))
+    assert held.ok and "against its program" in held.reason
+    raw = check_result(r, GuardLimits(max_exponent=1.3, absolute=True))
+    assert not raw.ok and "2.00" in raw.measured
+    assert memory_check(r, GuardLimits(max_memory_exponent=1.2)).ok
+    assert not memory_check(r, GuardLimits(max_memory_exponent=1.2, absolute=True)).ok
+    linear = series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d)
+    lr = Result(series=linear, verdict=read(linear))
+    for absolute in (False, True):  # a linear program: the same outcome either way, as before
+        assert not check_result(lr, GuardLimits(max_exponent=1.3, absolute=absolute)).ok
+    (tmp_path / "pyproject.toml").write_text("[tool.adprof.guard]\nabsolute = true\n")
+    assert GuardLimits.from_pyproject(tmp_path).absolute is True
+    assert parse_command(["guard", "x.py", "--absolute"]).absolute is True
+    assert not parse_command(["guard", "x.py"]).absolute

@@ -173,3 +173,17 @@ def test_the_pytest_marker_takes_the_memory_limits(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*adprof guard: max_leak: expected bytes*"])
+
+
+def test_peak_only_memory_never_fails_a_guard():
+    """Only the (noisy) peak measured, growing as d^2: the memory verdict is peak-only, the limit is not checked and
+    the guard holds (never exit 1 on a noisy figure alone)."""
+    s = _series("mlp", mode="traced", backend="torch", notes={"saved_bytes": "not counted on torch traced"})
+    for p in s.points:
+        p.memory = {"peak_bytes": 1e5 + 3e3 * p.depth**2}
+    guard = _checks(GuardLimits(max_memory_exponent=1.2), s)
+    (check,) = guard.checks
+    mv = check.result.verdict.memory
+    assert mv.kind == model.PEAK_ONLY and not mv.is_finding and not check.result.verdict.is_finding
+    assert check.ok and check.memory.ok and not check.memory.checked and guard.ok
+    assert "not checked" in check.memory.reason and check.memory.measured.startswith("peak only d^")

@@ -182,10 +182,36 @@ def test_not_measured_says_why_from_the_notes():
     assert mv.not_measured == s.memory_notes
 
 
-def test_only_the_peak_measured_decides_noisily():
-    mv = decide_memory(series_of(None, DOUBLING, peak=lambda d: 2e6 + 5e4 * d * d))
+def test_only_the_peak_measured_reads_peak_only_never_a_finding():
+    notes = {"saved_bytes": "torch traced keeps no saved tensors to count"}
+    mv = decide_memory(series_of(None, DOUBLING, peak=lambda d: 2e6 + 5e4 * d * d, backend="torch", notes=notes))
     consistent(mv)
-    assert mv.decided_by == "peak_bytes" and mv.kind == model.SUPERLINEAR_MEMORY
+    assert mv.decided_by == "peak_bytes" and mv.kind == model.PEAK_ONLY and not mv.is_finding
+    assert mv.fit is not None and mv.exponent is not None and mv.exponent > 1.3  # the figure is kept, not the class
+    assert mv.summary.startswith("peak-only d^") and not mv.remedies
+    assert "torch traced keeps no saved tensors to count" in mv.reason
+    assert any("peak bytes read superlinear" in e for e in mv.evidence)
+
+
+@SETTINGS
+@given(
+    law=st.sampled_from(["linear", "square", "cube", "exp", "flat"]),
+    scale=st.floats(1e3, 1e7, allow_subnormal=False),
+    jitter=st.lists(st.floats(0.5, 2.0, allow_subnormal=False), min_size=len(DOUBLING), max_size=len(DOUBLING)),
+)
+def test_peak_alone_is_never_a_finding_whatever_it_reads(law, scale, jitter):
+    """A noisy figure is never the only evidence for a finding: any peak law, any noise, no saved bytes."""
+    f = {
+        "linear": lambda d: d,
+        "square": lambda d: d * d,
+        "cube": lambda d: d**3,
+        "exp": lambda d: 1.3**d,
+        "flat": lambda d: 1.0,
+    }[law]
+    noisy = dict(zip(DOUBLING, jitter, strict=True))
+    mv = decide_memory(series_of(None, DOUBLING, peak=lambda d: scale * f(d) * noisy[d]))
+    consistent(mv)
+    assert mv.kind == model.PEAK_ONLY and not mv.is_finding and mv.decided_by == "peak_bytes"
 
 
 # --------------------------------------------------------------------------- the peak, a cross-check

@@ -171,6 +171,7 @@ def test_the_limits_precedence_is_one_rule(tmp_path):
         "max_base": 2.5,
         "max_exponent": 1.3,
         "max_memory_exponent": None,
+        "absolute": False,
         "max_leak": 1024.0,
     }
     chosen = choose_limits(

@@ -27,6 +27,7 @@ from adprof.analysis.knee import find_knee
 from adprof.measure.plan import plan_series
 from adprof.measure.time_schedule import FILL, TimeSchedule
 from adprof.model import Fit, Point, ScheduleEnd, Series
+from adprof.render.jsonout import result_to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "benchmarks" / "synth_law.py"
@@ -137,13 +138,34 @@ def _proxy_series() -> Series:
 
 def test_a_proxy_decides_the_class_and_the_cost_gives_the_rate():
     v = decide(_proxy_series())
-    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.fit.source == "metric" and v.base == pytest.approx(3.7, 0.01)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.fit.source == "metric" and v.fit.base == pytest.approx(3.7, 0.01)
+    assert v.base == pytest.approx(2.0, 0.1) and v.reading is v.rate_fit  # the rate is the cost's, not the proxy's
     assert v.rate_fit is not None and v.rate_fit.source == "time" and v.rate_fit.model == "a + c*b^d"
     lo, hi = v.rate_fit.interval
     assert lo <= 2.0 <= hi and hi < 3.7  # the cost's interval holds its rate, not the proxy's
     assert v.interval_text.startswith("x2.0") and v.proxy_text == "loop_body_ops x3.70/unroll"
     assert any("outside the cost's interval" in e for e in v.key_evidence)
     assert v.prediction is not None and v.prediction["value"] == pytest.approx(0.05 * 2.0**9, rel=0.15)
+
+
+def test_the_json_base_interval_prediction_and_the_schedules_stop_are_the_costs():
+    """issue 35: the console gave the cost's x3.11 while the JSON's base, interval and prediction and the schedule's
+    stop were the proxy's x5.78."""
+    from adprof.analysis.costs import predicted_growth
+    from adprof.report import build_report
+
+    s = _proxy_series()
+    row = result_to_json(build_report([s], {}).results[0])
+    assert row["base"] == pytest.approx(2.0, 0.1) and row["interval"][1] < 3.7
+    assert row["prediction"]["value"] == pytest.approx(0.05 * 2.0**9, rel=0.15)
+    growth, figure = predicted_growth(s, 9)
+    assert growth == pytest.approx(2.0, rel=0.15) and not figure.startswith("x3.7")  # the cost's, not the proxy's
+    flat = _proxy_series()  # the cost's time reads no rate: the proxy predicts nothing
+    for p in flat.points:
+        p.samples["inductor_codegen"] = [0.05, 0.2, 0.05]
+        p.times["inductor_codegen"] = 0.05
+    got = predicted_growth(flat, 9)
+    assert got is None or got[0] < 3.0
 
 
 def test_the_engine_counters_are_the_work_their_rate_stands():

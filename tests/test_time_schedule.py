@@ -159,8 +159,11 @@ def test_a_model_pinned_at_its_grid_edge_predicts_nothing_and_stops_nothing():
     assert sched.frontier(pts, pinned).reason is Deepening.OPEN
     step = sched.next_step(pts, pinned)
     assert step is not None and step.depth > 8 and step.why == EXPLORE
-    pinned.predicts = True  # the same model, were it to fit, would stop the series before depth 9
-    assert sched.frontier(pts, pinned).reason is Deepening.PREDICTED
+    pinned.predicts = True  # the same model, were it to fit, predicts 256 s at depth 16 ...
+    # ... but the points themselves are flat: no prediction may exceed twice their own steepest law (bounds)
+    assert sched.frontier(pts, pinned).reason is Deepening.OPEN
+    steep = [_point(d, 1e-3 + 2e-8 * d**8) for d in (1, 2, 4, 8)]  # points that do follow d^8: it stops them
+    assert sched.frontier(steep, pinned).reason is Deepening.PREDICTED
 
 
 def test_sweeps_alternate_down_and_up_over_the_informative_depths():

@@ -593,6 +593,7 @@ def _cost_rate(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit) ->
     proxy = f"{fit.metric_name} {interval_text(fit)}"
     if rate is None:
         v.evidence.append(f"rate: the time of {'+'.join(where)} reads no rate; the one given is the proxy's ({proxy})")
+        v.prediction = None  # the proxy's model predicts no cost (flip35)
         return
     v.rate_fit = rate
     figure = interval_text(rate)
@@ -600,8 +601,7 @@ def _cost_rate(v: Verdict, series: Series, phases: tuple[str, ...], fit: Fit) ->
     v.key_evidence.append(v.evidence[-1])
     nd = next_depth(rate.depths)
     pv = predict(rate, nd) if nd is not None else None
-    if nd is not None and pv is not None and math.isfinite(pv):
-        v.prediction = {"depth": nd, "value": pv}
+    v.prediction = {"depth": nd, "value": pv} if nd is not None and pv is not None and math.isfinite(pv) else None
     mine = fit.base if fit.kind == "exponential" else fit.exponent
     if rate.interval and mine is not None and not rate.interval[0] <= mine <= rate.interval[1]:
         faster = "faster" if mine > rate.interval[1] else "slower"

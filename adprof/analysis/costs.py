@@ -8,6 +8,7 @@ from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
+from adprof.analysis.span import require_span
 from adprof.constants import NOMINAL_CLOCK
 from adprof.model import (
     COUNTER_KEYS,
@@ -142,7 +143,7 @@ def fit_cost(
         fit.metric_name = name
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
-    return fit
+    return require_span(fit) if source == "time" and family is None else fit  # a class's rate: the class decided
 
 
 PATHOLOGY_KINDS = ("exponential", "superlinear", "mild")
@@ -276,8 +277,8 @@ def predicted_growth(series: Series, depth: int) -> tuple[float, str] | None:
     """The deciding model's cost ratio between ``depth`` and the deepest measured depth, and its figure
     (for the schedule's cap prediction: the same model that decides the verdict, without the bootstrap)."""
     fit = quick_deciding_fit(series)
-    if proxy_decided(series, fit):  # the cost's rate predicts what the next depth costs, not the proxy's
-        fit = cost_rate(series, phases_of(series), fit, quick=True) or fit  # type: ignore[arg-type]
+    if proxy_decided(series, fit):  # the cost's rate predicts what the next depth costs, never the proxy's
+        fit = cost_rate(series, phases_of(series), fit, quick=True)  # type: ignore[arg-type]
     if fit is None or fit.kind == "inconclusive" or not fit.depths:
         return None
     ratio = cost_ratio(predict(fit, fit.depths[-1]), predict(fit, depth))

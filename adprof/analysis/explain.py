@@ -275,6 +275,8 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", 
         )
     if mv.kind == model.INCONCLUSIVE:
         return f"memory not classified: {mv.reason}" if mv.reason else "memory not classified"
+    if mv.kind == model.PEAK_ONLY:  # flip35: the noisy peak alone names no mechanism
+        return f"memory not classified: {mv.reason}"
     saved = "the saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "the peak bytes"
     figure = _memory_figure(mv)
     if mv.kind == model.SUPERLINEAR_MEMORY:

@@ -40,9 +40,10 @@ from adprof.model import (
     fit_figure,
 )
 
-#: A gradient/forward ratio is flat when its log-log slope against depth, over the deeper half of the depths,
-#: stays under this (in absolute value): the margin of the linear band (1.15 - 1), so a flat ratio can never
-#: turn a linear forward into a mildly superlinear gradient.
+#: A gradient/forward ratio stays flat when its log-log slope against depth (Theil-Sen, over every depth) stays
+#: under this: the margin of the linear band (1.15 - 1), so a flat ratio can never turn a linear forward into a
+#: mildly superlinear gradient. A falling ratio (the forward's own setup grows, the gradient's does not) is
+#: bounded too, and counts as flat; only a growing one does not.
 RATIO_FLAT = LINEAR_MAX - 1.0
 #: Fewest depths a program figure (or a ratio) is read over.
 MIN_DEPTHS = 3
@@ -54,6 +55,9 @@ PROGRAM_BASIS = ("ops", "flops", "bytes")
 #: Saved bytes: the forward's intermediates, or the bytes it touches where those grow faster (a tape may save an
 #: array the forward reads, such as a dense layer's weights, which no op computes).
 MEMORY_BASIS = ("intermediate_bytes", "bytes")
+#: Axes along which the forward at each step is itself the previous step's derivative (nested ``grad``): its
+#: program's growth is autodiff's own (jax-ml/jax#520), so it explains nothing; the raw growth is read, as before.
+NESTED_AXES = ("order",)
 #: A forward "grows the same way" as its gradient when its excess exponent is within this of the gradient's.
 SAME_WAY = 0.35
 
@@ -82,7 +86,7 @@ def program_fits(series: Series) -> dict[str, Fit]:
         if len(by_depth) < MIN_DEPTHS:
             continue
         depths = sorted(by_depth)
-        fit = fit_growth(depths, [by_depth[d] for d in depths], metric=f"program: {name}", exact=True, source="program")
+        fit = fit_growth(depths, [by_depth[d] for d in depths], metric=f"program: {name}", exact=True, source="metric")
         fit.axis = series.axis
         out[name] = fit
     return out
@@ -159,14 +163,12 @@ def fastest(point: Point, phases: Sequence[str]) -> float | None:
 
 
 def ratio_slope(depths: Sequence[int], ratios: Sequence[float]) -> float | None:
-    """Theil-Sen log-log slope of the ratio over the deeper half of the depths (at least three)."""
+    """Theil-Sen log-log slope of the ratio over every depth (at least three): the median of the pairwise slopes,
+    which the widest pairs steady and one slow run moves little."""
     pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
     if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
         return None
-    tail = pairs[len(pairs) // 2 :] if len(pairs) >= 2 * MIN_DEPTHS else pairs
-    if tail[-1][0] == tail[0][0]:
-        return None
-    pts = [(math.log(d), math.log(r)) for d, r in tail]
+    pts = [(math.log(d), math.log(r)) for d, r in pairs]
     slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
     if not slopes:
         return None
@@ -226,16 +228,10 @@ def _whose(ex: Explained, series: Series, cost: Fit, cost_kind: str) -> None:
     if fwd is None or _growth_class(fwd.kind) == "":
         return
     basis = ex.program_fit
-    fkind, fp, _, fbase = (
-        excess(fwd, basis)
-        if (basis is not None and ex.superlinear)
-        else (
-            fwd.kind,
-            fwd.exponent,
-            None,
-            fwd.base,
-        )
-    )
+    if basis is not None and ex.superlinear:
+        fkind, fp, _, fbase = excess(fwd, basis)
+    else:
+        fkind, fp, fbase = fwd.kind, fwd.exponent, fwd.base
     if _growth_class(fkind) != _growth_class(cost_kind) or fkind == "mild":
         return
     if fkind == "exponential":
@@ -262,20 +258,22 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
         ratios=ratios,
         ratio_of=of,
         ratio_slope=slope,
-        ratio_flat=None if slope is None else abs(slope) < RATIO_FLAT,
+        ratio_flat=None if slope is None else slope < RATIO_FLAT,
         raw_kind=verdict.kind,
     )
     ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
     cost = verdict.rate_fit or verdict.reading
-    ex.superlinear = grows(ex.program_fit)
+    nested = series.axis in NESTED_AXES  # the program is the previous order's gradient: it explains nothing
+    ex.superlinear = grows(ex.program_fit) and not nested
     if cost is not None and ex.superlinear and verdict.kind in _READ_KINDS and not verdict.killed:
         _apply(ex, series, verdict, cost)
-    _time_explained(ex, series, verdict)
+    if not nested:
+        _time_explained(ex, series, verdict)
     if cost is not None and verdict.kind in model.PATHOLOGIES and not verdict.killed:
         _whose(ex, series, cost, cost.kind)
         if ex.whose_text:
             verdict.evidence.append(ex.whose_text)
-    if verdict.memory is not None:
+    if verdict.memory is not None and not nested:
         _apply_memory(ex, verdict.memory)
     return ex
 
@@ -289,9 +287,14 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
     kind, p, iv, base = excess(cost, basis)
     ex.excess_kind, ex.excess_exponent, ex.excess_interval, ex.excess_base = kind, p, iv, base
     backward = verdict.kind in _BACKWARD_KINDS or series.mode == "eager"
-    new = _verdict_kind(kind, backward)
     head = f"the program grows {ex.program_text}"
     line = f"{head}; read against it the cost grows {ex.excess_text or kind} ({kind})"
+    if kind == "inconclusive" and ex.ratio_flat and iv is not None and iv[0] < SUPERLINEAR_MIN:
+        # noisy time, undecided against the arithmetic: the gradient against its forward decides (it does not
+        # outgrow it: the ratio stays flat), where it does not confidently outgrow the arithmetic either
+        kind = ex.excess_kind = "linear"
+        line += f"; against its forward it stays flat ({ex.ratio_text}, slope {ex.ratio_slope:.2f}): linear"
+    new = _verdict_kind(kind, backward)
     verdict.evidence.insert(0, line)
     verdict.key_evidence.insert(0, line)
     if new == verdict.kind:

@@ -16,6 +16,9 @@ from adprof.model import Fit
 RISE_RATE = 0.5  # exact: d(local power)/d(ln x) above which the local power "keeps rising"
 EMERGING_RATE = 0.4
 TAIL = 3
+#: Exact values that do not rise at every step and stay within this share of their level are a flat cost with jitter
+#: (a few Python calls more or less in one run).
+JITTER = 1e-4
 
 
 def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
@@ -24,6 +27,13 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     m = np.diff(v) / np.diff(d)
     scale = max(float(np.max(np.abs(v))), 1e-300)
     pos = m > 1e-12 * scale
+    level, spread = float(np.min(v)), float(np.max(v) - np.min(v))
+    if not pos.all() and level > 0 and spread <= JITTER * level:
+        # a count that does not keep rising and moves by a few parts in ten thousand (86,657 / 86,658 / 86,659
+        # Python calls): jitter of a flat cost, not one growing step
+        fit.kind, fit.exponent, fit.interval = "linear", 0.0, [0.0, 0.0]
+        fit.notes.append(f"flat: the value moves by {spread:g} on {level:g} without rising steadily (jitter)")
+        return
     if not pos.all():
         last_bad = int(np.nonzero(~pos)[0].max())
         if last_bad < len(m) - 1 and pos[: last_bad + 1].any():

@@ -10,7 +10,8 @@ Three figures, read by the machinery that reads time and work (no second classif
   (1.15 <= p < 1.3), ``superlinear-memory`` (p >= 1.3), ``exponential-memory``, or ``inconclusive`` with its reason.
 * ``peak_bytes`` (the worker's high-water mark: measured, noisy) is fitted as time is (models with an overhead),
   a cross-check: the verdict says when its class disagrees with the deterministic figure's. Where it is the only
-  figure measured, it decides (as time decides where no counter is measured).
+  figure measured, the verdict is ``peak-only`` with its figure (:mod:`adprof.analysis.peak_only`): a noisy figure
+  is never the only evidence for a finding.
 * ``retained`` (eager: bytes still held after each call and ``gc.collect()``, entry i after calls 0..i) is read
   per depth against the call count, exact, with calls as the axis: a reading that grows is a leak
   (``leak-per-call``, with the bytes per call), whatever the depth reading says; flat at every depth is no leak.
@@ -25,7 +26,8 @@ import math
 from adprof import model, verdicts
 from adprof.analysis import explain
 from adprof.analysis.classify import decide
-from adprof.analysis.growth import fit_growth, interval_text
+from adprof.analysis.growth import fit_growth
+from adprof.analysis.peak_only import peak_only_reading
 from adprof.model import (
     INCONCLUSIVE,
     LEAK_PER_CALL,
@@ -146,16 +148,6 @@ def _peak_fit(series: Series, deciding: bool) -> Fit | None:
     )
     fit.axis = series.axis
     return fit
-
-
-def _peak_reading(mv: MemoryVerdict, peak: Fit) -> None:
-    """Only the peak is measured: it decides (noisy, as time decides where nothing deterministic is measured)."""
-    mv.decided_by, mv.fit = PEAK_BYTES, peak
-    mv.growth = depth_kind(peak, verdicts.memory_reading(peak.kind))
-    figure = interval_text(peak)
-    mv.evidence.append(f"peak bytes grow as {figure or peak.kind} over depths {_span(peak.depths)} (noisy: measured)")
-    if mv.growth == INCONCLUSIVE:
-        mv.reason = peak.reason or "the peak bytes read no law"
 
 
 def _cross_check(mv: MemoryVerdict, peak: Fit) -> None:
@@ -279,7 +271,8 @@ def decide_memory(series: Series) -> MemoryVerdict:
         if peak is not None:
             _cross_check(mv, peak)
     elif peak is not None:
-        _peak_reading(mv, peak)
+        why = series.memory_notes.get(SAVED_BYTES, "")
+        peak_only_reading(mv, peak, backend=series.backend, mode=series.mode, why=why)
     _leak_readings(mv, series)
     if mv.leaking:
         mv.kind = LEAK_PER_CALL

@@ -74,6 +74,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="most bytes an eager call may leave held after gc.collect() (4096, '1 MB', '512 KiB'); measures "
         "memory (--memory); an eager series without retained bytes fails, a traced one is not checked",
     )
+    guard.add_argument(
+        "--absolute",
+        action="store_true",
+        default=None,
+        help="hold the raw growth against depth; by default the limits hold a cost's excess over its program where "
+        "the program itself grows superlinearly (docs/classification.md); a linear program reads the same either way",
+    )
     guard.add_argument("--profile", default=None, help="engine profiles (default: fixed)")
     guard.add_argument("--mode", default=None, help="modes (default: the chain's)")
     guard.add_argument("--depths", type=depths_arg, default=None, help="depths for every chain")

@@ -113,9 +113,10 @@ def check_result(
     if failed is not None:
         return failed
     # a verdict read past a knee: its rate is the law of the cost over the line past that depth
-    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is not v.fit else ""
-    if verdicts.is_exponential(v.kind):  # the one table of verdict kinds
-        base = v.base if v.base is not None else float("inf")
+    past = f" past depth {v.knee.depth}" if v.knee is not None and v.reading is v.knee.after else ""
+    kind, held_exponent, held_base, against = model.held_rate(v, limits.absolute)  # the excess, or the raw growth
+    if verdicts.is_exponential(kind):  # the one table of verdict kinds
+        base = held_base if held_base is not None else float("inf")
         ok = base <= max_base
         return GuardCheck(
             result,
@@ -123,10 +124,10 @@ def check_result(
             ok,
             f"base {base:.2f} per layer{past}",
             limit,
-            f"{v.kind}: cost x{base:.2f} per layer{past}" + ("" if ok else f" > {max_base:.2f}"),
+            f"{kind}: cost x{base:.2f} per layer{past}{against}" + ("" if ok else f" > {max_base:.2f}"),
             metric,
         )
-    exponent = v.exponent if v.exponent is not None else 1.0
+    exponent = held_exponent if held_exponent is not None else 1.0
     ok = exponent <= max_exp
     what = f"(depth - {v.knee.depth})" if past and v.knee is not None else "depth"
     return GuardCheck(
@@ -135,7 +136,7 @@ def check_result(
         ok,
         f"exponent {exponent:.2f}{past}",
         limit,
-        f"{v.kind}: cost ~ {what}^{exponent:.2f}" + ("" if ok else f" > {max_exp:.2f}"),
+        f"{kind}: cost ~ {what}^{exponent:.2f}{against}" + ("" if ok else f" > {max_exp:.2f}"),
         metric,
     )
 

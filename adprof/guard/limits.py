@@ -26,6 +26,7 @@ _GUARD_KEYS: dict[str, float | None] = {
     "max_base": DEFAULT_MAX_BASE,
     "max_exponent": DEFAULT_MAX_EXPONENT,
     "max_memory_exponent": None,  # memory limits: unset unless asked for
+    "absolute": None,  # hold the raw growth (a flag, read by _flag)
     "max_leak": None,
 }
 
@@ -71,6 +72,14 @@ def parse_bytes(value: Any) -> float:
     return amount
 
 
+def _flag(table: dict[str, Any], key: str, where: str) -> bool:
+    """A true/false key of the table (false when absent)."""
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise GuardConfigError(f"{where} {key}: expected true or false, got {value!r}")
+    return value
+
+
 def _limit(table: dict[str, Any], key: str, where: str) -> float | None:
     value = table.get(key, _GUARD_KEYS[key])
     if value is None:
@@ -96,6 +105,9 @@ class GuardLimits:
     #: The most bytes a call may leave held after ``gc.collect()`` (the memory verdict's bytes per call, at any
     #: depth): None, not checked.
     max_leak: float | None = None
+    #: Hold the raw growth against depth (``--absolute``), not the excess over the program (the default: where the
+    #: program grows superlinearly the limits hold what the cost adds to it; a linear program reads the same).
+    absolute: bool = False
 
     @property
     def checks_memory(self) -> bool:
@@ -127,6 +139,7 @@ class GuardLimits:
             max_exponent=_limit(table, "max_exponent", where),  # type: ignore[arg-type]
             max_memory_exponent=_limit(table, "max_memory_exponent", where),
             max_leak=_limit(table, "max_leak", where),
+            absolute=_flag(table, "absolute", where),
         )
 
 

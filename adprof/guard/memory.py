@@ -20,8 +20,11 @@ def _bytes_span(fit: model.Fit) -> str:
     )
 
 
-def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) -> tuple[bool, str, str, bool]:
-    """(ok, measured, reason, checked) of the memory exponent limit (checked False: why it could not be)."""
+def _memory_exponent(
+    mv: model.MemoryVerdict, limit: float, tolerance: float, held: tuple[float | None, str] = (None, "")
+) -> tuple[bool, str, str, bool]:
+    """(ok, measured, reason, checked) of the memory exponent limit (checked False: why it could not be); ``held``:
+    the exponent the limit holds where it is not the raw one (the excess over the program's intermediates)."""
     what = "saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "peak bytes"
     fit = mv.fit
     if not mv.measured or fit is None or not fit.depths:
@@ -34,6 +37,9 @@ def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) ->
         )
     depths = depth_ranges(fit.depths)
     span = _bytes_span(fit)
+    if mv.kind == model.PEAK_ONLY:  # the noisy peak alone: never a finding, never a failed guard (flip35)
+        figure = model.fit_figure(fit) if fit.kind != "inconclusive" else "no law"
+        return True, f"peak only {figure}", f"max memory exponent {limit:g} not checked: {mv.reason}", False
     if mv.growth in ("", model.INCONCLUSIVE):
         return False, f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}", False
     top = limit * (1 + tolerance)
@@ -49,7 +55,8 @@ def _memory_exponent(mv: model.MemoryVerdict, limit: float, tolerance: float) ->
             ),
             True,
         )
-    exponent = mv.exponent if mv.exponent is not None else 1.0
+    exponent = held[0] if held[0] is not None else mv.exponent if mv.exponent is not None else 1.0
+    what += held[1]
     measured = f"{what} depth^{exponent:.2f} over depths {depths}"
     if exponent <= top:
         return True, measured, f"{mv.growth}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})", True
@@ -109,7 +116,8 @@ def memory_check(result: Result, limits: GuardLimits) -> MemoryCheck | None:
     parts: list[tuple[bool, str, str, bool]] = []  # (ok, measured, reason, checked) per limit
     if limits.max_memory_exponent is not None:
         tolerance = TIME_TOLERANCE if mv.decided_by == model.PEAK_BYTES else 0.0
-        parts.append(_memory_exponent(mv, limits.max_memory_exponent, tolerance))
+        held = model.held_memory_exponent(result.verdict, limits.absolute)  # the excess, or with --absolute the raw
+        parts.append(_memory_exponent(mv, limits.max_memory_exponent, tolerance, held))
     if limits.max_leak is not None:
         parts.append(_max_leak(mv, limits.max_leak, result.series.mode))
     return MemoryCheck(

@@ -30,6 +30,7 @@ from typing import Any
 
 from adprof.backends import backend_info, memory_asked, memory_notes, series_fields
 from adprof.constants import DEFAULT_CALLS, NOMINAL_CLOCK
+from adprof.measure import bounds
 from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
 from adprof.measure.cmd_points import CommandPoints, CommandSettings
 from adprof.measure.config import MeasureConfig
@@ -344,6 +345,7 @@ class _SeriesRun:
             for ph in self.spec.phases:
                 if points[-1].times.get(ph) is not None:
                     pred[ph] = points[-1].times[ph] * growth
+        pred = {ph: _bounded(points, ph, t, depth) for ph, t in pred.items()}  # never past the points' own law
         big = {k: v for k, v in pred.items() if v * PREDICT_MARGIN > cfg.cap}
         if big:
             ph, t = max(big.items(), key=lambda kv: kv[1])
@@ -572,6 +574,17 @@ class _SeriesRun:
             series.error = msg if msg.startswith(f"depth {depth}") else f"depth {depth}: {msg}"
 
 
+def _bounded(points: list[Point], phase: str, predicted: float, depth: int) -> float:
+    """A phase's predicted seconds at ``depth``, no more than the steepest law through its measured times allows
+    (:func:`adprof.measure.bounds.capped`); the classified cost (``cost``) is bounded by the points' own costs."""
+    exact = [p for p in points if not p.censored]
+    if phase in ("cost", "process") and not any(phase in p.times for p in exact):
+        pairs = [(p.depth, sum(t for t in p.times.values() if t is not None)) for p in exact]
+    else:
+        pairs = [(p.depth, p.times[phase]) for p in exact if p.times.get(phase) is not None]
+    return bounds.capped(predicted, [d for d, _ in pairs], [v for _, v in pairs], depth)
+
+
 def _time_stop(front: Frontier, series: Series, fit: Fit | None, cap: float) -> Stop | None:
     """Why a time-decided series went no deeper: a point over the cap, or the deciding model's prediction."""
     top = front.depth
@@ -647,7 +660,7 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             same = full is not None and last is not None and full.kind == last.kind
             roomy = run.left() > OPEN_SHARE * run.allowance  # more than half of the share left
             # open: undecided, or flat (a growth under the overhead shows deeper, and a flat cost is cheap there)
-            if open_reading(full) and _room_deeper(run, sched) and sched.extend(series.points, full):
+            if open_reading(full) and sched.extend(series.points, full, _afford(run, sched)):
                 last = full  # one doubling deeper first, then the passes go on there
                 step = sched.next_step(series.points, fit) or step
             elif (done >= MIN_PASSES and settled(full) and same) or cfg.assess is None:
@@ -694,17 +707,17 @@ def _measure_step(run: _SeriesRun, step: Step, top: int) -> bool:
 def _deeper_first(run: _SeriesRun, sched: TimeSchedule, fit: Fit | None) -> bool:
     """An open reading (undecided, or flat) with more than half of the share left moves the deepest depth one
     doubling deeper when the next doubling is cheap (:meth:`TimeSchedule.extend`)."""
-    if fit is None or not open_reading(fit) or not _room_deeper(run, sched):
+    if fit is None or not open_reading(fit):
         return False
-    return sched.extend(run.series.points, fit)
+    return sched.extend(run.series.points, fit, _afford(run, sched))
 
 
-def _room_deeper(run: _SeriesRun, sched: TimeSchedule) -> bool:
-    """Room to go one doubling deeper: more than half of the share left, or room for :data:`DEEPER_POINTS`
-    points of the next doubling (its cost extrapolated pessimistically, charged as the last points were)."""
+def _afford(run: _SeriesRun, sched: TimeSchedule) -> Callable[[float], bool]:
+    """Whether the budget has room for a deeper depth whose one point costs ``cost`` (pessimistically): more than
+    half of the share left, or room for :data:`DEEPER_POINTS` such points (charged as the last points were)."""
     left = run.left()
     if left > OPEN_SHARE * run.allowance:
-        return True
+        return lambda cost: True
     # the budget charges a point its wall time when that is larger (a process's start-up, a JIT's warm-up)
     mode = run.spec.mode
     walls = [
@@ -713,7 +726,7 @@ def _room_deeper(run: _SeriesRun, sched: TimeSchedule) -> bool:
         if p.wall_seconds and not p.censored and (secs := point_seconds(p, mode, run.spec.phases))
     ]
     charge = max(1.0, statistics.median(walls)) if walls else 1.0
-    return left > DEEPER_POINTS * charge * sched.doubling_cost(run.series.points)
+    return lambda cost: left > DEEPER_POINTS * charge * cost
 
 
 def _end_of(sched: TimeSchedule, series: Series, fit: Fit | None) -> ScheduleEnd:

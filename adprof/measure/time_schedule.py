@@ -32,10 +32,11 @@ is a pure function of the points measured so far and the current fit (:meth:`Tim
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from adprof.measure import bounds
 from adprof.model import Fit, Point, cost_phases, model_cost, time_value
 
 FILL_EXPONENT = 3.5  # a step whose local power-law exponent passes this is filled in ...
@@ -65,6 +66,7 @@ FAST_WITHIN = 1.05  # runs within this factor of a depth's minimum are its fast 
 SHAKY_CHANCE = 0.025  # a depth's minimum is shaky while (slow share)^(runs) is above this
 SHAKY_DEPTHS = 3  # the deepest informative depths whose minimum is made firm
 MAX_REPEATS = 10  # runs of one depth at most for its minimum (beyond, the noise is continuous: the fit's own)
+EXTEND_RATIO = 1.25  # an open series' deepest depth moves at least this much deeper (else: no deeper)
 
 
 @dataclass
@@ -156,30 +158,38 @@ class TimeSchedule:
         self.limit = max(self.hi, int(limit or hi))
         self.mode, self.cap, self.timeout = mode, cap, timeout
         self.share = 1.0  # the largest phase's time over the classified cost (the cap applies per phase)
+        #: The lower envelope (depths under the cap, the least cost of each) the model's predictions are bounded by.
+        self._envelope: tuple[list[int], list[float]] = ([], [])
         #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
 
-    def doubling_cost(self, points: Sequence[Point]) -> float:
-        """The pessimistic cost of one point at the next doubling of the deepest depth (inf: none measured)."""
+    def doubling_cost(self, points: Sequence[Point], x: int | None = None) -> float:
+        """The pessimistic cost of one point at the next doubling of the deepest depth, or at ``x`` (inf: none
+        measured)."""
         costs, over, _ = self._by_depth(points)
         under = sorted(d for d in costs if d not in over)
         if not under:
             return math.inf
+        self._envelope = (under, [min(costs[d]) for d in under])
         depths, low = thinned(under, [min(costs[d]) for d in under])
-        return self.pessimistic(depths, low, min(2 * self.hi, self.limit))
+        return self.pessimistic(depths, low, x if x is not None else min(2 * self.hi, self.limit))
 
-    def extend(self, points: Sequence[Point], fit: Fit | None) -> bool:
-        """Move the deepest depth one doubling deeper, when the frontier is there, the limit allows it, and the
-        next doubling is predicted well under the cap (far under it: a deeper point costs little); True if it did."""
+    def extend(self, points: Sequence[Point], fit: Fit | None, afford: Callable[[float], bool] | None = None) -> bool:
+        """Move the deepest depth deeper, when the frontier is there and the limit allows it: to the deepest depth
+        up to one doubling (at least :data:`EXTEND_RATIO` deeper) whose cost the cap allows (predicted well under it)
+        and the budget can ``afford`` (its pessimistic cost); True if it did. An open series goes as deep as the cap
+        allows (depth 384 when 512 is over it) before it spends its budget on repeats of shallow depths."""
         front = self.frontier(points, fit)
         if front.reason is not Deepening.MAX_DEPTH or self.hi >= self.limit or front.depth is None:
             return False
-        x = min(2 * self.hi, self.limit)
-        if not self._ok(x, self.doubling_cost(points), fit):
-            return False
-        self.hi = x
-        return True
+        least = min(self.hi + max(1, math.ceil((EXTEND_RATIO - 1) * self.hi)), self.limit)
+        for x in range(min(2 * self.hi, self.limit), least - 1, -max(1, self.hi // 8)):
+            cost = self.doubling_cost(points, x)
+            if self._ok(x, cost, fit) and (afford is None or afford(cost)):
+                self.hi = x
+                return True
+        return False
 
     # -- what was measured ------------------------------------------------------------------------------
     def _by_depth(self, points: Sequence[Point]) -> tuple[dict[int, list[float]], set[int], bool]:
@@ -222,9 +232,18 @@ class TimeSchedule:
         pessimistic extrapolation then only has to stay well under the timeout), else by the extrapolation."""
         limit = self.cap_cost / PREDICT_MARGIN
         if fit is not None and fit.predicts:
-            m = model_cost(fit, x)
+            m = self.model_prediction(fit, x)
             return m is not None and m <= limit and pess <= min(KILL_SHARE * self.timeout, 2 * self.cap)
         return pess <= limit
+
+    def model_prediction(self, fit: Fit, x: int) -> float | None:
+        """The deciding model's cost at ``x``, no more than the steepest law through the measured costs allows
+        (:func:`adprof.measure.bounds.capped`: a model never predicts a runaway its own points do not show)."""
+        m = model_cost(fit, x)
+        if m is None:
+            return None
+        depths, low = self._envelope
+        return bounds.capped(m, depths, low, x)
 
     # -- the next step ----------------------------------------------------------------------------------
     @property
@@ -240,12 +259,13 @@ class TimeSchedule:
         if not under:
             return Frontier(None, Deepening.CAP if over else Deepening.OPEN)
         top = under[-1]
+        self._envelope = (under, [min(costs[d]) for d in under])
         if censored or any(d > top for d in over):
             return Frontier(top, Deepening.CAP)
         if top >= self.hi:
             return Frontier(top, Deepening.MAX_DEPTH)
         if fit is not None and fit.predicts:  # only a model that fits stops the deepening (never an extrapolation)
-            m = model_cost(fit, top + 1)
+            m = self.model_prediction(fit, top + 1)
             if m is not None and m * PREDICT_MARGIN > self.cap_cost:
                 return Frontier(top, Deepening.PREDICTED, m * self.share)
         return Frontier(top, Deepening.OPEN)
@@ -323,7 +343,7 @@ class TimeSchedule:
         for x in range(min(2 * top, self.hi), top, -1):
             pess = self.pessimistic(under, low, x)
             if self._ok(x, pess, fit) or x == top + 1:  # one layer deeper is always allowed (the kill is the net)
-                m = model_cost(fit, x) if fit is not None and fit.predicts else None
+                m = self.model_prediction(fit, x) if fit is not None and fit.predicts else None
                 return Step(x, why, max(m, pess) if m is not None else pess)
         return None
 

@@ -107,7 +107,8 @@ def guard_text(guard: GuardReport) -> str:
     lines = []
     for c in guard.checks:
         mark = "ok  " if c.time_ok else "FAIL"  # the time limits' mark; the memory limits' below it
-        lines.append(f"{mark} {c.label}: {c.measured} (limit: {c.limit}) - {c.reason}")
+        loaded = " (loaded)" if c.result.verdict.loaded_machine else ""  # as check marks the row (time decided)
+        lines.append(f"{mark} {c.label}{loaded}: {c.measured} (limit: {c.limit}) - {c.reason}")
         if c.memory is not None:
             mark = "ok  " if c.memory.ok else "FAIL"
             lines.append(f"  {mark} memory: {c.memory.measured} (limit: {c.memory.limit}) - {c.memory.reason}")

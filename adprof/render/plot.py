@@ -57,6 +57,14 @@ def plotted_fit(result: Result, memory: bool = False) -> Fit | None:
     return result.verdict.fit
 
 
+def forward_fit(result: Result) -> Fit | None:
+    """The curve drawn beside the cost: the program figure its cost is read against (the forward's size or
+    arithmetic against depth, :attr:`adprof.model.Explained.program_fit`), None without one."""
+    ex = result.verdict.explained
+    fit = ex.program_fit if ex is not None else None
+    return fit if fit is not None and fit.depths else None
+
+
 def has_memory(results: list[Result]) -> bool:
     """True when one of the results has a memory model against depth (its panel gets a memory plot beside)."""
     return any((f := plotted_fit(r, memory=True)) is not None and f.depths for r in results)
@@ -123,6 +131,12 @@ def _draw_panel(ax: Any, title: str, results: list[Result], memory: bool = False
             ax.plot(fit.censored_depths, cens, "^", color=color, ms=5)
         if curve and fit.kind != "inconclusive":
             ax.plot(fit.curve_depths, curve, "-", color=color, lw=1.2)
+        fwd = None if memory else forward_fit(r)
+        if fwd is not None:  # the forward's program beside the cost, normalized the same way
+            _, fvals, _, _ = _normalized(fwd)
+            ex = r.verdict.explained
+            what = f"{ex.basis} {ex.program_figure}" if ex is not None else ""
+            ax.plot(fwd.depths, fvals, "--", color=color, lw=0.9, alpha=0.7, label=plot_text(f"forward: {what}"[:90]))
         drawn = True
     if drawn:
         ax.set_yscale("log")
@@ -237,6 +251,7 @@ def _simple_panel(title: str, results: list[Result], width: int, height: int, me
         f'<text x="8" y="16" font-size="12" font-family="sans-serif">{html.escape(terminal_safe(title))}</text>'
     )
     series = []
+    forwards: list[list[tuple[float, float]]] = []  # the forward's program beside each cost (time panels)
     for r in results:
         fit = plotted_fit(r, memory)
         if fit is not None and fit.depths:
@@ -244,7 +259,10 @@ def _simple_panel(title: str, results: list[Result], width: int, height: int, me
             series.append(
                 (fit, list(zip(fit.depths, vals, strict=True)), list(zip(fit.curve_depths, curve, strict=True)))
             )
+            fwd = None if memory else forward_fit(r)
+            forwards.append(list(zip(fwd.depths, _normalized(fwd)[1], strict=True)) if fwd is not None else [])
     pts = [(d, v) for _, p, c in series for d, v in p + c if v > 0]
+    pts += [(d, v) for f in forwards for d, v in f if v > 0]
     if not pts:
         return head + '<text x="8" y="40" font-size="12">no points</text></svg>'
     x0, x1 = min(d for d, _ in pts), max(d for d, _ in pts)
@@ -269,6 +287,12 @@ def _simple_panel(title: str, results: list[Result], width: int, height: int, me
         if c and fit.kind != "inconclusive":
             poly = " ".join(xy(d, v) for d, v in c if v > 0)
             body.append(f'<polyline points="{poly}" fill="none" stroke="{col}" stroke-width="1.2"/>')
+        if fwd := forwards[k]:
+            poly = " ".join(xy(d, v) for d, v in fwd if v > 0)
+            body.append(
+                f'<polyline class="forward" points="{poly}" fill="none" stroke="{col}" stroke-width="0.9" '
+                'stroke-dasharray="4 3"/>'
+            )
     axes = (
         f'<line x1="{m}" y1="{height - m}" x2="{width - m}" y2="{height - m}" stroke="#444"/>'
         f'<line x1="{m}" y1="{top}" x2="{m}" y2="{height - m}" stroke="#444"/>'

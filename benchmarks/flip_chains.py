@@ -1,0 +1,59 @@
+"""The chains of the flip-rate benchmark (benchmarks/flip_rate.py) and of issue 35's memory tests: ordinary
+layers that are healthy (one use of the previous value per layer), and the pathological controls.
+
+``mlp``: y <- tanh(y @ W); ``gated``: y <- y * tanh(y @ W) (4x8, float64); ``linear_relu``: torch.nn.Linear + relu
+(torch only); ``fib``: a Fibonacci-like unroll (each layer adds the two before it: the traced graph is a DAG, the
+value count doubles in a tree-walking transform); ``square``: y <- (y*y)*0.5 (two uses per layer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import adprof
+
+_W = np.linspace(-0.5, 0.5, 64).reshape(8, 8) / 2.0
+
+
+@adprof.chain(input_shape=(4, 8), reuse=1, depths=(2, 4, 8, 16, 32, 64))
+def mlp(xp: Any, x: Any, depth: int) -> Any:
+    """y <- tanh(y @ W): a tanh MLP layer (healthy)."""
+    w = xp.asarray(_W)
+    y = x
+    for _ in range(depth):
+        y = xp.tanh(y @ w)
+    return xp.sum(y)
+
+
+@adprof.chain(input_shape=(4, 8), reuse=1, depths=(2, 4, 8, 16, 32, 64))
+def gated(xp: Any, x: Any, depth: int) -> Any:
+    """y <- y * tanh(y @ W): a gated layer (healthy: the previous value is used twice, once per path, no tree)."""
+    w = xp.asarray(_W)
+    y = x
+    for _ in range(depth):
+        y = y * xp.tanh(y @ w)
+    return xp.sum(y)
+
+
+@adprof.chain(input_shape=(4, 8), reuse=1, depths=(2, 4, 8, 16, 32, 64))
+def linear_relu(xp: Any, x: Any, depth: int) -> Any:
+    """torch.nn.Linear + relu (torch only: the module is torch's)."""
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(8, 8, dtype=x.dtype)
+    y = x
+    for _ in range(depth):
+        y = torch.relu(layer(y))
+    return y.sum()
+
+
+@adprof.chain(input_shape=(3, 3), reuse=2, max_depth=14)
+def square(xp: Any, x: Any, depth: int) -> Any:
+    """y <- (y*y)*0.5: two uses of the previous value per layer (a tree where a transform walks it)."""
+    y = x
+    for _ in range(depth):
+        y = (y * y) * 0.5
+    return xp.sum(y)
