@@ -36,7 +36,7 @@ from adprof.hunt.search import Search
 from adprof.hunt.shrink import holds, shrink
 from adprof.hunt.targets import Target, hunt_targets
 from adprof.measure.pool import LanePool
-from adprof.model import Fit, MemoryVerdict, Point, Result, Series, Verdict
+from adprof.model import FINDINGS, Fit, MemoryVerdict, Point, Result, Series, Verdict
 
 V08_TRACED = Target("engine", "v08", "traced")
 MUL = Generator((Node("mul", (0, 0)),))
@@ -388,11 +388,11 @@ def test_check_compare_tables_a_chain_across_engines(tmp_path, capsys):
 
 
 def test_a_short_hunt_on_the_engine_finds_confirms_and_writes_v08s_pathologies(tmp_path):
-    """The engine alone (its traced mode), 14 s, seed 1: v08's exponential transform (its base the layer's uses)
+    """The engine alone (its traced mode), 20 s, seed 1: v08's exponential transform (its base the layer's uses)
     and its superlinear bookkeeping, each confirmed, engine-specific (the fixed profile stays linear), written
     out; ``adprof check`` on the exponential's file gives the verdict the hunt reported."""
     out, report = tmp_path / "found", tmp_path / "hunt.json"
-    args = ["hunt", "--backend", "engine", "--mode", "traced", "--budget", "14", "--seed", "1", "--out", str(out)]
+    args = ["hunt", "--backend", "engine", "--mode", "traced", "--budget", "20", "--seed", "1", "--out", str(out)]
     run = run_adprof([*args, "--json", str(report), "--html", str(tmp_path / "hunt.html"), "--no-color"], tmp_path, 90)
     assert run.code == 1, run.summary()
     assert not run.left and TRACEBACK not in run.text, run.summary()
@@ -407,8 +407,9 @@ def test_a_short_hunt_on_the_engine_finds_confirms_and_writes_v08s_pathologies(t
     assert exp[0]["attribution"] == sup[0]["attribution"] == "engine-specific"  # the first ones: budget enough
     for f in findings:
         assert Path(f["file"]).is_file() and Path(f["file"]).read_text() == f["source"]
-        fixed = [c for c in f["table"] if c["profile"] == "fixed"]  # linear, or the budget ran out first
-        assert fixed and all(c["verdict"] in ("linear", "not measured") for c in fixed)
+        # linear, or undecided where the budget ran out first (a loaded machine): never a finding
+        fixed = [c for c in f["table"] if c["profile"] == "fixed"]
+        assert fixed and all(c["verdict"] not in FINDINGS for c in fixed), [c["verdict"] for c in fixed]
         assert f["attribution"] != "in the program"
     assert "adprof hunt" in (tmp_path / "hunt.html").read_text()
     f = layer[0]
