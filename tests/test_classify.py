@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adprof import model
 from adprof.analysis import explain
@@ -278,3 +280,32 @@ def test_counters_that_are_zero_at_the_measured_depths_never_crash_the_tree_rule
     s = Series("z", "engine", "fixed", "traced", points=pts)
     tree = {"depths": [1, 2, 3, 4], "tree_sizes": [2, 6, 18, 54]}
     assert decide(s, structure=tree).kind in ("inconclusive", "linear")
+
+
+def _exact_backward(values: dict[int, float]) -> Series:
+    pts = [
+        Point(
+            depth=d, times={"forward": v * 1e-9, "backward": v * 1e-9}, counters={"backward": {"metadata_lookups": v}}
+        )
+        for d, v in values.items()
+    ]
+    return Series(chain="gen", backend="engine", profile="fixed", mode="eager", points=pts)
+
+
+KNEE_DEPTHS = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64]
+
+
+@settings(max_examples=40, deadline=None)
+@given(q=st.floats(1.0, 1.1), scale=st.floats(1.0, 1e4), overhead=st.floats(0.0, 100.0))
+def test_a_gently_convex_exact_count_is_no_change_of_regime(q, scale, overhead):
+    """An exact count ``a*d^q + c`` with q in the linear band sits over any line through its first depths, so every
+    deeper depth exceeds that line: that is no knee, and it reads linear (a hypothesis run found d^1.0625 + 7
+    read ``superlinear-backward`` past a "knee" at depth 5)."""
+    v = decide(_exact_backward({d: scale * d**q + overhead for d in KNEE_DEPTHS}))
+    assert v.kind == model.LINEAR and v.knee is None, (v.kind, v.evidence[:1])
+
+
+def test_a_line_then_a_quadratic_onset_is_still_a_change_of_regime():
+    """Linear up to depth 8, then a quadratic excess: the knee is found and the law past it is read."""
+    v = decide(_exact_backward({d: 100.0 * d + (0.0 if d <= 8 else 50.0 * (d - 8) ** 2) for d in KNEE_DEPTHS}))
+    assert v.knee is not None and v.knee.depth == 8 and v.kind == model.SUPERLINEAR_BACKWARD, (v.kind, v.evidence)

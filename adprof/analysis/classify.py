@@ -24,6 +24,7 @@ from typing import Any
 
 from adprof import model, verdicts
 from adprof.analysis import explain
+from adprof.analysis.bands import LINEAR_MAX
 from adprof.analysis.costs import (
     assess_series,
     cost_rate,
@@ -79,6 +80,7 @@ from adprof.model import (
     RUNAWAY_FACTOR,
     Decider,
     Fit,
+    Knee,
     Noun,
     Point,
     Result,
@@ -345,6 +347,11 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
     knee = find_knee(fit)
     if knee is None:
         return
+    if not growing and _past_knee_exponent(fit, knee) < LINEAR_MAX:
+        # a gently convex law (d^1.06 plus an overhead) sits over any line through its first depths, so every
+        # deeper depth "exceeds" it; the cost past the knee growing within the linear band against depth itself
+        # is no change of regime: the whole reading (linear) stands
+        return
     after, where = knee.after, f"between depths {knee.depth} and {knee.next_depth}"
     line = f"a change of regime {where}: linear over {knee.before.depths[0]}..{knee.depth}"
     steep = knee.slope_ratio is not None and knee.slope_ratio >= KNEE_SLOPE
@@ -375,6 +382,16 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
         v.evidence.insert(0, v.reason)
     knee.evidence = v.evidence[0]
     v.key_evidence.insert(0, knee.evidence)
+
+
+def _past_knee_exponent(fit: Fit, knee: Knee) -> float:
+    """The cost's own end-to-end exponent against depth, from the knee to the deepest depth past it."""
+    at = dict(zip(fit.depths, fit.values, strict=True))
+    d0, d1 = knee.depth, max(knee.depths, default=knee.depth)
+    v0, v1 = at.get(d0, 0.0), at.get(d1, 0.0)
+    if d1 <= d0 or v0 <= 0 or v1 <= 0:
+        return math.inf
+    return math.log(v1 / v0) / math.log(d1 / d0)
 
 
 def _rate_within(whole: Fit, after: Fit) -> bool:
