@@ -296,7 +296,11 @@ KNEE_DEPTHS = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64]
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(q=st.floats(1.0, 1.1), scale=st.floats(1.0, 1e4), overhead=st.floats(0.0, 100.0))
+@given(
+    q=st.floats(1.0, 1.1, allow_subnormal=False),
+    scale=st.floats(1.0, 1e4, allow_subnormal=False),
+    overhead=st.floats(0.0, 100.0, allow_subnormal=False),
+)
 def test_a_gently_convex_exact_count_is_no_change_of_regime(q, scale, overhead):
     """An exact count ``a*d^q + c`` with q in the linear band sits over any line through its first depths, so every
     deeper depth exceeds that line: that is no knee, and it reads linear (a hypothesis run found d^1.0625 + 7
