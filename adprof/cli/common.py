@@ -36,6 +36,9 @@ from adprof.util.files import (
 )
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: ``adprof guard``: no limit exceeded, but a time-decided reading too noisy to decide within the budget, after
+#: the guard re-measured it (docs/guards.md); never a pathology's 1.
+EXIT_UNDECIDED = 4
 
 
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_SIGHUP = 130, 143, 129

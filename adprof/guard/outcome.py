@@ -101,6 +101,8 @@ class Noise:
     seconds: float  # what the series' measuring took
     #: Seconds that would decide (None: no finite estimate, e.g. the rate sits on the limit).
     needed_seconds: float | None = None
+    #: The run's budget (the advice adds the seconds that would decide to it).
+    budget: float | None = None
 
     @property
     def width(self) -> float:
