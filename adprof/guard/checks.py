@@ -84,7 +84,8 @@ def _noisy(
     budget: float | None = None,
 ) -> GuardCheck | None:
     """The undecided check of a time-decided reading whose interval reaches under its limit while the reading is
-    over it or inconclusive (:mod:`adprof.guard.noise`), else None (``kind``: the rate held, BASE or EXPONENT; None:
+    over it or inconclusive (:mod:`adprof.guard.noise`), the held check of an inconclusive one whose interval is
+    all under it, else None (``kind``: the rate held, BASE or EXPONENT; None:
     an inconclusive reading, whose fit says which)."""
     noisy = noise.noisy_interval(fit)
     if noisy is None or (kind is not None and noisy[0] is not kind):
@@ -94,9 +95,14 @@ def _noisy(
     decided = (
         noise.inconclusive_outcome(low, high, bound) if kind is None else noise.time_outcome(rate, low, high, bound)
     )
+    v = result.verdict
+    if decided is Outcome.HELD:  # inconclusive, but every plausible rate holds the limit
+        return GuardCheck(
+            result, limits, True, reading, kind=v.kind, rate=rate, bound=bound, tolerance=tolerance,
+            metric=v.metric or "", interval=(low, high),
+        )  # fmt: skip
     if decided is not Outcome.UNDECIDED:
         return None
-    v = result.verdict
     noisy_figures = noise.noise_of(result, reading, rate, (low, high), bound, budget=budget)
     return GuardCheck(
         result, limits, False, Reading.UNDECIDED, kind=v.kind, rate=rate, bound=bound, tolerance=tolerance,

@@ -6,8 +6,9 @@ Where time decides (no deterministic counter or metric), a rate's interval measu
 
 - the rate at or under the limit: the limit holds (as before);
 - the whole interval above the limit: a pathology, clearly decided (exit 1);
-- the rate above the limit with the interval's bottom under it (the interval spans the limit), or a time reading
-  inconclusive with an interval reaching under the limit: undecided. The guard re-measures it first
+- an inconclusive time reading (no class) whose whole interval is at or under the limit: the limit holds;
+- the rate above the limit with the interval's bottom under it (the interval spans the limit), or an inconclusive
+  time reading whose interval spans the limit: undecided. The guard re-measures it first
   (:func:`adprof.guard.plan.settle_noisy`: more repeats of its depths, within the budget); still undecided, it is
   reported apart, with its noise and the budget that would decide (exit 4, never 1).
 
@@ -47,8 +48,11 @@ def time_outcome(rate: float, low: float, high: float, bound: float) -> Outcome:
 
 
 def inconclusive_outcome(low: float, high: float, bound: float) -> Outcome:
-    """The decision of an inconclusive time reading with an interval: undecided when the interval reaches under the
-    limit (more repeats may decide it), else failed (every plausible rate is over the limit)."""
+    """The decision of an inconclusive time reading (its class undecided) with an interval: held when the whole
+    interval is at or under the limit (every plausible rate holds it, whatever the class), failed when it is all
+    above (as an inconclusive reading fails a guard), else undecided (it spans the limit: more repeats may decide)."""
+    if high <= bound:
+        return Outcome.HELD
     return Outcome.UNDECIDED if low <= bound else Outcome.FAILED
 
 

@@ -143,6 +143,8 @@ class GuardCheck:
     time_ok: bool = True
     #: UNDECIDED: the measured noise and the budget that would decide.
     noise: Noise | None = None
+    #: An inconclusive time reading held by its interval (all of it at or under the limit): that interval.
+    interval: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:

@@ -77,10 +77,11 @@ def missing_depths_text(result: Result, missing: MissingDepths) -> str:
 def measured_text(check: GuardCheck) -> str:
     """What was measured against the time limits: ``base 2.00 per layer``, ``exponent 1.02 past depth 4``,
     ``hang``, ``missing depths``, ..."""
+    within = f" [{check.interval[0]:.2f}, {check.interval[1]:.2f}]" if check.interval is not None else ""
     if check.reading is Reading.BASE:
-        return f"base {check.rate:.2f} per layer{_past(check)}"
+        return f"base {check.rate:.2f} per layer{_past(check)}{within}"
     if check.reading is Reading.EXPONENT:
-        return f"exponent {check.rate if check.rate is not None else 1.0:.2f}{_past(check)}"
+        return f"exponent {check.rate if check.rate is not None else 1.0:.2f}{_past(check)}{within}"
     if check.reading is Reading.UNDECIDED and check.noise is not None:
         n = check.noise
         word = "base" if n.rate_kind is Reading.BASE else "exponent"
@@ -155,6 +156,12 @@ def reason_text(check: GuardCheck) -> str:
         what = "base" if before.rate_kind == "base" else "exponent"
         return f"{check.kind}: {what} {check.rate:.2f}" + (
             f" <= {ref.top:.2f}" if check.rate_held else f" > {ref.top:.2f}"
+        )
+    if check.interval is not None:  # inconclusive, held by its interval
+        word = "base" if reading is Reading.BASE else "exponent"
+        lo, hi = check.interval
+        return (
+            f"{check.kind}: the {word}'s interval [{lo:.2f}, {hi:.2f}] is under {check.bound:.2f}, whatever the class"
         )
     against = " against its program" if check.excess else ""
     over = "" if check.rate_held else f" > {check.bound:.2f}"
