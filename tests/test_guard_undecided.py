@@ -115,6 +115,19 @@ def test_an_inconclusive_time_reading_whose_whole_interval_is_under_the_limit_ho
     assert reason_text(check) == "inconclusive: the exponent's interval [0.71, 1.46] is under 1.49, whatever the class"
 
 
+def test_noise_is_not_what_keeps_a_jump_or_a_single_reading_from_deciding():
+    jumped = noisy_result()
+    jumped.verdict.jumps = [model.TimeJump(depth=4, seconds=0.08, predicted=0.009, from_depths=[1, 2, 3])]
+    assert check_result(jumped, LIMITS, tolerance_for(jumped)).outcome is Outcome.FAILED  # a jump is a finding
+    once = noisy_result()
+    for p in once.series.points:  # one reading per depth (a program reporting its own seconds): nothing to repeat
+        p.samples = {}
+    assert check_result(once, LIMITS, tolerance_for(once)).outcome is Outcome.FAILED
+    short = noisy_result()
+    short.verdict.fit.depths = [1, 2, 3]  # a span of 3x: more repeats cannot make it read a power law
+    assert check_result(short, LIMITS, tolerance_for(short)).outcome is Outcome.FAILED
+
+
 # --------------------------------------------------------------------------- the rule, over generated intervals
 
 finite = st.floats(0.0, 10.0, allow_nan=False, allow_subnormal=False)

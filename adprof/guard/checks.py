@@ -91,6 +91,8 @@ def _noisy(
     if noisy is None or (kind is not None and noisy[0] is not kind):
         return None
     reading, rate, (low, high) = noisy
+    if fit is None or not noise.noise_may_explain(result, fit, reading):
+        return None
     bound = (limits.max_base if reading is Reading.BASE else limits.max_exponent) * (1 + tolerance)
     decided = (
         noise.inconclusive_outcome(low, high, bound) if kind is None else noise.time_outcome(rate, low, high, bound)

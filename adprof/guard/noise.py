@@ -12,7 +12,9 @@ Where time decides (no deterministic counter or metric), a rate's interval measu
   (:func:`adprof.guard.plan.settle_noisy`: more repeats of its depths, within the budget); still undecided, it is
   reported apart, with its noise and the budget that would decide (exit 4, never 1).
 
-A reading decided by a deterministic counter or metric is never undecided: the rule reads time-decided fits only.
+A reading decided by a deterministic counter or metric is never undecided: the rule reads time-decided fits only,
+and only where noise may be all that keeps them from deciding (:func:`noise_may_explain`: repeats measured, no
+jump, no change of regime, not at a model grid's edge, depths that span the growth).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import statistics
 from collections.abc import Sequence
 
 from adprof import model
+from adprof.analysis.span import span_shortfall
 from adprof.guard.outcome import Noise, Outcome, Reading
 from adprof.model import Result, Series
 from adprof.verdicts import Source
@@ -71,6 +74,18 @@ def repeats_to_decide(rate: float, low: float, high: float, bound: float, repeat
 def time_decided(fit: model.Fit | None) -> bool:
     """The reading is decided on time (no deterministic counter or metric decided it)."""
     return fit is not None and fit.source is Source.TIME
+
+
+def noise_may_explain(result: Result, fit: model.Fit, reading: Reading) -> bool:
+    """Whether the machine's noise may be all that keeps ``fit`` from deciding, so that more repeats could decide
+    it: the series' points carry time repeats, no point jumped far over the depths below it (a jump is evidence of
+    its own), no change of regime was read, the fit is not pinned at a model grid's edge, and its depths span the
+    growth it would read (:func:`adprof.analysis.span.span_shortfall`)."""
+    v = result.verdict
+    if v.jumps or v.knee is not None or fit.grid_edge or not _phase_samples(result.series):
+        return False
+    family = "exponential" if reading is Reading.BASE else "superlinear"
+    return not span_shortfall(family, list(fit.depths))
 
 
 def _phase_samples(series: Series) -> list[list[float]]:
@@ -146,6 +161,7 @@ __all__ = [
     "REMEASURE_FACTOR",
     "REMEASURE_ROUNDS",
     "inconclusive_outcome",
+    "noise_may_explain",
     "noise_of",
     "noisy_interval",
     "repeats_of",
