@@ -15,7 +15,7 @@ import os
 import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from adprof.analysis.classify import assess_series, predicted_growth
 from adprof.analysis.costs import open_exact
@@ -68,6 +68,17 @@ class Watch:
     on_structures: Callable[[dict[str, dict[str, Any]]], None] | None = None
     poll: Callable[[], None] | None = None
     measured: Callable[[], None] | None = None
+
+
+class Progress(Protocol):
+    """A progress display the run feeds (:class:`adprof.render.progress.SeriesProgress`): entered around the
+    measuring."""
+
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    def status(self, lane: int, text: str) -> None: ...
+    def done(self, series: Series) -> None: ...
+    def structures(self, structures: dict[str, dict[str, Any]]) -> None: ...
 
 
 def default_jobs() -> int:
@@ -226,6 +237,28 @@ def run(
     return report
 
 
+def run_shown(
+    specs: Sequence[SeriesSpec],
+    config: MeasureConfig,
+    progress: Progress,
+    argv: Sequence[str],
+    *,
+    poll: Callable[[], None] | None = None,
+    measured: Callable[[], None] | None = None,
+    **options: Any,
+) -> tuple[Report, str | None]:
+    """:func:`run` under ``progress``, with the run's record of the command ``argv``: the report and the signal that
+    interrupted the measuring (None: it ran to the end; else the report is the partial one). ``poll`` and
+    ``measured``: :class:`Watch`'s; ``options``: :func:`run`'s."""
+    with progress:
+        watch = Watch(progress.status, progress.done, progress.structures, poll, measured)
+        try:
+            return run(specs, config, environment=environment(config, argv), watch=watch, **options), None
+        except Interrupted as stop:
+            assert stop.report is not None
+            return stop.report, stop.signal_name
+
+
 __all__ = [
     "HOOKS",
     "check_names",
@@ -239,5 +272,6 @@ __all__ = [
     "plan_check",
     "protocol_notes",
     "run",
+    "run_shown",
     "with_hooks",
 ]
