@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from adprof.analysis.classify import assess_series, predicted_growth
 from adprof.analysis.costs import open_exact
 from adprof.analysis.jumps import unconfirmed_jumps
-from adprof.backends import KNOWN_BACKENDS, UnknownBackendError, check_backend, known_backends
+from adprof.backends import KNOWN_BACKENDS, check_backend, installed_backends
 from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.executor import Executor
@@ -96,16 +96,7 @@ def parse_backends(value: str) -> list[str]:
     one but ``cmd``."""
     names = list(dict.fromkeys(csv_list(value)))
     if names == ["all"]:
-        out = []
-        for name in known_backends():
-            if name == "cmd":
-                continue
-            try:
-                check_backend(name)
-            except UnknownBackendError:
-                continue
-            out.append(name)
-        return out
+        return installed_backends()
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
     for n in names:

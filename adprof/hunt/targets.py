@@ -18,10 +18,10 @@ from adprof.backend_info import BackendInfo
 from adprof.backends import (
     BACKEND_MODES,
     BACKEND_PROFILES,
-    UnknownBackendError,
     backend_declaration,
     backend_info,
     check_backend,
+    installed_backends,
     known_backends,
     memory_asked,
 )
@@ -103,27 +103,13 @@ class Target:
         return tuple(backend_declaration(self.backend).lower_bound_metrics.get(self.mode, ()))
 
 
-def installed_backends() -> list[str]:
-    """Every known backend whose packages are installed (``--backend all``), except ``cmd``."""
-    out = []
-    for name in known_backends():
-        if name in NOT_HUNTED:
-            continue
-        try:
-            check_backend(name)
-        except UnknownBackendError:
-            continue
-        out.append(name)
-    return out
-
-
 def expand_backends(value: str) -> list[str]:
     """``--backend``: a comma-separated list, or ``all`` (every installed backend); each checked (one line)."""
     names = list(dict.fromkeys(csv_list(value)))
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: all, {', '.join(known_backends())}")
     if names == ["all"]:
-        return installed_backends()
+        return installed_backends(NOT_HUNTED)
     if "all" in names:
         raise UsageError("--backend: 'all' stands alone (every installed backend)")
     for n in names:
