@@ -223,7 +223,8 @@ def doublings(depths: Sequence[int], first: int) -> list[int]:
     return out
 
 
-#: Fewest depths a series thinned for its compiles per shape keeps (a law, and the program's, read over three).
+#: Fewest depths a series thinned for its compiles per shape keeps past its first (an exact metric reads its law
+#: from two ratios of marginal costs: four depths).
 MIN_SHAPES = 3
 
 
@@ -878,12 +879,14 @@ def run_series(
         if not run.measure(depth, last):
             break
         if spaced and len(series.points) == 1 and compiles_per_shape(series.points[0]):
-            # every new depth compiles (JAX eager): doublings, and no more of them than the share affords, each
-            # charged its warm-up and its own wall time (the deepest depth is kept: the span decides)
-            first = series.points[0]
-            per_shape = ESTIMATE_MARGIN * (warmup_seconds(first) + (first.wall_seconds or 0.0))
+            sched.explicit = doublings(sched.explicit or [], series.points[0].depth)
+        elif spaced and len(series.points) == 2 and compiles_per_shape(series.points[1]):
+            # every new depth compiles (JAX eager): no more depths than the share affords, each charged the second
+            # point's warm-up and wall (the first carries the process's one-time costs); the deepest is kept
+            first, second = series.points
+            per_shape = ESTIMATE_MARGIN * (warmup_seconds(second) + (second.wall_seconds or 0.0))
             count = 1 + int(max(run.left(), 0.0) / per_shape) if per_shape > 0 else len(sched.explicit or [])
-            sched.explicit = shapes_within(sched.explicit or [], first.depth, count)
+            sched.explicit = [first.depth, *shapes_within(sched.explicit or [], second.depth, count)]
     if adaptive and sched.explicit is None:
         _fill_open(run)
     if counting:
