@@ -59,7 +59,9 @@ def _memory_exponent(
     what += held[1]
     measured = f"{what} depth^{exponent:.2f} over depths {depths}"
     if exponent <= top:
-        return True, measured, f"{mv.growth}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})", True
+        # scale34 (#34): the reading named is the one held (the excess': the verdict's kind), not the raw growth's
+        label = mv.kind if held[0] is not None else mv.growth
+        return True, measured, f"{label}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})", True
     return (
         False,
         measured,
