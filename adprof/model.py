@@ -165,7 +165,8 @@ class ScheduleEnd(StrEnum):
 
 @dataclass
 class Stop:
-    """Why and where a series stopped; :meth:`text` is its sentence (renderers print it, no code reads it)."""
+    """Why and where a series stopped; :meth:`text` is its sentence (renderers print it, no code reads it;
+    :mod:`adprof.words` is where callers take it from)."""
 
     reason: StopReason
     after: int | None = None  # the deepest depth measured before the stop
@@ -183,6 +184,13 @@ class Stop:
     def text(self) -> str:
         """The sentence of this stop (``stopped after depth 25: transform 1.62 s > 1.5 s cap``)."""
         return stop_text(self)
+
+
+# --------------------------------------------------------------------------- transitional: sentences guard reads
+# The sentences of a stop, a figure and bytes stay defined here while adprof/guard/* and render/guard.py (undecided35's,
+# being rewritten) read them as ``model.NAME``/``Stop.text()``/``MemoryVerdict.summary``; every other caller takes
+# them from :mod:`adprof.words`, where the rest of the model's sentences live. Once the guard imports them from
+# there, they move there too (a move of definitions: no caller outside guard changes).
 
 
 def _num(value: float | None, spec: str = "g") -> str:
@@ -358,11 +366,6 @@ class Series:
             self.stop = Stop(**self.stop)
         if self.schedule_end is not None:
             self.schedule_end = ScheduleEnd(self.schedule_end)
-
-    @property
-    def stopped(self) -> str | None:
-        """The sentence of :attr:`stop` (None when the schedule was not stopped)."""
-        return self.stop.text() if self.stop is not None else None
 
     @property
     def killed(self) -> Stop | None:
@@ -561,13 +564,6 @@ class Knee:
 #: The program's figures a point may carry (``Point.program``): its size (ops in the forward's program), its
 #: arithmetic (FLOPs, bytes) and its intermediates (bytes of every value the forward computes).
 PROGRAM_FIGURES = ("ops", "flops", "bytes", "intermediate_bytes")
-#: How a report names what a program figure measures.
-PROGRAM_FIGURE_TEXT = {
-    "ops": "its size",
-    "flops": "its arithmetic",
-    "bytes": "its arithmetic (bytes)",
-    "intermediate_bytes": "its intermediates",
-}
 
 
 @dataclass
@@ -612,70 +608,9 @@ class Explained:
         return self.program_fits.get(self.basis)
 
     @property
-    def program_text(self) -> str:
-        """``seq_len^2.00: its arithmetic`` (the basis' growth and what it measures), "" without a basis."""
-        fit = self.program_fit
-        if fit is None:
-            return ""
-        text = f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
-        arithmetic = next((n for n in ("flops", "bytes") if n in self.program_fits), "")
-        if arithmetic and self.basis not in ("flops", "bytes"):  # a size: the arithmetic beside it
-            other = self.program_fits[arithmetic]
-            text += f", {fit_figure(other) or other.kind}: {PROGRAM_FIGURE_TEXT[arithmetic]}"
-        return text
-
-    @property
-    def memory_program_text(self) -> str:
-        """``d^1.90: its intermediates``, "" without one."""
-        fit = self.program_fits.get(self.memory_basis)
-        if fit is None:
-            return ""
-        return f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.memory_basis, self.memory_basis)}"
-
-    @property
-    def program_figure(self) -> str:
-        """The basis' growth alone: ``seq_len^2.00``, ``x1.50/layer``, "" without a basis."""
-        fit = self.program_fit
-        return (fit_figure(fit) or fit.kind) if fit is not None else ""
-
-    @property
-    def excess_text(self) -> str:
-        """The excess over the basis: ``d^1.02``, ``x1.95/layer``, "" when not read."""
-        fit = self.program_fit
-        unit = fit.axis if fit is not None and fit.axis else "layer"
-        if self.excess_base is not None:
-            return f"x{self.excess_base:.2f}/{unit}"
-        return f"{depth_symbol(unit)}^{self.excess_exponent:.2f}" if self.excess_exponent is not None else ""
-
-    @property
     def ratio(self) -> float | None:
         """The gradient/forward ratio at the deepest depth that has one."""
         return self.ratios[-1] if self.ratios else None
-
-    @property
-    def ratio_text(self) -> str:
-        """``gradient 3.1x its forward`` (at the deepest depth; ``, flat`` or ``, growing`` when read)."""
-        if self.ratio is None:
-            return ""
-        falling = self.ratio_slope is not None and self.ratio_slope <= -0.15
-        shape = (
-            ""
-            if self.ratio_flat is None
-            else ", growing"
-            if not self.ratio_flat
-            else ", falling"
-            if falling
-            else ", flat"
-        )
-        return f"gradient {self.ratio:.1f}x its forward{shape}"
-
-    @property
-    def whose_text(self) -> str:
-        """``the forward's compile grows the same way: the compiler's, not the gradient's`` ("" when it does not)."""
-        if not self.forward_phase:
-            return ""
-        owner = "the compiler's" if "compile" in self.forward_phase else "the engine's"
-        return f"the forward's {self.forward_phase} grows the same way: {owner}, not the gradient's"
 
 
 def held_rate(verdict: Verdict, absolute: bool = False) -> tuple[str, float | None, float | None, str]:
@@ -781,22 +716,6 @@ class Verdict:
     def metric(self) -> str:
         """What the deciding model fitted (``counters[transform+drop]: ...``, ``time: backward``)."""
         return self.fit.metric if self.fit is not None else ""
-
-    @property
-    def interval_text(self) -> str:
-        """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
-        or, where a proxy decided the class, the cost's own: :attr:`rate_fit`)."""
-        if self.knee is not None and self.knee.after is not None and self.reading is self.knee.after:
-            return f"{fit_figure(self.reading)} past {self.knee.depth}"
-        fit = self.rate_fit or self.fit
-        return fit_figure(fit) if fit is not None else ""
-
-    @property
-    def proxy_text(self) -> str:
-        """Where a proxy decided the class: its name and figure (``inductor_loop_body_ops x3.69/unroll``), else ""."""
-        if self.rate_fit is None or self.fit is None:
-            return ""
-        return f"{self.fit.metric_name} {fit_figure(self.fit)}".strip()
 
     @property
     def is_finding(self) -> bool:

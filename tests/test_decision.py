@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.classify import decide
 from adprof.cli import main
 from adprof.model import (
@@ -108,7 +108,7 @@ def _series(values, mode="traced", phase="transform", **kw) -> Series:
 
 def test_stop_sentences_are_renderings_of_the_typed_stop():
     stop = Stop(StopReason.CAP, after=25, phase="transform", seconds=1.62, limit=1.5)
-    assert stop.text() == "stopped after depth 25: transform 1.62 s > 1.5 s cap"
+    assert words.stop_text(stop) == "stopped after depth 25: transform 1.62 s > 1.5 s cap"
     hang = Stop(StopReason.TIMEOUT, after=2, depth=3, phase="record", seconds=0.41, limit=0.4)
     assert "depth 3 killed in record after the 0.4 s timeout" in hang.text()
     assert Stop(StopReason.NOT_MEASURED, interrupt="SIGTERM").text() == "not measured: interrupted by SIGTERM"
@@ -213,7 +213,7 @@ def test_verdict_fields_agree_with_each_other(law, killed, n, error):
         assert v.is_finding  # a hang is never healthy
     if v.base is not None:  # the numbers are read from the one deciding fit
         assert v.fit.kind == "exponential" and v.base == v.fit.base
-    assert v.interval_text == model.fit_figure(v.fit)
+    assert words.rate_text(v) == model.fit_figure(v.fit)
     assert v.presentation == ("paragraph" if v.kind in model.PATHOLOGIES else "row" if v.kind == "linear" else "line")
 
 

@@ -10,7 +10,7 @@ depth, not amortized by the prepared-program cache. Fixes: traced mode, short ea
 
 from __future__ import annotations
 
-from adprof import model, verdicts
+from adprof import model, verdicts, words
 from adprof.backend_info import (  # the remedies the built-in backends declare, shared with the generic ones
     CACHED_COMPILE as CACHED_COMPILE,
 )
@@ -270,7 +270,7 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", 
             "or a cache that keys on each call)"
         )
         return (
-            f"each {mode or 'eager'} forward+backward leaves {model.fmt_bytes(leak.bytes_per_call)} held after "
+            f"each {mode or 'eager'} forward+backward leaves {words.fmt_bytes(leak.bytes_per_call)} held after "
             f"gc.collect() at depth {leak.depth}: {holder}"
         )
     if mv.kind == model.INCONCLUSIVE:

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from adprof import model
+from adprof import words
 from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS
 from adprof.guard import parse_bytes, pyproject_path
@@ -379,7 +379,7 @@ def report_errors(report: Report, err: Console) -> None:
     names = [r.series.chain for r in report.results]
     for r in report.results:
         s = r.series
-        msg = s.error or (model.killed_text(s.killed) if s.killed is not None else None)
+        msg = s.error or (words.killed_text(s.killed) if s.killed is not None else None)
         if msg:
             chain = s.chain
             if s.file and names.count(chain) > 1 and len({x.series.file for x in report.results}) > 1:

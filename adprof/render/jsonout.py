@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
+from adprof import words
 from adprof.comparison import STATES, Comparison
 from adprof.constants import __version__
 from adprof.model import MEMORY_VERDICTS, VERDICTS, Fit, HalvingRow, MemoryVerdict, Report, Result, Series, Verdict
@@ -26,6 +28,8 @@ SCHEMA = 4
 READ_SCHEMAS = (2, 3, 4)
 #: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
 _MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
+#: The verdict's sentences written among :data:`_VERDICT_FIELDS` (the rest are its fields and properties).
+_VERDICT_WORDS: dict[str, Callable[[Verdict], str]] = {"interval_text": words.rate_text, "proxy_text": words.proxy_text}
 
 #: Written from the verdict (base and exponent from its reading, :attr:`Verdict.reading`; the next three from its
 #: deciding fit); the settable ones load back.
@@ -91,11 +95,11 @@ def result_to_json(result: Result) -> dict[str, Any]:
         "verdict": v.kind,
     }
     for name in _VERDICT_FIELDS:
-        val = getattr(v, name)
+        val = _VERDICT_WORDS[name](v) if name in _VERDICT_WORDS else getattr(v, name)
         out[name] = list(val) if isinstance(val, list) else val
     out["finding"] = v.is_finding
     out["stop"] = dataclasses.asdict(s.stop) if s.stop is not None else None
-    out["stopped"] = s.stopped
+    out["stopped"] = words.stopped_text(s)
     out["error"] = s.error
     for name in _SERIES_FIELDS:
         val = getattr(s, name)
