@@ -718,6 +718,15 @@ class Verdict:
         return self.fit.metric if self.fit is not None else ""
 
     @property
+    def interval_text(self) -> str:
+        """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
+        or, where a proxy decided the class, the cost's own: :attr:`rate_fit`)."""
+        if self.knee is not None and self.knee.after is not None and self.reading is self.knee.after:
+            return f"{fit_figure(self.reading)} past {self.knee.depth}"
+        fit = self.rate_fit or self.fit
+        return fit_figure(fit) if fit is not None else ""
+
+    @property
     def is_finding(self) -> bool:
         """A pathology, a failing chain, a hang or a memory finding: what makes ``check`` exit 1."""
         return self.kind in FINDINGS or self.killed or self.memory_finding

@@ -266,7 +266,7 @@ def fmt_growth(result: Result) -> str:
     x3.69/unroll``)."""
     v = result.verdict
     proxy = f"; proxy {words.proxy_text(v)}" if words.proxy_text(v) else ""
-    return (words.rate_text(v) or "-") + proxy
+    return (v.interval_text or "-") + proxy
 
 
 def decided_by(result: Result) -> str:

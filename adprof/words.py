@@ -1,12 +1,14 @@
 """The sentences of the model's fields: figures (``d^1.72 [1.55, 1.90]``, ``x2.00/layer``, ``4.0 KiB``, ``12.30 ms``),
-why a series stopped, a verdict's rate, what the explained reading says.
+why a series stopped, a proxy's figure, what the explained reading says.
 
 :mod:`adprof.model` holds state in typed fields; callers take the words for it from here: the analysis writes them
-into a verdict's evidence, the renderers (and the JSON's sentence fields: ``stopped``, ``interval_text``,
-``proxy_text``) print them. Nothing reads them back. Layer 0, beside the model. The sentences of a stop, a figure
-and bytes (and the memory verdict's cells) are still defined in :mod:`adprof.model`, which the guard reads them from
-(adprof/guard/*, render/guard.py: being rewritten by their owner); they are imported here, the one place every
-other caller reads them from, and move here once the guard does too.
+into a verdict's evidence, the renderers (and the JSON's sentence fields ``stopped`` and ``proxy_text``) print them.
+Nothing reads them back. Layer 0, beside the model.
+
+Still defined in :mod:`adprof.model` (transitional), and imported here for every other caller: the sentences of a
+stop, a figure, bytes and seconds, and the memory verdict's cells, which adprof/guard/* and render/guard.py (being
+rewritten by their owner) read as ``model.NAME``, ``Stop.text()`` and ``MemoryVerdict.summary``; and
+``Verdict.interval_text``, which a derandomized property test reads (its examples are drawn from a hash of its source).
 """
 
 from __future__ import annotations
@@ -36,15 +38,6 @@ def stopped_text(series: Series) -> str | None:
 
 
 # --------------------------------------------------------------------------- a verdict's cells
-
-
-def rate_text(v: Verdict) -> str:
-    """The cost's rate: ``x2.00/layer``, ``d^1.72 [1.55, 1.90]``, ``flat`` or ``""`` (the deciding model's figure,
-    or, where a proxy decided the class, the cost's own: ``v.rate_fit``)."""
-    if v.knee is not None and v.knee.after is not None and v.reading is v.knee.after:
-        return f"{fit_figure(v.reading)} past {v.knee.depth}"
-    fit = v.rate_fit or v.fit
-    return fit_figure(fit) if fit is not None else ""
 
 
 def proxy_text(v: Verdict) -> str:
@@ -135,7 +128,6 @@ __all__ = [
     "program_figure",
     "program_text",
     "proxy_text",
-    "rate_text",
     "ratio_text",
     "stop_text",
     "stopped_text",

@@ -213,7 +213,7 @@ def test_verdict_fields_agree_with_each_other(law, killed, n, error):
         assert v.is_finding  # a hang is never healthy
     if v.base is not None:  # the numbers are read from the one deciding fit
         assert v.fit.kind == "exponential" and v.base == v.fit.base
-    assert words.rate_text(v) == model.fit_figure(v.fit)
+    assert v.interval_text == model.fit_figure(v.fit)
     assert v.presentation == ("paragraph" if v.kind in model.PATHOLOGIES else "row" if v.kind == "linear" else "line")
 
 

@@ -114,7 +114,7 @@ def test_a_linear_program_changes_nothing():
     before = decide(s)
     after = read(series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d))
     assert after.kind == before.kind == model.SUPERLINEAR_BACKWARD
-    assert words.rate_text(after) == words.rate_text(before) and after.cause == before.cause
+    assert after.interval_text == before.interval_text and after.cause == before.cause
     assert after.explained is not None and not after.explained.superlinear and after.explained.excess_kind == ""
 
 
@@ -126,7 +126,7 @@ def test_the_program_grows_superlinearly_is_reported_not_a_finding():
     assert ex.basis == "flops" and words.program_text(ex) == "d^2.00: its arithmetic"
     assert ex.excess_exponent == pytest.approx(1.0, abs=0.02)
     assert "the program grows d^2.00: its arithmetic" in v.cause and not v.remedies
-    assert words.rate_text(v) == "d^2.00"  # the rate stays the raw growth against depth
+    assert v.interval_text == "d^2.00"  # the rate stays the raw growth against depth
 
 
 def test_saved_bytes_read_against_the_intermediates():

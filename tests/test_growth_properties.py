@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adprof import model, words
+from adprof import model
 from adprof.analysis.classify import decide
 from adprof.analysis.growth import LINEAR_MAX, SUPERLINEAR_MIN, band, fit_growth, predict
 from adprof.model import Point, PointStatus, Series
@@ -268,7 +268,7 @@ def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed
     fit = v.fit
     assert fit is not None and fit.source == "time"
     assert v.kind == _VERDICT_OF[fit.kind]  # the verdict is the deciding fit's kind, nothing else
-    assert words.rate_text(v) == interval_text(fit)
+    assert v.interval_text == interval_text(fit)
     if fit.kind == "exponential":
         assert v.base == fit.base and v.exponent is None
     elif fit.kind in ("linear", "mild", "superlinear"):

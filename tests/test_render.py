@@ -11,7 +11,7 @@ import pytest
 from extras import requires
 from rich.console import Console
 
-from adprof import model, words
+from adprof import model
 from adprof.analysis.classify import decide, sweep_table
 from adprof.model import Point, PointStatus, Report, Result, Series, Stop, StopReason
 from adprof.render import (
@@ -308,7 +308,7 @@ def test_plot_one_panel_per_chain_with_the_deciding_curve(report, tmp_path):
     for p in zero.points:
         p.counters = {"transform": {"key_comparisons": 0}, "drop": {"key_comparisons": 0}}
     flat = _result(zero)
-    assert flat.verdict.kind == model.LINEAR and words.rate_text(flat.verdict) == "flat"
+    assert flat.verdict.kind == model.LINEAR and flat.verdict.interval_text == "flat"
     ax2 = Figure().add_subplot(1, 1, 1)
     _draw_panel(ax2, "flat", [flat])
     pts = [line for line in ax2.get_lines() if line.get_marker() == "o"]

@@ -143,7 +143,7 @@ def test_a_proxy_decides_the_class_and_the_cost_gives_the_rate():
     assert v.rate_fit is not None and v.rate_fit.source == "time" and v.rate_fit.model == "a + c*b^d"
     lo, hi = v.rate_fit.interval
     assert lo <= 2.0 <= hi and hi < 3.7  # the cost's interval holds its rate, not the proxy's
-    assert words.rate_text(v).startswith("x2.0") and words.proxy_text(v) == "loop_body_ops x3.70/unroll"
+    assert v.interval_text.startswith("x2.0") and words.proxy_text(v) == "loop_body_ops x3.70/unroll"
     assert any("outside the cost's interval" in e for e in v.key_evidence)
     assert v.prediction is not None and v.prediction["value"] == pytest.approx(0.05 * 2.0**9, rel=0.15)
 
@@ -175,7 +175,7 @@ def test_the_engine_counters_are_the_work_their_rate_stands():
             Point(depth=d, times={"transform": 1e-4 * 3**d}, counters={"transform": {"key_comparisons": 2**d}})
         )
     v = decide(s)
-    assert v.rate_fit is None and words.rate_text(v) == "x2.00/layer" and not words.proxy_text(v)
+    assert v.rate_fit is None and v.interval_text == "x2.00/layer" and not words.proxy_text(v)
 
 
 # ------------------------------------------------------------------------------------------------------ knees
@@ -233,11 +233,11 @@ def test_a_noisy_knee_is_never_read_linear(knee, law, noise, seed):
             Point(depth=d, times={"transform": 1e-3 * min(r)}, samples={"transform": [1e-3 * x for x in r]})
         )
     v = decide(s)
-    assert v.kind != model.LINEAR, (law, knee, noise, words.rate_text(v))
+    assert v.kind != model.LINEAR, (law, knee, noise, v.interval_text)
     if v.knee is not None and v.knee.after is not None and v.kind != model.INCONCLUSIVE:
         # the verdict's numbers are those of the law its growth column reads (past the knee), never the whole
         # series' model: the JSON's base, the guard and compare read them
-        assert v.reading is v.knee.after and f"past {v.knee.depth}" in words.rate_text(v)
+        assert v.reading is v.knee.after and f"past {v.knee.depth}" in v.interval_text
         assert (v.base, v.exponent) == (
             v.knee.after.base if v.knee.after.kind == "exponential" else None,
             v.knee.after.exponent,
@@ -257,7 +257,7 @@ def test_an_exponential_under_an_overhead_is_one_law_not_a_knee(b, share):
         samples = {"transform": [1e-6 * x for x in r]}
         s.points.append(Point(depth=d, times={"transform": 1e-6 * min(r)}, samples=samples))
     v = decide(s)
-    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.base == pytest.approx(b, rel=0.05), (words.rate_text(v), v.knee)
+    assert v.kind == model.EXPONENTIAL_TRANSFORM and v.base == pytest.approx(b, rel=0.05), (v.interval_text, v.knee)
 
 
 def test_a_knee_verdicts_rate_and_interval_come_from_one_fit_in_json_and_compare():
@@ -271,7 +271,7 @@ def test_a_knee_verdicts_rate_and_interval_come_from_one_fit_in_json_and_compare
     v = model.Verdict(kind=model.EXPONENTIAL_TRANSFORM, fit=whole)
     v.knee = Knee(depth=4, next_depth=5, before=Fit(metric="time", kind="linear", depths=[1, 2, 3, 4]), after=after)
     r = Result(series=Series("k", "cmd", None, "traced"), verdict=v)
-    assert v.reading is after and v.base == 3.5 and words.rate_text(v).endswith("past 4")
+    assert v.reading is after and v.base == 3.5 and v.interval_text.endswith("past 4")
     assert Side.of(r).rate == 3.5 and Side.of(r).interval == [3.2, 3.9]
     out = result_to_json(r)
     assert out["base"] == 3.5 and out["interval"] == [3.2, 3.9]

@@ -88,15 +88,13 @@ def test_the_axis_names_every_figure():
     s = _time_series(range(1, 10), lambda d: 1e-3 * 2.0**d, lambda d: 9 * 2.0**d, axis="order", lower_bounds=["nodes"])
     v = classify(s)
     assert interval_text(v.fit) == "x2.00/order" and words.proxy_text(v) == "nodes x2.00/order"  # the proxy decided
-    assert words.rate_text(v).startswith("x2.0") and words.rate_text(v).endswith(
-        "]"
-    )  # the cost's rate, with its interval
-    assert v.rate_fit is not None and v.rate_fit.source == "time" and "/order" in words.rate_text(v)
+    assert v.interval_text.startswith("x2.0") and v.interval_text.endswith("]")  # the cost's rate, with its interval
+    assert v.rate_fit is not None and v.rate_fit.source == "time" and "/order" in v.interval_text
     assert any("x2.00 per order" in line for line in v.evidence)
     assert "x2.00 per order" in v.cause and "per layer" not in v.cause
     assert explain.TAYLOR_MODE in v.remedies
     power = classify(_time_series([8, 16, 32, 64, 128], lambda d: 1e-5 * d**2, axis="seq_len"))
-    assert words.rate_text(power).startswith("seq_len^") and "seq_len^" in power.cause
+    assert power.interval_text.startswith("seq_len^") and "seq_len^" in power.cause
 
 
 # --------------------------------------------------------------------------- the growing phase
@@ -189,5 +187,5 @@ def test_every_renderer_names_the_axis():
     assert row["axis"] == "order" and row["proxy_text"] == "nodes x2.00/order" and "/order [" in row["interval_text"]
     back = load_report(data).results[0].verdict
     assert (
-        words.rate_text(back) == row["interval_text"] and words.proxy_text(back) == "nodes x2.00/order"
+        back.interval_text == row["interval_text"] and words.proxy_text(back) == "nodes x2.00/order"
     )  # fits keep the axis

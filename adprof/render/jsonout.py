@@ -29,7 +29,7 @@ READ_SCHEMAS = (2, 3, 4)
 #: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
 _MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
 #: The verdict's sentences written among :data:`_VERDICT_FIELDS` (the rest are its fields and properties).
-_VERDICT_WORDS: dict[str, Callable[[Verdict], str]] = {"interval_text": words.rate_text, "proxy_text": words.proxy_text}
+_VERDICT_WORDS: dict[str, Callable[[Verdict], str]] = {"proxy_text": words.proxy_text}
 
 #: Written from the verdict (base and exponent from its reading, :attr:`Verdict.reading`; the next three from its
 #: deciding fit); the settable ones load back.

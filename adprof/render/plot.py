@@ -91,7 +91,7 @@ def _label(result: Result, memory: bool = False) -> str:
     if memory and v.memory is not None:
         return f"{bp} {s.mode} ({v.memory.decided_by or '-'}): {v.memory.summary}".rstrip()
     src = v.fit.source if v.fit is not None else "-"
-    return f"{bp} {s.mode} ({src}): {v.kind} {words.rate_text(v)}".rstrip()
+    return f"{bp} {s.mode} ({src}): {v.kind} {v.interval_text}".rstrip()
 
 
 def _normalized(fit: Fit) -> tuple[float, list[float], list[float], list[float]]:
