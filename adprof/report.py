@@ -317,7 +317,7 @@ def memory_text(result: Result) -> str:
     if mv is None:
         return "-"
     disagrees = " (peak disagrees)" if mv.peak_agrees is False else ""
-    return mv.summary + disagrees
+    return words.memory_summary(mv) + disagrees
 
 
 def memory_reason(result: Result) -> str:

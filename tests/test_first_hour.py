@@ -476,7 +476,9 @@ def test_text_ranges_and_phase_names_read_as_a_person_writes_them():
         == "stopped after depth 8: next point (depth 9) predicted backward (call 1) 3.11 s > 1.5 s cap"
     )
     killed = Stop(StopReason.BUDGET, after=3, depth=4, phase="forward0+backward0", seconds=2.0, call=0)
-    assert "backward0" not in killed.text() and "forward (call 1)+backward (call 1)" in killed.text()
+    assert "backward0" not in words.stop_text(killed) and "forward (call 1)+backward (call 1)" in words.stop_text(
+        killed
+    )
 
     report, _ = _hunt_report()
     report.findings[0].shrunk.from_size = report.findings[0].shrunk.to_size = 1

@@ -291,7 +291,7 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", 
             "unfolded into a tree)"
         )
     if mv.kind == model.MEMORY_FLAT:
-        return f"{saved} do not grow with depth ({mv.interval_text or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
+        return f"{saved} do not grow with depth ({words.memory_interval_text(mv) or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
     growth = _MEMORY_GROWTH.get(mv.kind, mv.kind)
     return f"{saved} grow {figure}: {growth}" if figure else f"{saved} {growth}"
 

@@ -72,7 +72,7 @@ def _memory_row(base: dict, result: Result) -> Row:
         why = "; ".join(mv.not_measured.values()) if mv is not None else ""
         return Row(**base, verdict=NOT_MEASURED, note=(mv.reason if mv is not None else "") or why)
     note = mv.reason if kind == INCONCLUSIVE else ""
-    return Row(**base, verdict=kind, figure=mv.interval_text, decided_by=mv.decided_by, note=note)
+    return Row(**base, verdict=kind, figure=words.memory_interval_text(mv), decided_by=mv.decided_by, note=note)
 
 
 def table(

@@ -26,8 +26,15 @@ SCHEMA = 4
 #: Schemas this adprof reads: 2 (no memory: ``memory`` is null, points carry no ``memory``/``retained``), 3 (no
 #: ``explained``: null; points carry no ``program``) and 4.
 READ_SCHEMAS = (2, 3, 4)
-#: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
-_MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
+#: Read from a memory verdict (its properties, and its sentences), written beside its fields (the loader ignores them).
+_MEMORY_DERIVED: dict[str, Callable[[MemoryVerdict], Any]] = {
+    "finding": lambda mv: mv.is_finding,
+    "summary": words.memory_summary,
+    "interval_text": words.memory_interval_text,
+    "exponent": lambda mv: mv.exponent,
+    "base": lambda mv: mv.base,
+    "bytes_per_call": lambda mv: mv.bytes_per_call,
+}
 #: The verdict's sentences written among :data:`_VERDICT_FIELDS` (the rest are its fields and properties).
 _VERDICT_WORDS: dict[str, Callable[[Verdict], str]] = {"proxy_text": words.proxy_text}
 
@@ -71,7 +78,7 @@ def _memory_to(mv: MemoryVerdict | None) -> dict[str, Any] | None:
     if mv is None:
         return None
     out = to_plain(mv)
-    out.update({name: getattr(mv, "is_finding" if name == "finding" else name) for name in _MEMORY_DERIVED})
+    out.update({name: read(mv) for name, read in _MEMORY_DERIVED.items()})
     return out
 
 

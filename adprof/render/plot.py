@@ -89,7 +89,7 @@ def _label(result: Result, memory: bool = False) -> str:
     s, v = result.series, result.verdict
     bp = f"{s.backend}/{s.profile}" if s.profile else s.backend
     if memory and v.memory is not None:
-        return f"{bp} {s.mode} ({v.memory.decided_by or '-'}): {v.memory.summary}".rstrip()
+        return f"{bp} {s.mode} ({v.memory.decided_by or '-'}): {words.memory_summary(v.memory)}".rstrip()
     src = v.fit.source if v.fit is not None else "-"
     return f"{bp} {s.mode} ({src}): {v.kind} {v.interval_text}".rstrip()
 
