@@ -179,6 +179,32 @@ def test_an_unmeasured_target_is_estimated_at_the_machines_measured_slowdown(tmp
     assert traced in search.screen("torch") and compiled not in search.screen("torch")
 
 
+def test_a_program_the_screen_cannot_run_goes_to_another_target_of_its_backend(tmp_path):
+    """torch alone: its screen (traced: a deterministic count decides) has no nested gradient, and every program
+    over the derivative order was dropped (49 of 173 in a 600 s hunt), so torch's own exponential per order
+    (eager) could never be found. Such a program goes to the backend's cheapest target that runs it (not a
+    costly one); one that no target of the backend runs is still dropped, counted as skipped."""
+    pytest.importorskip("torch", reason="torch's targets")
+    from adprof.hunt.targets import hunt_targets
+
+    targets = hunt_targets(["torch"], None, None)
+    traced, eager = Target("torch", None, "traced"), Target("torch", None, "eager")
+    search = hunt_search.Search(targets, 1, _FakeLanes(lambda s: False), tmp_path, time.monotonic() + 60)  # type: ignore[arg-type]
+    screen = search.screen("torch")
+    assert screen == [traced]
+    order = Generator((Node("tanh", (0,)),), scale="order")
+    layer = Generator((Node("tanh", (0,)),))
+    assert search.first_targets("torch", order, screen) == [eager]
+    assert search.first_targets("torch", layer, screen) == [traced]
+    engine = hunt_search.Search(hunt_targets(["engine"], None, None), 1, _FakeLanes(lambda s: False), tmp_path, 0.0)  # type: ignore[arg-type]
+    assert engine.first_targets("engine", order, engine.screen("engine")) == []  # no engine mode nests grads
+    search.max_tries = 60
+    search.run()
+    on_eager = [g for g in search.screened["torch"] if g.scale == "order"]
+    assert on_eager and all((g.key, eager) in search.evaluated for g in on_eager)
+    assert search.stats.per_target[eager.label].evaluations >= len(on_eager)
+
+
 # --------------------------------------------------------------------------- shrinking
 
 

@@ -289,12 +289,27 @@ class Search:
                 if reason:
                     skipped = self.stats.per_target[t.label].skipped
                     skipped[reason] = skipped.get(reason, 0) + 1
-            if all(why.values()):
+            if not self.first_targets(backend, gen, screen):
                 continue
             out.append(gen)
         if n and not out:
             self.given_up.add(backend)  # its screen runs nothing the language draws: said by the per-target figures
         return out
+
+    def first_targets(self, backend: str, gen: Generator, screen: Sequence[Target]) -> list[Target]:
+        """Where a new generator of ``backend`` is first evaluated: the ``screen`` targets that can run it, else
+        the backend's cheapest other target that can (not one costing more than :data:`NO_SAMPLE_SECONDS`): a
+        program its screen cannot run (a nested gradient where the cheapest mode has none) is still searched on
+        the backend, not dropped. Empty: no target of the backend runs it."""
+        where = [t for t in screen if runs_on(t, gen) is None]
+        if where:
+            return where
+        rest = [
+            t
+            for t in self.by_backend[backend]
+            if t not in screen and runs_on(t, gen) is None and self.cost(t) <= NO_SAMPLE_SECONDS
+        ]
+        return [min(rest, key=self.cost)] if rest else []
 
     def _picks(self) -> list[tuple[Target, Generator]]:
         """This generation's evaluation on each target off its backend's screen: its queue's head, else a sample
@@ -335,7 +350,7 @@ class Search:
         for b, new in gens.items():
             screen = self.screen(b)
             for gen in new:
-                where = [t for t in screen if runs_on(t, gen) is None and (gen.key, t) not in self.evaluated]
+                where = [t for t in self.first_targets(b, gen, screen) if (gen.key, t) not in self.evaluated]
                 if not where:
                     continue
                 self.stats.sent += 1
