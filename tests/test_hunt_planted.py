@@ -205,6 +205,27 @@ def test_a_program_the_screen_cannot_run_goes_to_another_target_of_its_backend(t
     assert search.stats.per_target[eager.label].evaluations >= len(on_eager)
 
 
+def test_the_check_lanes_start_their_workers_before_the_candidates_share_the_time(tmp_path):
+    """A 20 s hunt at load 12: each candidate's check had ~3 s, and its lane's worker (imports: seconds under load)
+    did not start within what was left ("worker did not start within 1 s"): every candidate was rejected as an
+    error. The check lanes' workers start once, before the candidates share the time left, within that time."""
+    from types import SimpleNamespace
+
+    from adprof.hunt.run import Hunt, HuntConfig
+
+    started: list[float] = []
+
+    class Lanes:
+        lanes = 2
+
+        def map(self, jobs):
+            return [job(SimpleNamespace(start=started.append), k) for k, job in enumerate(jobs)]
+
+    cfg = HuntConfig(targets=[], seed=0, budget=30.0, out=tmp_path / "out", workdir=tmp_path)
+    Hunt(cfg, executor=None)._start_check_workers(Lanes())  # type: ignore[arg-type]
+    assert len(started) == 2 and all(1.0 <= t <= 30.0 for t in started)
+
+
 # --------------------------------------------------------------------------- shrinking
 
 

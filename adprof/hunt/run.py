@@ -146,6 +146,7 @@ class Hunt:
                 self._emit("candidates", {"count": len(cands)})
                 if own_checks and cands:
                     self.check_executor = LanePool(self.cfg.jobs)
+                    self._start_check_workers(self.check_executor)
                 self._process(cands)
                 if not self._stopped():
                     self._refine()
@@ -186,6 +187,16 @@ class Hunt:
         )
         self.warming = threading.Thread(target=pool.run, args=([task],), name="adprof-hunt-warm-up", daemon=True)
         self.warming.start()
+
+    def _start_check_workers(self, pool: LanePool) -> None:
+        """The check lanes' workers started before the candidates share the time left: a worker's start (its
+        imports: seconds on a loaded machine) is then not charged to the first candidate's check, whose share may
+        be a few seconds (a check that could not start its worker rejected every candidate of a short hunt)."""
+
+        def start(worker: Any, lane: int) -> None:
+            worker.start(max(1.0, self._left()))
+
+        pool.map([start] * pool.lanes)  # a lane whose worker did not start (its error is the result) restarts it
 
     def _emit(self, what: str, data: dict[str, Any]) -> None:
         if self.progress is not None:
