@@ -219,7 +219,8 @@ def _exponent_part(part: MemoryPart, mv: model.MemoryVerdict) -> tuple[str, str]
     what += " against its program's intermediates" if part.excess else ""
     measured = f"{what} depth^{part.exponent:.2f} over depths {depths}"
     if part.ok:
-        return measured, f"{mv.growth}: {what} grow as depth^{part.exponent:.2f} <= {part.top:.2f} ({span})"
+        label = mv.kind if part.excess else mv.growth  # scale34 (#34): the excess held is named by its own reading
+        return measured, f"{label}: {what} grow as depth^{part.exponent:.2f} <= {part.top:.2f} ({span})"
     return measured, (
         f"{what} limited to depth^{limit:g}{slack} but grow as depth^{part.exponent:.2f} over depths {depths}: {span}"
     )
