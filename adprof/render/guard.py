@@ -21,7 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from adprof import model
+from adprof import model, words
 from adprof.guard.limits import GuardLimits
 from adprof.guard.outcome import (
     ADVICE_FACTOR,
@@ -54,7 +54,7 @@ def missing_depths_text(result: Result, missing: MissingDepths) -> str:
     """One line: which planned depths are missing, why, and what would measure them."""
     s = result.series
     stop, budget, depths = s.stop, missing.budget, missing.depths
-    why = f" ({stop.text()})" if stop is not None else ""
+    why = f" ({words.stop_text(stop)})" if stop is not None else ""
     head = f"depth{'s' if len(depths) > 1 else ''} {depth_ranges(depths)} not measured{why}"
     if stop is not None and stop.reason in (model.StopReason.CAP, model.StopReason.PREDICTED_CAP):
         need = max(stop.seconds or 0.0, stop.limit or 0.0)
@@ -106,7 +106,7 @@ def limit_text(check: GuardCheck) -> str:
 
 def _hang_text(result: Result) -> str:
     v, stop = result.verdict, result.series.killed
-    why = v.reason if v.kind == model.RUNAWAY else model.killed_text(stop) if stop is not None else ""
+    why = v.reason if v.kind == model.RUNAWAY else words.killed_text(stop) if stop is not None else ""
     return why or "a point was stopped far past its prediction"
 
 
@@ -325,7 +325,9 @@ def evidence_lines(check: GuardCheck) -> list[str]:
     v = check.result.verdict
     lines = [f"{check.label}: {v.kind}" + (f" ({check.metric})" if check.metric else "")]
     if check.memory is not None and v.memory is not None:
-        lines[0] += f"; memory {v.memory.summary}" + (f" ({v.memory.decided_by})" if v.memory.decided_by else "")
+        lines[0] += f"; memory {words.memory_summary(v.memory)}" + (
+            f" ({v.memory.decided_by})" if v.memory.decided_by else ""
+        )
     if check.baseline_ref is not None:
         lines.append("  baseline   " + baseline_text(check))
     lines.append("  - limit    " + limit_text(check))
