@@ -4,7 +4,8 @@ layers that are healthy (one use of the previous value per layer), and the patho
 ``mlp``: y <- tanh(y @ W); ``gated``: y <- y * tanh(y @ W) (4x8, float64); ``linear_relu``: torch.nn.Linear + relu
 (torch only); ``hooked``: a gradient hook per layer whose pure-Python loop grows with the layer (torch only: a
 quadratic backward that only time sees); ``fib``: a Fibonacci-like unroll (each layer adds the two before it:
-the traced graph is a DAG, the value count doubles in a tree-walking transform); ``square``: y <- (y*y)*0.5 (two uses per layer).
+the traced graph is a DAG, the value count doubles in a tree-walking transform); ``square``: y <- (y*y)*0.5
+(two uses per layer).
 """
 
 from __future__ import annotations
