@@ -248,6 +248,7 @@ def main() -> None:
     ap.add_argument("--trees", default="", help="label=path,... source trees run side by side (default: this one)")
     ap.add_argument("--reread", default="", help=f"comma-separated offline re-read variants: {', '.join(VARIANTS)}")
     ap.add_argument("--json", default="")
+    ap.add_argument("--keep", default="", help="a directory: every run's JSON report is kept there")
     a = ap.parse_args()
     only = {x for x in a.only.split(",") if x}
     cases = [c for c in CASES if not only or c.group in only or c.name in only or f"{c.group}/{c.name}" in only]
@@ -297,6 +298,11 @@ def main() -> None:
                                 )
                             row["reread"] = {v: list(kc) for v, kc in again.items()}
                             line += "; " + ", ".join(f"{v}: {k} {code}" for v, (k, code) in again.items())
+                        if a.keep and o.report is not None:
+                            keep = Path(a.keep) / f"{cond}-{c.group}-{c.name}-{label}-{i + 1}.json"
+                            keep.parent.mkdir(parents=True, exist_ok=True)
+                            keep.write_text(json.dumps(o.report))
+                            row["report"] = str(keep)
                         rows.append(row)
                         print(line)
                         sys.stdout.flush()
