@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adprof.analysis.classify import assess_series
+from adprof.analysis.costs import CPU_CLOCK, cpu_clock, fit_cost
 from adprof.analysis.growth import fit_growth
 from adprof.backends import base
 from adprof.backends.peer_common import eager_summary
@@ -21,7 +22,7 @@ from adprof.measure import series as series_mod
 from adprof.measure.config import MeasureConfig
 from adprof.measure.series import MAX_OPEN_PASSES, SeriesSpec, pass_order, point_from_dict, run_series
 from adprof.measure.time_schedule import MIN_PASSES, SWEEP
-from adprof.model import Point, ScheduleEnd
+from adprof.model import Point, ScheduleEnd, Series
 from adprof.plain import to_plain
 
 DEPTHS = (2, 4, 8, 16, 32)
@@ -170,3 +171,50 @@ def test_measure_phase_records_cpu_samples_and_they_survive_json():
     assert all(c >= 0 for c in pt.cpu_samples["run"])
     again = point_from_dict(to_plain(pt))
     assert again.cpu_samples == pt.cpu_samples
+
+
+# --------------------------------------------------------------------------- the CPU clock where it covers the wall
+
+
+def _timed_series(walls: dict[int, list[float]], cpus: dict[int, list[float]] | None) -> Series:
+    points = []
+    for d, w in walls.items():
+        p = Point(depth=d, times={"backward": min(w)}, samples={"backward": list(w)})
+        if cpus is not None:
+            p.cpu_samples = {"backward": list(cpus[d])}
+        points.append(p)
+    return Series("c", "torch", None, "eager", points=points)
+
+
+SLOWDOWNS = st.lists(st.floats(min_value=0.0, max_value=5.0, allow_subnormal=False), min_size=5, max_size=5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(slow=st.lists(SLOWDOWNS, min_size=5, max_size=5))
+def test_where_cpu_covers_the_wall_the_fit_reads_the_cpu_time_whatever_the_preemptions(slow):
+    depths = [2, 4, 8, 16, 32]
+    cpus = {d: [1e-4 + 2e-5 * d * (1 + 0.01 * i) for i in range(5)] for d in depths}
+    # preemption only adds wall time; the fastest run of each depth was not preempted (it covers its CPU time)
+    walls = {d: [c * (1 + s) for c, s in zip(cpus[d], row, strict=True)] for d, row in zip(depths, slow, strict=True)}
+    for d in depths:
+        i = min(range(5), key=lambda k: cpus[d][k])
+        walls[d][i] = cpus[d][i]
+        walls[d] = [max(w, walls[d][i]) for w in walls[d]]
+    s = _timed_series(walls, cpus)
+    assert cpu_clock(s, ("backward",))
+    fit = fit_cost(s, ("backward",), "time", bootstrap=False)
+    assert fit is not None and fit.clock == CPU_CLOCK
+    assert fit.values == pytest.approx([min(cpus[d]) for d in depths])
+
+
+def test_the_wall_clock_where_cpu_time_is_missing_or_does_not_cover_it():
+    depths = [2, 4, 8, 16, 32]
+    walls = {d: [1e-4 * d, 1.1e-4 * d] for d in depths}
+    assert not cpu_clock(_timed_series(walls, None), ("backward",))  # no CPU samples (an older report)
+    threads = {d: [0.3 * w for w in walls[d]] for d in depths}  # the work runs on other threads: 30% here
+    s = _timed_series(walls, threads)
+    assert not cpu_clock(s, ("backward",))
+    fit = fit_cost(s, ("backward",), "time", bootstrap=False)
+    assert fit is not None and fit.clock != CPU_CLOCK and fit.values == pytest.approx([min(walls[d]) for d in depths])
+    short = {d: c[:1] for d, c in threads.items()}  # not one CPU reading per run: never mixed
+    assert not cpu_clock(_timed_series(walls, {d: [w[0]] for d, w in walls.items()} | short), ("backward",))
