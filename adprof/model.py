@@ -598,7 +598,9 @@ class Explained:
     ratios: list[float] = field(default_factory=list)
     ratio_of: str = ""
     ratio_slope: float | None = None  # log-log slope of the ratio against depth (Theil-Sen)
-    ratio_flat: bool | None = None  # slope < RATIO_FLAT: flat or falling, bounded (None: fewer than three ratios)
+    #: Not confidently growing: the slope's 95% interval (Sen's) reaches under RATIO_FLAT; flat or falling, bounded
+    #: (None: fewer than three ratios)
+    ratio_flat: bool | None = None
     #: Whose cost: the forward's own phase that outgrows the program the same way ("" when none does).
     forward_phase: str = ""
     forward_fit: Fit | None = None

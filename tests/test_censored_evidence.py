@@ -26,6 +26,7 @@ from adprof.measure.client import WorkerTimeout
 from adprof.measure.config import MeasureConfig
 from adprof.measure.series import SeriesSpec, run_series
 from adprof.model import CensorReason, Point, PointStatus, Result, Series, Stop, StopReason
+from adprof.render.guard import measured_text, reason_text
 from adprof.report import build_report
 
 OVERHEAD = 0.003  # seconds of a point's wall outside its phases (gc, sleeps, the request)
@@ -156,8 +157,8 @@ def test_missing_planned_depths_fail_the_guard_with_the_budget_that_would_measur
     r = Result(s, decide(s))
     assert r.verdict.kind == model.LINEAR and missing_depths(r) == [9, 10, 11, 12]
     c = check_result(r, GuardLimits(), budget=30.0)
-    assert not c.ok and c.measured == "missing depths"
-    assert "depths 9-12 not measured" in c.reason and "--budget" in c.reason
+    assert not c.ok and measured_text(c) == "missing depths"
+    assert "depths 9-12 not measured" in reason_text(c) and "--budget" in reason_text(c)
 
 
 # --------------------------------------------------------------------- the series runner, on a simulated clock

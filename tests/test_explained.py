@@ -242,14 +242,15 @@ def test_the_guards_limits_hold_the_excess_and_absolute_the_raw_growth(tmp_path)
     ``--absolute`` (pyproject ``absolute = true``, the fixture's ``absolute=``) holds the raw d^2 and fails."""
     from adprof.cli import parse_command
     from adprof.guard import GuardLimits, check_result, memory_check
+    from adprof.render.guard import measured_text, reason_text
 
     s = series(POWER_DEPTHS, lambda d: 5 * d**2 + 3, lambda d: 40.0 * d**2, lambda d: 2.0 * d**2,
                intermediates=lambda d: 64.0 * d**2, saved=lambda d: 32.0 * d**2)  # fmt: skip
     r = Result(series=s, verdict=read(s))
     held = check_result(r, GuardLimits(max_exponent=1.3, max_memory_exponent=1.2))
-    assert held.ok and "against its program" in held.reason
+    assert held.ok and "against its program" in reason_text(held)
     raw = check_result(r, GuardLimits(max_exponent=1.3, absolute=True))
-    assert not raw.ok and "2.00" in raw.measured
+    assert not raw.ok and "2.00" in measured_text(raw)
     assert memory_check(r, GuardLimits(max_memory_exponent=1.2)).ok
     assert not memory_check(r, GuardLimits(max_memory_exponent=1.2, absolute=True)).ok
     linear = series(POWER_DEPTHS, lambda d: 5 * d**2, lambda d: 100.0 * d, lambda d: 100.0 * d)

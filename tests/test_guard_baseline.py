@@ -17,7 +17,17 @@ from hypothesis import strategies as st
 from adprof import model
 from adprof.comparison import MEMORY_SEVERITY, SEVERITY, Side, State, classify, classify_memory
 from adprof.guard import GuardLimits, GuardReport, check_against_baseline, guard_checks
-from adprof.render.guard import guard_markdown, junit_xml, xml_safe
+from adprof.render.guard import (
+    baseline_text,
+    guard_markdown,
+    junit_xml,
+    limit_text,
+    measured_text,
+    memory_limit_text,
+    memory_reason_text,
+    reason_text,
+    xml_safe,
+)
 from tests.compare_helpers import EXPONENTIAL, NO_FIT, report, result
 from tests.extras import require
 
@@ -29,20 +39,20 @@ DECIDED = [k for k in SEVERITY if k not in NO_FIT]
 def test_a_linear_baseline_may_not_become_superlinear():
     base = result(kind=model.LINEAR, rate=1.0, interval=(0.99, 1.01))
     worse = check_against_baseline(result(kind=model.SUPERLINEAR_TRANSFORM, rate=1.5), base, LIMITS)
-    assert not worse.ok and "worse than the baseline's linear" in worse.reason
-    assert "linear d^1.00" in worse.baseline
+    assert not worse.ok and "worse than the baseline's linear" in reason_text(worse)
+    assert "linear d^1.00" in baseline_text(worse)
     drift = check_against_baseline(result(kind=model.LINEAR, rate=1.12), base, LIMITS)
-    assert not drift.ok and "1.12 > 1.11" in drift.reason  # the interval's top 1.01 + 0.1
+    assert not drift.ok and "1.12 > 1.11" in reason_text(drift)  # the interval's top 1.01 + 0.1
     assert check_against_baseline(result(kind=model.LINEAR, rate=1.05), base, LIMITS).ok
 
 
 def test_an_exponential_baseline_allows_its_own_base_and_no_more():
     base = result(kind=model.EXPONENTIAL_TRANSFORM, rate=2.0, interval=(1.99, 2.01))
     same = check_against_baseline(result(kind=model.EXPONENTIAL_TRANSFORM, rate=2.05), base, LIMITS)
-    assert same.ok and "base at most 2.11" in same.limit  # the normal limits (max base 1.1) would fail it
+    assert same.ok and "base at most 2.11" in limit_text(same)  # the normal limits (max base 1.1) would fail it
     assert not check_against_baseline(result(kind=model.EXPONENTIAL_TRANSFORM, rate=2.05), None, LIMITS).ok
     more = check_against_baseline(result(kind=model.EXPONENTIAL_TRANSFORM, rate=2.2), base, LIMITS)
-    assert not more.ok and "base 2.20 > 2.11" in more.reason
+    assert not more.ok and "base 2.20 > 2.11" in reason_text(more)
     assert check_against_baseline(result(kind=model.LINEAR, rate=1.0), base, LIMITS).ok  # better
     looser = check_against_baseline(result(kind=model.EXPONENTIAL_TRANSFORM, rate=2.2), base, LIMITS, tolerance=0.3)
     assert looser.ok
@@ -51,19 +61,21 @@ def test_an_exponential_baseline_allows_its_own_base_and_no_more():
 def test_a_series_without_baseline_figures_gets_the_normal_limits_and_says_so():
     new = result(kind=model.LINEAR, rate=1.2)
     absent = check_against_baseline(new, None, LIMITS, where="the baseline b.json")
-    assert absent.ok and absent.baseline == "not in the baseline b.json: the normal limits"
-    assert "max exponent 1.30" in absent.limit
+    assert absent.ok and baseline_text(absent) == "not in the baseline b.json: the normal limits"
+    assert "max exponent 1.30" in limit_text(absent)
     inconclusive = check_against_baseline(new, result(kind=model.INCONCLUSIVE, rate=1.0), LIMITS)
-    assert inconclusive.ok and "reads inconclusive, without figures: the normal limits" in inconclusive.baseline
+    assert inconclusive.ok and "reads inconclusive, without figures: the normal limits" in baseline_text(inconclusive)
     errored = check_against_baseline(result(kind=model.LINEAR, rate=1.5), result(kind=model.ERROR, rate=None), LIMITS)
-    assert not errored.ok and "the normal limits" in errored.baseline  # 1.5 > max exponent 1.3
+    assert not errored.ok and "the normal limits" in baseline_text(errored)  # 1.5 > max exponent 1.3
 
 
 def test_an_undecided_series_fails_against_any_baseline():
     base = result(kind=model.LINEAR, rate=1.0)
     for kind in (model.INCONCLUSIVE, model.ERROR, model.RUNAWAY):
         check = check_against_baseline(result(kind=kind, rate=None if kind in NO_FIT else 1.0), base, LIMITS)
-        assert not check.ok and check.measured == {"runaway": "runaway", "error": "error"}.get(kind, "inconclusive")
+        assert not check.ok and measured_text(check) == {"runaway": "runaway", "error": "error"}.get(
+            kind, "inconclusive"
+        )
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)
@@ -82,7 +94,7 @@ def test_the_baseline_guard_fails_exactly_where_compare_says_regressed(before, a
     new = result(kind=after, rate=rate_a)
     check = check_against_baseline(new, base, LIMITS, tolerance=tol)
     state, _ = classify(Side.of(base), Side.of(new), tol)
-    assert check.ok == (state is not State.REGRESSED), (check.reason, state)
+    assert check.ok == (state is not State.REGRESSED), (reason_text(check), state)
 
 
 def test_guard_checks_pair_the_baseline_as_compare_does():
@@ -93,7 +105,7 @@ def test_guard_checks_pair_the_baseline_as_compare_does():
     )
     guard = guard_checks(measured, LIMITS, baseline, 0.1, "the baseline b.json")
     assert [c.ok for c in guard.checks] == [True, False]
-    assert guard.checks[1].baseline == "not in the baseline b.json: the normal limits"
+    assert baseline_text(guard.checks[1]) == "not in the baseline b.json: the normal limits"
     assert guard.report is measured
 
 
@@ -111,7 +123,9 @@ def test_a_baseline_guard_fails_a_memory_regression_the_time_verdict_does_not_sh
     guard = guard_checks(report(worse), LIMITS, report(base), 0.1, "the baseline b.json")
     (check,) = guard.checks
     assert check.time_ok and not check.ok and check.memory is not None and not check.memory.ok
-    assert "worse memory verdict" in check.memory.reason and "the baseline b.json's memory linear" in check.memory.limit
+    assert "worse memory verdict" in memory_reason_text(
+        check
+    ) and "the baseline b.json's memory linear" in memory_limit_text(check)
     same = _with_memory(result(kind=model.LINEAR, rate=1.0), model.MEMORY_LINEAR, 1.05)
     assert guard_checks(report(same), LIMITS, report(base), 0.1).ok
     unmeasured = result(kind=model.LINEAR, rate=1.0)  # this report did not measure memory: nothing to compare

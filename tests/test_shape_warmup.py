@@ -14,7 +14,7 @@ import pytest
 from adprof.backends.peer_common import measure_eager
 from adprof.chain import chain
 from adprof.measure import client
-from adprof.measure.series import compiles_per_shape, doublings, without_warmup
+from adprof.measure.series import compiles_per_shape, doublings, shapes_within, warmup_seconds, without_warmup
 from adprof.model import WARMUP_PHASE, Point
 
 
@@ -119,6 +119,18 @@ def test_wall_without_warmup_and_thinning() -> None:
     grid = [8, 10, 13, 16, 20, 25, 32, 40, 50, 64, 81, 102, 128]
     assert doublings(grid, 8) == [8, 16, 32, 64, 128]
     assert doublings([8, 10, 13, 16, 20, 25, 32, 40, 50], 8) == [8, 16, 32, 50]
+
+
+def test_fewer_shapes_where_the_share_cannot_afford_every_compile() -> None:
+    """Every new shape compiles (JAX eager: 25-39 compiles, seconds each under load): where the share affords fewer
+    points than the doublings, they are spread from the first to the deepest depth, which is always reached; never
+    fewer than three (a law, and the program's, are read over three)."""
+    grid = [8, 10, 13, 16, 20, 25, 32, 40, 50, 64, 81, 102, 128, 161, 203, 256]
+    assert shapes_within(grid, 8, 10) == [8, 16, 32, 64, 128, 256]  # room for all: the doublings
+    assert shapes_within(grid, 8, 4) == [8, 25, 81, 256]  # geometric over the planned depths: x3.2 each
+    assert shapes_within(grid, 8, 0) == shapes_within(grid, 8, 3) == [8, 50, 256]
+    assert warmup_seconds(Point(depth=8, warmup={"seconds": 5.0, "compiles": 36})) == 5.0
+    assert warmup_seconds(Point(depth=8, warmup={"once": 2.0})) == 0.0  # a one-time warm-up is no per-shape cost
 
 
 def test_a_warmup_has_its_own_timeout() -> None:

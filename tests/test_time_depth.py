@@ -27,6 +27,7 @@ from adprof.analysis.knee import find_knee
 from adprof.measure.plan import plan_series
 from adprof.measure.time_schedule import FILL, TimeSchedule
 from adprof.model import Fit, Point, ScheduleEnd, Series
+from adprof.render.guard import measured_text, reason_text
 from adprof.render.jsonout import result_to_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,11 +279,11 @@ def test_a_knee_verdicts_rate_and_interval_come_from_one_fit_in_json_and_compare
     from adprof.guard import GuardLimits, check_result
 
     check = check_result(r, GuardLimits())  # the guard says which law it held to the limit
-    assert not check.ok and check.measured == "base 3.50 per layer past depth 4", check.measured
+    assert not check.ok and measured_text(check) == "base 3.50 per layer past depth 4", measured_text(check)
     v.kind, v.fit = model.SUPERLINEAR_TRANSFORM, Fit(metric="time", kind="superlinear", exponent=1.5)
     v.knee.after = Fit(metric="time", kind="superlinear", exponent=2.0, interval=[1.9, 2.1])
     check = check_result(r, GuardLimits())
-    assert "cost ~ (depth - 4)^2.00" in check.reason and check.measured == "exponent 2.00 past depth 4"
+    assert "cost ~ (depth - 4)^2.00" in reason_text(check) and measured_text(check) == "exponent 2.00 past depth 4"
 
 
 def test_the_schedule_measures_past_a_knee_first():

@@ -312,3 +312,85 @@ def test_a_constant_is_flat_over_a_wide_span_and_inconclusive_over_a_narrow_one(
         values = [[1e-3 * (1 + 0.05 * rng.random()) for _ in range(3)] for _ in depths]
         fit = fit_growth(depths, values, source="time", seed=3)
         assert fit.kind == kind, (depths, fit.kind, fit.interval, fit.notes, fit.reason)
+
+
+# -- read against the program (issue #34) ---------------------------------------------------------------------------
+
+
+def _eager(depth: int, cost: float, flops: float | None) -> Point:
+    """An eager point (cost phase: backward) carrying its program's arithmetic (``flops``; None: no figures)."""
+    pt = Point(depth=depth, times={"forward": 0.5 * cost, "backward": cost})
+    if flops is not None:
+        pt.program = {"ops": 12.0, "flops": flops, "bytes": 8.0 * flops, "intermediate_bytes": 4.0 * flops}
+    return pt
+
+
+def _quadratic(depth: int) -> float:
+    """A healthy program whose arithmetic grows d²: its backward costs an overhead plus a constant per FLOP."""
+    return 1e-3 + 6e-5 * depth**2
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["against-arithmetic", "raw"])
+def test_a_healthy_quadratic_arithmetic_doubles_to_the_cap_when_read_against_it(read):
+    """d² arithmetic, its cost a constant per FLOP: from 8..64 the next doubling (128: 0.98 s, under the 1.5 s cap)
+    is predicted as the arithmetic grows (about x4), not as the steep per-layer rate a d² series shows from a shallow
+    depth (x16: over the cap, a runaway it is not). Without program figures the raw reading stays as it was."""
+    sched = TimeSchedule(8, 256, "eager", CAP, TIMEOUT)
+    pts = [_eager(d, _quadratic(d), 100.0 * d * d + 50.0 * d if read else None) for d in (8, 16, 32, 64)]
+    step = sched.next_step(pts, None)
+    assert step is not None and step.why in (EXPLORE, "deepen")
+    if read:
+        assert step.depth == 128, step
+        assert _quadratic(128) <= step.expected < 1.5 * _quadratic(128), step  # still pessimistic, not a runaway
+    else:
+        assert step.depth < 100 and step.expected > 2 * _quadratic(step.depth), step  # today's raw reading
+    assert (sched.doubling_cost(pts) < 1.5 * 4 * _quadratic(128)) is read  # extend() reads the same
+
+
+def test_an_excess_over_the_arithmetic_is_still_extrapolated_steeply():
+    """A cost that outgrows its d² arithmetic by x1.05 per layer: the excess is continued at its own rate (never
+    under the true cost), so a runaway over the program is still stopped before it passes the cap."""
+    from adprof.measure.time_schedule import explanation
+
+    def cost(d: int) -> float:
+        return 1e-3 + 1e-6 * d * d * 1.05**d
+
+    sched = TimeSchedule(8, 256, "eager", CAP, TIMEOUT)
+    pts = [_eager(d, cost(d), 100.0 * d * d) for d in (8, 16, 32, 64)]
+    ex = explanation(pts, "eager")
+    assert ex is not None and ex.figure == "flops" and ex.exponent == pytest.approx(2.0)
+    step = sched.next_step(pts, None)
+    assert step is not None and step.expected >= cost(step.depth), step
+    assert step.depth < 128  # x1.05^64 more: far over the cap at 128
+
+
+def test_a_linear_program_reads_the_raw_costs_as_before():
+    """A program that grows linearly explains nothing: the schedule is exactly today's."""
+    from adprof.measure.time_schedule import explanation
+
+    linear = [_eager(d, _quadratic(d), 100.0 * d + 7) for d in (8, 16, 32, 64)]
+    bare = [_eager(d, _quadratic(d), None) for d in (8, 16, 32, 64)]
+    assert explanation(linear, "eager") is None
+    a, b = TimeSchedule(8, 256, "eager", CAP, TIMEOUT), TimeSchedule(8, 256, "eager", CAP, TIMEOUT)
+    assert a.next_step(linear, None) == b.next_step(bare, None)
+    # a transform is read against the program's size (its ops), not its arithmetic: constant ops explain nothing
+    traced = [
+        Point(depth=d, times={"transform": _quadratic(d)}, program={"ops": 12.0, "flops": 1.0 * d * d}) for d in (8, 16)
+    ]
+    assert explanation(traced, "traced") is None
+
+
+def test_a_model_reading_a_runaway_through_a_quadratic_arithmetic_is_bounded_by_the_excess():
+    """An exponential model fitted to the raw costs of a d² arithmetic (an overhead hides the law at shallow depths)
+    predicts a runaway one doubling deeper; read against the arithmetic, its prediction is bounded by the steepest law
+    of the excess (flat here): at most twice the arithmetic's own growth."""
+    depths = (8, 16, 32, 64)
+    fit = Fit(metric="t", kind="exponential", model="a + c*b^d", base=1.045, overhead=1e-3, scale=_quadratic(64) - 1e-3)
+    fit.depths, fit.predicts = list(depths), True
+    with_program = TimeSchedule(8, 256, "eager", CAP, TIMEOUT)
+    bare = TimeSchedule(8, 256, "eager", CAP, TIMEOUT)
+    with_program.frontier([_eager(d, _quadratic(d), 100.0 * d * d) for d in depths], fit)
+    bare.frontier([_eager(d, _quadratic(d), None) for d in depths], fit)
+    read, raw = with_program.model_prediction(fit, 128), bare.model_prediction(fit, 128)
+    assert read is not None and raw is not None
+    assert read <= 2 * 4 * _quadratic(64) < raw

@@ -68,7 +68,7 @@ from adprof.analysis.jumps import (
     time_jumps,
     whole_point_time,
 )
-from adprof.analysis.knee import MIN_AFTER, find_knee
+from adprof.analysis.knee import MIN_AFTER, find_knee, one_law_suffices
 from adprof.analysis.models import B_MAX, P_MAX
 from adprof.analysis.phases import growing_phase
 from adprof.analysis.structure import Structure, disagreement_reason
@@ -359,6 +359,10 @@ def _knee(v: Verdict, series: Series, fit: Fit, backward_kind: bool) -> None:
     decided = after is not None and after.kind in rank
     if growing and not (after is not None and decided and rank.index(after.kind) >= rank.index(fit.kind)):
         return  # the whole series reads a growth no law past a knee exceeds: the whole reading stands
+    if growing and one_law_suffices(fit, knee):
+        # one law fits every depth as well as the knee's two (1 + (d/128)^1.5 reads "flat up to 23, then d^1.61"
+        # past it, and d^1.50 exactly over all): the whole reading is the truth, its figure the verdict's
+        return
     if growing and after is not None and after.kind == fit.kind and _rate_within(fit, after):
         # one law over all the depths, its rate within that of the law past the "knee" (an exponential under an
         # overhead is flat, then grows: a + c*b^d over every depth reads b, the few depths past the knee about b)

@@ -176,6 +176,28 @@ def ratio_slope(depths: Sequence[int], ratios: Sequence[float]) -> float | None:
     return slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2
 
 
+#: Two-sided normal quantile of Sen's interval on the ratio's slope (95%).
+RATIO_Z = 1.96
+
+
+def ratio_slope_low(depths: Sequence[int], ratios: Sequence[float]) -> float | None:
+    """The lower end of Sen's 95% interval on the Theil-Sen slope (:func:`ratio_slope`): the pairwise slope of rank
+    ``(N - z sqrt(var S)) / 2`` of the ``N`` sorted ones, ``var S`` Kendall's ``n(n-1)(2n+5)/18``. Exact ratios give
+    the slope itself; a timed ratio is called growing only where its slope is confidently over :data:`RATIO_FLAT`
+    (one slow run of a few milliseconds moves it, not the reading)."""
+    pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
+    if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
+        return None
+    pts = [(math.log(d), math.log(r)) for d, r in pairs]
+    slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
+    if not slopes:
+        return None
+    n = len(pts)
+    c = RATIO_Z * math.sqrt(n * (n - 1) * (2 * n + 5) / 18.0)
+    rank = int((len(slopes) - c) / 2.0)
+    return slopes[min(max(rank, 0), len(slopes) - 1)]
+
+
 def _growth_key(fit: Fit) -> tuple[int, float]:
     """Order program figures by growth: exponentials first (by base), then power laws (by exponent)."""
     if fit.kind == "exponential" and fit.base is not None:
@@ -252,13 +274,14 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
     if not fits and not ratios:
         return None
     slope = ratio_slope(depths, ratios)
+    low = ratio_slope_low(depths, ratios)
     ex = Explained(
         program_fits=fits,
         ratio_depths=depths,
         ratios=ratios,
         ratio_of=of,
         ratio_slope=slope,
-        ratio_flat=None if slope is None else slope < RATIO_FLAT,
+        ratio_flat=None if slope is None or low is None else low < RATIO_FLAT,
         raw_kind=verdict.kind,
     )
     ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
@@ -289,7 +312,8 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
     backward = verdict.kind in _BACKWARD_KINDS or series.mode == "eager"
     head = f"the program grows {ex.program_text}"
     line = f"{head}; read against it the cost grows {ex.excess_text or kind} ({kind})"
-    if kind == "inconclusive" and ex.ratio_flat and iv is not None and iv[0] < SUPERLINEAR_MIN:
+    flat = ex.ratio_slope is not None and ex.ratio_slope < RATIO_FLAT  # the estimate itself, not its interval
+    if kind == "inconclusive" and flat and iv is not None and iv[0] < SUPERLINEAR_MIN:
         # noisy time, undecided against the arithmetic: the gradient against its forward decides (it does not
         # outgrow it: the ratio stays flat), where it does not confidently outgrow the arithmetic either
         kind = ex.excess_kind = "linear"

@@ -21,7 +21,7 @@ from adprof.analysis.growth import fit_growth
 from adprof.analysis.models import predict
 from adprof.model import Fit, Knee
 
-__all__ = ["KNEE_EXCESS", "MIN_AFTER", "MIN_BEFORE", "find_knee"]
+__all__ = ["KNEE_EXCESS", "MIN_AFTER", "MIN_BEFORE", "find_knee", "one_law_suffices"]
 
 MIN_BEFORE = 4  # depths up to the knee (inclusive) that read linear
 MIN_AFTER = 3  # depths past the knee that read the law after it
@@ -30,6 +30,12 @@ EXACT_EXCESS = 1e-6  # exact values: an excess above rounding
 LINE_RESIDUAL = 0.1  # noisy values: the straight line up to the knee misses no depth by more than this share
 EXACT_RESIDUAL = 0.03  # exact values: a compiler's counts wobble a little about a line
 REFINE_SPLITS = 12  # noisy values: the splits tried below the deepest that holds
+#: A knee (two laws) is read only where it misses the depths this many times less than one law over all of them
+#: (root mean square of the relative misses): the knee's line and law have more freedom, and fit a little better
+#: even where one law is the whole truth (an overhead plus a power law reads "flat, then growing").
+KNEE_BETTER = 2.0
+#: Misses below this (relative, root mean square) are rounding: one law that close is the whole truth.
+FIT_ROUNDING = 1e-3
 
 
 def _line(depths: list[int], values: list[float], fit: Fit) -> Fit | None:
@@ -131,3 +137,47 @@ def find_knee(fit: Fit) -> Knee | None:
     else:
         knee.after_reason = f"{len(past_d)} depth{'s' if len(past_d) > 1 else ''} past it (need {MIN_AFTER})"
     return knee
+
+
+def _rms(misses: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in misses) / len(misses)) if misses else math.inf
+
+
+def _law_misses(fit: Fit) -> list[float]:
+    """The relative miss of one law (the whole series' fit) at each of its depths."""
+    out = []
+    for d, y in zip(fit.depths, fit.values, strict=True):
+        m = predict(fit, d)
+        if m is None or not math.isfinite(m) or y <= 0:
+            return []
+        out.append(m / y - 1)
+    return out
+
+
+def _knee_misses(fit: Fit, knee: Knee) -> list[float]:
+    """The relative miss of the knee's two laws (its line up to it, the line plus the law of the excess past it)."""
+    out = []
+    for d, y in zip(fit.depths, fit.values, strict=True):
+        line = predict(knee.before, d)
+        if line is None or not math.isfinite(line) or y <= 0:
+            return []
+        if d > knee.depth:
+            if knee.after is None:
+                return []
+            extra = predict(knee.after, d - knee.depth)
+            if extra is None or not math.isfinite(extra):
+                return []
+            line += extra
+        out.append(line / y - 1)
+    return out
+
+
+def one_law_suffices(fit: Fit, knee: Knee) -> bool:
+    """One law over every depth (``fit``) explains the series about as well as the knee's two laws: it misses no
+    more than rounding, or no more than :data:`KNEE_BETTER` times what the knee misses. Then there is no change of
+    regime to read: an overhead plus a power law is flat, then grows, and its whole reading is the truth."""
+    whole = _rms(_law_misses(fit))
+    if whole <= FIT_ROUNDING:
+        return True
+    two = _rms(_knee_misses(fit, knee))
+    return math.isfinite(two) and whole <= KNEE_BETTER * two

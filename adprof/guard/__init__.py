@@ -25,7 +25,6 @@ Limits come from, in order: explicit arguments, a ``@pytest.mark.adprof_guard(..
 from __future__ import annotations
 
 from adprof.guard.checks import (
-    ADVICE_FACTOR,
     check_against_baseline,
     check_result,
     guard_checks,
@@ -48,7 +47,23 @@ from adprof.guard.limits import (
     pyproject_path,
 )
 from adprof.guard.memory import memory_check, with_baseline_memory, with_memory
-from adprof.guard.outcome import GuardCheck, GuardReport, MemoryCheck
+from adprof.guard.outcome import (
+    ADVICE_FACTOR,
+    BaselineRef,
+    BaselineRule,
+    BaselineState,
+    GuardCheck,
+    GuardReport,
+    MemoryBaseline,
+    MemoryCheck,
+    MemoryLimit,
+    MemoryPart,
+    MemoryState,
+    MissingDepths,
+    Noise,
+    Outcome,
+    Reading,
+)
 from adprof.guard.plan import (
     DEFAULT_DEPTHS,
     GUARD_BUDGET,
@@ -75,11 +90,22 @@ __all__ = [
     "GUARD_COUNTER_BUDGET",
     "LIMIT_KEYS",
     "TIME_TOLERANCE",
+    "BaselineRef",
+    "BaselineRule",
+    "BaselineState",
     "GuardCheck",
     "GuardConfigError",
     "GuardLimits",
     "GuardReport",
+    "MemoryBaseline",
     "MemoryCheck",
+    "MemoryLimit",
+    "MemoryPart",
+    "MemoryState",
+    "MissingDepths",
+    "Noise",
+    "Outcome",
+    "Reading",
     "check_against_baseline",
     "check_result",
     "choose_limits",

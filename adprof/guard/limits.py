@@ -114,15 +114,6 @@ class GuardLimits:
         """A memory limit is set: the guard measures memory (``--memory``) and checks it."""
         return self.max_memory_exponent is not None or self.max_leak is not None
 
-    def memory_text(self) -> str:
-        """``max memory exponent 1.2, max leak 1.0 MiB per call`` ("" without memory limits)."""
-        parts = []
-        if self.max_memory_exponent is not None:
-            parts.append(f"max memory exponent {self.max_memory_exponent:g}")
-        if self.max_leak is not None:
-            parts.append(f"max leak {model.fmt_bytes(self.max_leak)} per call")
-        return ", ".join(parts)
-
     @classmethod
     def from_pyproject(cls, start: Path | None = None) -> GuardLimits:
         """Limits from the nearest ``pyproject.toml``'s ``[tool.adprof.guard]`` (defaults if none).

@@ -5,106 +5,62 @@ from __future__ import annotations
 from adprof import model
 from adprof.comparison import Side, State, classify_memory
 from adprof.guard.limits import TIME_TOLERANCE, GuardLimits
-from adprof.guard.outcome import GuardCheck, MemoryCheck
+from adprof.guard.outcome import (
+    GuardCheck,
+    MemoryBaseline,
+    MemoryCheck,
+    MemoryLimit,
+    MemoryPart,
+    MemoryState,
+    memory_verdict_of,
+)
 from adprof.model import Result
-from adprof.util.text import depth_ranges, range_text
-
-
-def _bytes_span(fit: model.Fit) -> str:
-    """``1.1 KiB at depth 1 -> 81.0 KiB at depth 32`` of a memory fit."""
-    if not fit.depths:
-        return ""
-    return (
-        f"{model.fmt_bytes(fit.values[0])} at depth {fit.depths[0]} -> "
-        f"{model.fmt_bytes(fit.values[-1])} at depth {fit.depths[-1]}"
-    )
 
 
 def _memory_exponent(
     mv: model.MemoryVerdict, limit: float, tolerance: float, held: tuple[float | None, str] = (None, "")
-) -> tuple[bool, str, str, bool]:
-    """(ok, measured, reason, checked) of the memory exponent limit (checked False: why it could not be); ``held``:
-    the exponent the limit holds where it is not the raw one (the excess over the program's intermediates)."""
-    what = "saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "peak bytes"
+) -> MemoryPart:
+    """The memory exponent limit against ``mv`` (not checked: why it could not be); ``held``: the exponent the limit
+    holds where it is not the raw one (the excess over the program's intermediates)."""
     fit = mv.fit
+    part = MemoryPart(MemoryLimit.MAX_MEMORY_EXPONENT, limit, MemoryState.NOT_MEASURED, False, False)
     if not mv.measured or fit is None or not fit.depths:
-        why = mv.not_measured.get(model.SAVED_BYTES) or mv.reason or "no bytes against depth were measured"
-        return (
-            False,
-            "not measured",
-            f"could not check max memory exponent {limit:g}: memory not measured ({why})",
-            False,
-        )
-    depths = depth_ranges(fit.depths)
-    span = _bytes_span(fit)
+        return part
     if mv.kind == model.PEAK_ONLY:  # the noisy peak alone: never a finding, never a failed guard (flip35)
-        figure = model.fit_figure(fit) if fit.kind != "inconclusive" else "no law"
-        return True, f"peak only {figure}", f"max memory exponent {limit:g} not checked: {mv.reason}", False
+        part.state, part.ok = MemoryState.PEAK_ONLY, True
+        return part
     if mv.growth in ("", model.INCONCLUSIVE):
-        return False, f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}", False
-    top = limit * (1 + tolerance)
-    slack = f" (+{tolerance:.0%}: peak bytes are noisy)" if tolerance else ""
+        part.state = MemoryState.INCONCLUSIVE
+        return part
+    part.checked, part.tolerance, part.top = True, tolerance, limit * (1 + tolerance)
     if mv.base is not None:  # exponential in depth: over any exponent
-        measured = f"{what} x{mv.base:.2f} per layer over depths {depths}"
-        return (
-            False,
-            measured,
-            (
-                f"{what} limited to depth^{limit:g}{slack} but grow x{mv.base:.2f} per layer (exponential) over depths "
-                f"{depths}: {span}"
-            ),
-            True,
-        )
-    exponent = held[0] if held[0] is not None else mv.exponent if mv.exponent is not None else 1.0
-    what += held[1]
-    measured = f"{what} depth^{exponent:.2f} over depths {depths}"
-    if exponent <= top:
-        return True, measured, f"{mv.growth}: {what} grow as depth^{exponent:.2f} <= {top:.2f} ({span})", True
-    return (
-        False,
-        measured,
-        (f"{what} limited to depth^{limit:g}{slack} but grow as depth^{exponent:.2f} over depths {depths}: {span}"),
-        True,
-    )
+        part.state, part.base = MemoryState.EXPONENTIAL, mv.base
+        return part
+    part.state, part.excess = MemoryState.POWER, bool(held[1])
+    part.exponent = held[0] if held[0] is not None else mv.exponent if mv.exponent is not None else 1.0
+    part.ok = part.exponent <= part.top
+    return part
 
 
-def _max_leak(mv: model.MemoryVerdict, limit: float, mode: str) -> tuple[bool, str, str, bool]:
-    """(ok, measured, reason, checked) of the leak limit. Retained bytes are per eager call: a traced or compiled
-    series has none to check (it says so and holds); an eager series without them fails."""
-    shown = model.fmt_bytes(limit)
+def _max_leak(mv: model.MemoryVerdict, limit: float, mode: str) -> MemoryPart:
+    """The leak limit against ``mv``. Retained bytes are per eager call: a traced or compiled series has none to
+    check (it says so and holds); an eager series without them fails."""
+    part = MemoryPart(MemoryLimit.MAX_LEAK, limit, MemoryState.NOT_MEASURED, False, False)
     if mode != "eager" and not mv.leaks:
-        return True, "no calls", f"max leak {shown} per call not checked: retained bytes are per eager call", False
+        part.state, part.ok = MemoryState.NO_CALLS, True
+        return part
     if not mv.leaks:
-        why = mv.not_measured.get(model.RETAINED) or "no retained bytes were measured"
-        why = f"could not check max leak {shown} per call: retained bytes not measured ({why})"
-        return False, "not measured", why, False
-    worst = max(mv.leaks, key=lambda r: r.bytes_per_call if r.leaking else -1.0)
+        return part
     if mv.leaking is None:
-        undecided = next(r for r in mv.leaks if r.leaking is None)
-        why = undecided.fit.reason if undecided.fit is not None else "undecided"
-        why = f"could not check max leak {shown} per call at depth {undecided.depth}: {why}"
-        return False, "undecided", why, False
+        part.state, part.leak = MemoryState.UNDECIDED, next(r for r in mv.leaks if r.leaking is None)
+        return part
+    worst = max(mv.leaks, key=lambda r: r.bytes_per_call if r.leaking else -1.0)
+    part.checked = True
     if not worst.leaking:
-        deepest = mv.leaks[-1]
-        held = model.fmt_bytes(deepest.retained[-1]) if deepest.retained else "-"
-        why = f"no leak: retained bytes flat over the calls at every depth ({held} at depth {deepest.depth})"
-        return True, "no leak", why, True
-    bpc = worst.bytes_per_call
-    calls = range_text("call", "calls", worst.calls[0], worst.calls[-1]) if worst.calls else "the calls"
-    grew = f"{model.fmt_bytes(worst.retained[0])} -> {model.fmt_bytes(worst.retained[-1])}" if worst.retained else ""
-    leaking_depths = depth_ranges([r.depth for r in mv.leaks if r.leaking])
-    measured = f"+{model.fmt_bytes(bpc)} per call at depth {worst.depth}"
-    if bpc <= limit:
-        return True, measured, f"leaks {model.fmt_bytes(bpc)} per call <= {shown} (depths {leaking_depths})", True
-    return (
-        False,
-        measured,
-        (
-            f"limited to {shown} leaked per call but leaked {model.fmt_bytes(bpc)} per call at depth {worst.depth} "
-            f"(retained {grew} over {calls}; leaking at depths {leaking_depths})"
-        ),
-        True,
-    )
+        part.state, part.ok, part.leak = MemoryState.NO_LEAK, True, mv.leaks[-1]
+        return part
+    part.state, part.leak, part.ok = MemoryState.LEAK, worst, worst.bytes_per_call <= limit
+    return part
 
 
 def memory_check(result: Result, limits: GuardLimits) -> MemoryCheck | None:
@@ -112,21 +68,15 @@ def memory_check(result: Result, limits: GuardLimits) -> MemoryCheck | None:
     get :data:`TIME_TOLERANCE` on the exponent; saved bytes (deterministic) none."""
     if not limits.checks_memory:
         return None
-    mv = result.verdict.memory or model.MemoryVerdict(reason="no memory verdict (a report without memory)")
-    parts: list[tuple[bool, str, str, bool]] = []  # (ok, measured, reason, checked) per limit
+    mv = memory_verdict_of(result)
+    parts: list[MemoryPart] = []
     if limits.max_memory_exponent is not None:
         tolerance = TIME_TOLERANCE if mv.decided_by == model.PEAK_BYTES else 0.0
         held = model.held_memory_exponent(result.verdict, limits.absolute)  # the excess, or with --absolute the raw
         parts.append(_memory_exponent(mv, limits.max_memory_exponent, tolerance, held))
     if limits.max_leak is not None:
         parts.append(_max_leak(mv, limits.max_leak, result.series.mode))
-    return MemoryCheck(
-        ok=all(p[0] for p in parts),
-        measured="; ".join(p[1] for p in parts),
-        limit=limits.memory_text(),
-        reason="; ".join(p[2] for p in parts),
-        checked=all(p[3] for p in parts),
-    )
+    return MemoryCheck(ok=all(p.ok for p in parts), parts=parts)
 
 
 def with_memory(check: GuardCheck, limits: GuardLimits) -> GuardCheck:
@@ -151,12 +101,11 @@ def with_baseline_memory(
         return check
     state, reason = compared
     ok = state != State.REGRESSED
-    limit = f"{where}'s memory {before.memory_text}".rstrip()
+    mem = MemoryBaseline(where, before, after, ok, reason)
     if check.memory is None:
-        check.memory = MemoryCheck(ok=ok, measured=after.memory_text, limit=limit, reason=reason)
+        check.memory = MemoryCheck(ok=ok, baseline=mem)
     else:
-        mc = check.memory
-        mc.ok, mc.limit, mc.reason = mc.ok and ok, f"{mc.limit}; {limit}", f"{mc.reason}; {where}: {reason}"
+        check.memory.ok, check.memory.baseline = check.memory.ok and ok, mem
     if not ok:
         check.ok = False
     return check

@@ -225,6 +225,36 @@ def doublings(depths: Sequence[int], first: int) -> list[int]:
     return out
 
 
+#: Fewest depths a series thinned for its compiles per shape keeps past its first (an exact metric reads its law
+#: from two ratios of marginal costs: four depths).
+MIN_SHAPES = 3
+
+
+def shapes_within(depths: Sequence[int], first: int, count: int) -> list[int]:
+    """``depths`` thinned to doublings from ``first`` (:func:`doublings`), and to at most ``count`` of them (never
+    under :data:`MIN_SHAPES`) where the budget cannot afford every doubling's compile: spread geometrically from
+    ``first`` to the deepest over the planned depths, the deepest always kept (the span is what a fit reads; every new
+    shape compiles)."""
+    dbl = doublings(depths, first)
+    count = max(MIN_SHAPES, count)
+    if len(dbl) <= count:
+        return dbl
+    top = dbl[-1]
+    planned = sorted({first, *(d for d in depths if first < d <= top)})
+    out: list[int] = []
+    for k in range(count):
+        target = first * (top / first) ** (k / (count - 1))
+        near = min(planned, key=lambda d: abs(math.log(d / target)))
+        if near not in out:
+            out.append(near)
+    return sorted(out)
+
+
+def warmup_seconds(pt: Point) -> float:
+    """The seconds of a point's warm-up per shape (:attr:`Point.warmup`: a compile at each new depth), 0 without."""
+    return float(pt.warmup.get("seconds") or 0.0) if pt.warmup.get("compiles") else 0.0
+
+
 def without_warmup(pt: Point, wall: float) -> float:
     """A point's wall seconds without its warm-ups (:attr:`Point.warmup`): what the schedule extrapolates and the
     series is charged for is the point's own cost, never a one-time warm-up or a compile per shape."""
@@ -370,7 +400,9 @@ class _SeriesRun:
             return None
         prev_calls = prev.calls if prev.calls is not None else self.calls
         overhead = max(0.0, self.walls[-1] - point_cost(prev.times, mode, prev_calls))
-        wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
+        # a new shape compiles again (a warm-up per shape: outside the point's wall, inside the budget's)
+        warm = warmup_seconds(prev) if depth != prev.depth else 0.0
+        wall_pred = warm + overhead * ratio + point_cost(pred, mode, self.calls)
         counting = self.spec.metric == "instructions"
         if counting:  # under valgrind the wall grows with the counted cost, not with the depth
             wall_pred = counted_wall(points, self.walls, pred, mode, self.calls)
@@ -379,7 +411,7 @@ class _SeriesRun:
             while k > MIN_CALLS and wall_pred > left:  # geometric steps: --calls may be huge
                 k = max(MIN_CALLS, min(k - 1, int(k * 0.8)))
                 self.calls = k
-                wall_pred = overhead * ratio + point_cost(pred, mode, self.calls)
+                wall_pred = warm + overhead * ratio + point_cost(pred, mode, self.calls)
         if wall_pred > left:
             return Stop(StopReason.BUDGET_SHARE, after=last, depth=depth, seconds=wall_pred, limit=left)
         return None
@@ -917,6 +949,13 @@ def run_series(
             break
         if spaced and len(series.points) == 1 and compiles_per_shape(series.points[0]):
             sched.explicit = doublings(sched.explicit or [], series.points[0].depth)
+        elif spaced and len(series.points) == 2 and compiles_per_shape(series.points[1]):
+            # every new depth compiles (JAX eager): no more depths than the share affords, each charged the second
+            # point's warm-up and wall (the first carries the process's one-time costs); the deepest is kept
+            first, second = series.points
+            per_shape = ESTIMATE_MARGIN * (warmup_seconds(second) + (second.wall_seconds or 0.0))
+            count = 1 + int(max(run.left(), 0.0) / per_shape) if per_shape > 0 else len(sched.explicit or [])
+            sched.explicit = [first.depth, *shapes_within(sched.explicit or [], second.depth, count)]
     if adaptive and sched.explicit is None:
         _fill_open(run)
     if not adaptive and spec.metric == "time" and spec.cmd is None:

@@ -27,6 +27,13 @@ is a pure function of the points measured so far and the current fit (:meth:`Tim
 5. **sweep**: every informative depth is measured again, alternately downwards and upwards, so that a
    drift of the machine does not look like growth, and each depth gets repeats for a robust statistic.
    The series loop ends the sweeps once the decision holds over two passes (or at the budget).
+
+**Read against the program** (issue #34): where the points carry the program's figures (``Point.program``) and the
+one that explains the cost (a run's arithmetic, a transform's or compile's size: :func:`explanation`) grows
+superlinearly, every extrapolation is of the *excess*: the cost over that figure, continued as above, times the
+figure's own law at the next depth (:class:`Explanation`). A healthy program whose arithmetic grows d² is then
+extrapolated as d², never as the steep per-layer rate a d² series shows from a shallow depth (a runaway it is
+not), and a model's prediction is bounded by the steepest law of the excess. A linear program reads as before.
 """
 
 from __future__ import annotations
@@ -67,6 +74,12 @@ SHAKY_CHANCE = 0.025  # a depth's minimum is shaky while (slow share)^(runs) is 
 SHAKY_DEPTHS = 3  # the deepest informative depths whose minimum is made firm
 MAX_REPEATS = 10  # runs of one depth at most for its minimum (beyond, the noise is continuous: the fit's own)
 EXTEND_RATIO = 1.25  # an open series' deepest depth moves at least this much deeper (else: no deeper)
+#: The program figure that explains a series' cost, in order of preference (issue #34, as
+#: :mod:`adprof.analysis.explained` reads it): a run against its arithmetic, a transform or compile against its size.
+RUN_FIGURES = ("flops", "bytes", "ops")
+SIZE_FIGURES = ("ops", "flops", "bytes")
+#: Phases that run the program (the rest transform or compile it).
+RUN_PHASES = frozenset({"forward", "forward0", "backward", "backward0", "run"})
 
 
 @dataclass
@@ -94,6 +107,76 @@ class Frontier:
     depth: int | None = None
     reason: Deepening = Deepening.OPEN
     predicted: float | None = None  # the prediction that ended it
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The program figure that explains a series' cost, where it grows superlinearly: its value at each measured
+    depth, and its own power law past the deepest (``exponent``, exact: read between the deepest two depths)."""
+
+    figure: str
+    values: dict[int, float]
+    exponent: float
+
+    def at(self, x: int) -> float:
+        """The figure at depth ``x``: measured, else continued along its power law from the nearest depth below."""
+        if x in self.values:
+            return self.values[x]
+        below = [d for d in self.values if d <= x] or [min(self.values)]
+        d = max(below)
+        return self.values[d] * (x / d) ** self.exponent
+
+    def excess(self, depths: Sequence[int], costs: Sequence[float]) -> list[float]:
+        """The costs over the figure (per unit of it) at ``depths``."""
+        return [c / self.values[d] for d, c in zip(depths, costs, strict=True)]
+
+
+def explanation(points: Sequence[Point], mode: str, phases: Sequence[str] = ()) -> Explanation | None:
+    """The program figure that explains the cost of these points where it grows superlinearly (its local exponent
+    between the deepest two depths at least :data:`LINEAR_EDGE`), else None: a linear program, or no program figures
+    (the schedule then reads the raw costs, as before)."""
+    run = all(ph in RUN_PHASES for ph in (tuple(phases) or cost_phases(mode)))
+    for name in RUN_FIGURES if run else SIZE_FIGURES:
+        values: dict[int, float] = {}
+        for p in points:
+            v = p.program.get(name) if isinstance(p.program, dict) else None
+            if isinstance(v, int | float) and math.isfinite(v) and v > 0 and p.depth > 0:
+                values[p.depth] = float(v)
+        if len(values) < 2:
+            continue
+        d1, d2 = sorted(values)[-2:]
+        q = math.log(values[d2] / values[d1]) / math.log(d2 / d1)
+        return Explanation(name, values, q) if q >= LINEAR_EDGE else None
+    return None
+
+
+def excess_extrapolation(depths: Sequence[int], low: Sequence[float], x: int, ex: Explanation) -> float:
+    """The cost at ``x`` read against the program (``ex``): the deepest cost plus the marginal cost per unit of the
+    program (between the deepest two depths) times the program's growth to ``x``, continued at the steepest
+    per-layer rate of the excess (of the costs per unit of the program, and of the marginal cost per unit: 1 while
+    the cost grows as the program does, an overhead included); never less than the deepest cost."""
+    top, v = depths[-1], low[-1]
+    if len(depths) < 2 or x <= top:
+        return v
+    a_top = ex.values[top]
+    rate = 1.0
+    for dj, vj in zip(depths[-4:-1], low[-4:-1], strict=True):  # the costs per unit of the program
+        per_j, per_top = vj / ex.values[dj], v / a_top
+        if per_j > 0 and per_top > per_j and top > dj:
+            rate = max(rate, (per_top / per_j) ** (1.0 / (top - dj)))
+    tail = list(zip(depths[-3:], low[-3:], strict=True))
+    marginals = [
+        (v2 - v1) / (ex.values[d2] - ex.values[d1])
+        for (d1, v1), (d2, v2) in zip(tail, tail[1:], strict=False)
+        if ex.values[d2] > ex.values[d1]
+    ]
+    if len(marginals) == 2 and marginals[0] > 0 and marginals[1] > marginals[0]:
+        rate = max(rate, (marginals[1] / marginals[0]) ** (2.0 / (top - depths[-3])))
+    m = max(marginals[-1], 0.0) if marginals else v / a_top
+    try:
+        return max(v, v + m * min(rate, 50.0) ** (x - top) * (ex.at(x) - a_top))
+    except OverflowError:
+        return math.inf
 
 
 def point_seconds(point: Point, mode: str, phases: Sequence[str] = ()) -> float | None:
@@ -160,6 +243,8 @@ class TimeSchedule:
         self.share = 1.0  # the largest phase's time over the classified cost (the cap applies per phase)
         #: The lower envelope (depths under the cap, the least cost of each) the model's predictions are bounded by.
         self._envelope: tuple[list[int], list[float]] = ([], [])
+        #: The program figure the costs are read against (:func:`explanation`; None: the raw costs).
+        self._explain: Explanation | None = None
         #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
@@ -173,7 +258,7 @@ class TimeSchedule:
             return math.inf
         self._envelope = (under, [min(costs[d]) for d in under])
         depths, low = thinned(under, [min(costs[d]) for d in under])
-        return self.pessimistic(depths, low, x if x is not None else min(2 * self.hi, self.limit))
+        return self.extrapolated(depths, low, x if x is not None else min(2 * self.hi, self.limit))
 
     def extend(self, points: Sequence[Point], fit: Fit | None, afford: Callable[[float], bool] | None = None) -> bool:
         """Move the deepest depth deeper, when the frontier is there and the limit allows it: to the deepest depth
@@ -194,10 +279,21 @@ class TimeSchedule:
     # -- what was measured ------------------------------------------------------------------------------
     def _by_depth(self, points: Sequence[Point]) -> tuple[dict[int, list[float]], set[int], bool]:
         """Costs per depth of the exact points, the depths over the cap (every measurement of them), and whether
-        a point was censored (killed, or stopped by the budget: deepening ends there)."""
+        a point was censored (killed, or stopped by the budget: deepening ends there). Reads the program figure the
+        costs are read against, too (:func:`explanation`)."""
+        self._explain = explanation([p for p in points if not p.censored], self.mode, self.phases)
         return by_depth(points, self.mode, self.cap, self.phases)
 
     # -- predictions ------------------------------------------------------------------------------------
+    def extrapolated(self, depths: list[int], low: list[float], x: int) -> float:
+        """:meth:`pessimistic`, or where a superlinear program explains the costs (:class:`Explanation`) the less of
+        it and :meth:`excess_extrapolation`: a d² arithmetic is continued as d², not as a runaway."""
+        pess = self.pessimistic(depths, low, x)
+        ex = self._explain
+        if ex is None or any(d not in ex.values for d in depths):
+            return pess
+        return min(pess, excess_extrapolation(depths, low, x, ex))
+
     @staticmethod
     def pessimistic(depths: list[int], low: list[float], x: int) -> float:
         """An extrapolation to ``x`` that errs high: the steepest per-layer rate, over the deepest depths, of the
@@ -243,6 +339,12 @@ class TimeSchedule:
         if m is None:
             return None
         depths, low = self._envelope
+        ex = self._explain
+        if ex is not None and depths and all(d in ex.values for d in depths):
+            # the steepest law of the excess over the program, times the program there: a model read on the raw
+            # costs (an exponential through a d² arithmetic) never predicts a runaway the excess does not show
+            bound = bounds.law_bound(depths, ex.excess(depths, low), x)
+            return m if bound is None else min(m, bound * ex.at(x))
         return bounds.capped(m, depths, low, x)
 
     # -- the next step ----------------------------------------------------------------------------------
@@ -341,7 +443,7 @@ class TimeSchedule:
                 return Step((under[-2] + top) // 2, FILL, math.sqrt(low[-2] * low[-1]))
         why = EXPLORE if low[-1] < 8 * low[0] else DEEPEN
         for x in range(min(2 * top, self.hi), top, -1):
-            pess = self.pessimistic(under, low, x)
+            pess = self.extrapolated(under, low, x)
             if self._ok(x, pess, fit) or x == top + 1:  # one layer deeper is always allowed (the kill is the net)
                 m = self.model_prediction(fit, x) if fit is not None and fit.predicts else None
                 return Step(x, why, max(m, pess) if m is not None else pess)

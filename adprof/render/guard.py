@@ -13,17 +13,293 @@ with ``<failure message="..." type="VERDICT">`` whose text is the evidence. Char
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import fields
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from adprof import model
 from adprof.guard.limits import GuardLimits
-from adprof.guard.outcome import GuardCheck, GuardReport
+from adprof.guard.outcome import (
+    ADVICE_FACTOR,
+    BaselineRule,
+    BaselineState,
+    GuardCheck,
+    GuardReport,
+    MemoryBaseline,
+    MemoryLimit,
+    MemoryPart,
+    MemoryState,
+    MissingDepths,
+    Reading,
+    memory_verdict_of,
+)
 from adprof.model import Result, time_value
 from adprof.render.markdown import cell, strong, table
 from adprof.report import backend_label, chain_label, measured_versions
+from adprof.util.text import depth_ranges, range_text
+
+# --------------------------------------------------------------------------- the sentences of a check's fields
+
+
+def _past(check: GuardCheck) -> str:
+    return f" past depth {check.knee}" if check.knee is not None else ""
+
+
+def missing_depths_text(result: Result, missing: MissingDepths) -> str:
+    """One line: which planned depths are missing, why, and what would measure them."""
+    s = result.series
+    stop, budget, depths = s.stop, missing.budget, missing.depths
+    why = f" ({stop.text()})" if stop is not None else ""
+    head = f"depth{'s' if len(depths) > 1 else ''} {depth_ranges(depths)} not measured{why}"
+    if stop is not None and stop.reason in (model.StopReason.CAP, model.StopReason.PREDICTED_CAP):
+        need = max(stop.seconds or 0.0, stop.limit or 0.0)
+        if not math.isfinite(need) or (budget is not None and need * 1.5 > budget):
+            # no cap within the run's budget measures it: advise none (never a cap of 10^20 seconds)
+            took = f"{need:.3g} s" if math.isfinite(need) else "longer than any cap"
+            within = f"the {budget:g} s budget" if budget is not None else "any budget"
+            at = stop.depth if stop.depth is not None else stop.after
+            return f"{head}; depth {at} would take about {took}, past {within}: a cost this steep fails"
+        return f"{head}; a cap above {need:.3g} s would measure them (--cap {math.ceil(need * 1.5):d})"
+    secs = missing.needed_seconds
+    if secs is None or budget is None:
+        return f"{head}; rerun with a larger --budget"
+    more = max(1, math.ceil(1.5 * secs))
+    if more > ADVICE_FACTOR * budget:  # no advice of a budget the run could never have (a model far past its data)
+        return f"{head}; they would take about {secs:.3g} s, over {ADVICE_FACTOR:g}x the {budget:g} s budget"
+    return f"{head}; they need about {secs:.3g} s more: rerun with --budget {math.ceil(budget + more):d}"
+
+
+def measured_text(check: GuardCheck) -> str:
+    """What was measured against the time limits: ``base 2.00 per layer``, ``exponent 1.02 past depth 4``,
+    ``hang``, ``missing depths``, ..."""
+    if check.reading is Reading.BASE:
+        return f"base {check.rate:.2f} per layer{_past(check)}"
+    if check.reading is Reading.EXPONENT:
+        return f"exponent {check.rate if check.rate is not None else 1.0:.2f}{_past(check)}"
+    if check.reading is Reading.UNDECIDED and check.noise is not None:
+        n = check.noise
+        word = "base" if n.rate_kind is Reading.BASE else "exponent"
+        return f"undecided {word} {n.rate:.2f} [{n.low:.2f}, {n.high:.2f}]"
+    return check.reading.value
+
+
+def limit_text(check: GuardCheck) -> str:
+    """The limit a check held: the normal limits (with the wall-time tolerance), or the baseline's figures."""
+    ref = check.baseline_ref
+    if ref is not None and ref.state is BaselineState.COMPARED and ref.before is not None:
+        before = ref.before
+        what = "base" if before.rate_kind == "base" else "exponent"
+        return (
+            f"{ref.where}'s {before.verdict} {before.growth}: {what} at most {ref.top:.2f} "
+            f"(top {ref.hi:.2f} + {ref.tolerance:g})"
+        )
+    limits = check.limits
+    text = f"max base {limits.max_base:.2f}, max exponent {limits.max_exponent:.2f}"
+    return text + (f" (+{check.tolerance:.0%} for wall time)" if check.tolerance else "")
+
+
+def _hang_text(result: Result) -> str:
+    v, stop = result.verdict, result.series.killed
+    why = v.reason if v.kind == model.RUNAWAY else model.killed_text(stop) if stop is not None else ""
+    return why or "a point was stopped far past its prediction"
+
+
+def undecided_text(check: GuardCheck) -> str:
+    """The one line of an undecided check: the measured noise and the budget that would decide."""
+    n = check.noise
+    if n is None:
+        return "undecided: the machine is too noisy to decide"
+    word = "base" if n.rate_kind is Reading.BASE else "exponent"
+    again = f"re-measured {n.remeasured}x, " if n.remeasured else ""
+    spans = f"{word} {n.rate:.2f} [{n.low:.2f}, {n.high:.2f}] spans the limit {n.limit:.2f}"
+    noise = f"{again}{n.repeats} repeats per depth spread {n.spread:.0%}"
+    need = (
+        f"about {n.needed_seconds:.3g} s would decide (this series took {n.seconds:.3g} s): "
+        f"rerun on a quieter machine or with --budget {math.ceil(n.needed_seconds * 1.2):d}"
+        if n.needed_seconds is not None and math.isfinite(n.needed_seconds)
+        else "no budget would decide it: the rate sits on the limit"
+    )
+    return f"undecided: too noisy to decide ({spans}; {noise}); {need}"
+
+
+def reason_text(check: GuardCheck) -> str:
+    """Why a check held or failed, one line."""
+    v, reading = check.result.verdict, check.reading
+    if reading is Reading.HANG:
+        return _hang_text(check.result)
+    if reading is Reading.ERROR:
+        return check.result.series.error or "the chain failed"
+    if reading is Reading.MISSING:
+        return missing_depths_text(check.result, check.missing or MissingDepths(()))
+    if reading is Reading.INCONCLUSIVE:
+        fit_reason = v.fit.reason if v.fit is not None else ""
+        return v.reason or fit_reason or "too few points to decide: give it more depths"
+    if reading is Reading.RUNAWAY:
+        return v.reason or "a point ran past its cap"
+    if reading is Reading.UNDECIDED:
+        return undecided_text(check)
+    ref = check.baseline_ref
+    if ref is not None and ref.state is BaselineState.COMPARED and ref.before is not None:
+        before = ref.before
+        if ref.rule is BaselineRule.CLASS:
+            return f"{check.kind}: {'better' if check.rate_held else 'worse'} than the baseline's {before.verdict}"
+        if ref.rule is BaselineRule.SAME:
+            return f"{check.kind}: as in the baseline"
+        what = "base" if before.rate_kind == "base" else "exponent"
+        return f"{check.kind}: {what} {check.rate:.2f}" + (
+            f" <= {ref.top:.2f}" if check.rate_held else f" > {ref.top:.2f}"
+        )
+    against = " against its program" if check.excess else ""
+    over = "" if check.rate_held else f" > {check.bound:.2f}"
+    if reading is Reading.BASE:
+        return f"{check.kind}: cost x{check.rate:.2f} per layer{_past(check)}{against}{over}"
+    what = f"(depth - {check.knee})" if check.knee is not None else "depth"
+    return f"{check.kind}: cost ~ {what}^{check.rate:.2f}{against}{over}"
+
+
+def baseline_text(check: GuardCheck) -> str:
+    """The baseline's reading of a check's series, or why the normal limits apply ("" without a baseline)."""
+    ref = check.baseline_ref
+    if ref is None:
+        return ""
+    if ref.state is BaselineState.ABSENT:
+        return f"not in {ref.where}: the normal limits"
+    verdict = ref.before.verdict if ref.before is not None else ""
+    if ref.state is BaselineState.NO_FIGURES:
+        return f"{ref.where} reads {verdict}, without figures: the normal limits"
+    growth = ref.before.growth if ref.before is not None else ""
+    return f"{ref.where}: {verdict} {growth}".rstrip()
+
+
+def memory_limits_text(limits: GuardLimits) -> str:
+    """``max memory exponent 1.2, max leak 1.0 MiB per call`` ("" without memory limits)."""
+    parts = []
+    if limits.max_memory_exponent is not None:
+        parts.append(f"max memory exponent {limits.max_memory_exponent:g}")
+    if limits.max_leak is not None:
+        parts.append(f"max leak {model.fmt_bytes(limits.max_leak)} per call")
+    return ", ".join(parts)
+
+
+def _bytes_span(fit: model.Fit) -> str:
+    """``1.1 KiB at depth 1 -> 81.0 KiB at depth 32`` of a memory fit."""
+    if not fit.depths:
+        return ""
+    return (
+        f"{model.fmt_bytes(fit.values[0])} at depth {fit.depths[0]} -> "
+        f"{model.fmt_bytes(fit.values[-1])} at depth {fit.depths[-1]}"
+    )
+
+
+def _exponent_part(part: MemoryPart, mv: model.MemoryVerdict) -> tuple[str, str]:
+    """(measured, reason) of the memory exponent limit."""
+    limit = part.limit
+    what = "saved-for-backward bytes" if mv.decided_by == model.SAVED_BYTES else "peak bytes"
+    fit = mv.fit
+    if part.state is MemoryState.NOT_MEASURED or fit is None or not fit.depths:
+        why = mv.not_measured.get(model.SAVED_BYTES) or mv.reason or "no bytes against depth were measured"
+        return "not measured", f"could not check max memory exponent {limit:g}: memory not measured ({why})"
+    if part.state is MemoryState.PEAK_ONLY:
+        figure = model.fit_figure(fit) if fit.kind != "inconclusive" else "no law"
+        return f"peak only {figure}", f"max memory exponent {limit:g} not checked: {mv.reason}"
+    if part.state is MemoryState.INCONCLUSIVE:
+        return f"{what} inconclusive", f"could not check max memory exponent {limit:g}: {mv.reason}"
+    depths, span = depth_ranges(fit.depths), _bytes_span(fit)
+    slack = f" (+{part.tolerance:.0%}: peak bytes are noisy)" if part.tolerance else ""
+    if part.state is MemoryState.EXPONENTIAL:
+        return (
+            f"{what} x{part.base:.2f} per layer over depths {depths}",
+            f"{what} limited to depth^{limit:g}{slack} but grow x{part.base:.2f} per layer (exponential) over depths "
+            f"{depths}: {span}",
+        )
+    what += " against its program's intermediates" if part.excess else ""
+    measured = f"{what} depth^{part.exponent:.2f} over depths {depths}"
+    if part.ok:
+        label = mv.kind if part.excess else mv.growth  # scale34 (#34): the excess held is named by its own reading
+        return measured, f"{label}: {what} grow as depth^{part.exponent:.2f} <= {part.top:.2f} ({span})"
+    return measured, (
+        f"{what} limited to depth^{limit:g}{slack} but grow as depth^{part.exponent:.2f} over depths {depths}: {span}"
+    )
+
+
+def _leak_part(part: MemoryPart, mv: model.MemoryVerdict) -> tuple[str, str]:
+    """(measured, reason) of the leak limit."""
+    shown = model.fmt_bytes(part.limit)
+    leak = part.leak
+    if part.state is MemoryState.NO_CALLS:
+        return "no calls", f"max leak {shown} per call not checked: retained bytes are per eager call"
+    if part.state is MemoryState.NOT_MEASURED or leak is None:
+        why = mv.not_measured.get(model.RETAINED) or "no retained bytes were measured"
+        return "not measured", f"could not check max leak {shown} per call: retained bytes not measured ({why})"
+    if part.state is MemoryState.UNDECIDED:
+        why = leak.fit.reason if leak.fit is not None else "undecided"
+        return "undecided", f"could not check max leak {shown} per call at depth {leak.depth}: {why}"
+    if part.state is MemoryState.NO_LEAK:
+        held = model.fmt_bytes(leak.retained[-1]) if leak.retained else "-"
+        return "no leak", f"no leak: retained bytes flat over the calls at every depth ({held} at depth {leak.depth})"
+    bpc = leak.bytes_per_call
+    leaking_depths = depth_ranges([r.depth for r in mv.leaks if r.leaking])
+    measured = f"+{model.fmt_bytes(bpc)} per call at depth {leak.depth}"
+    if part.ok:
+        return measured, f"leaks {model.fmt_bytes(bpc)} per call <= {shown} (depths {leaking_depths})"
+    calls = range_text("call", "calls", leak.calls[0], leak.calls[-1]) if leak.calls else "the calls"
+    grew = f"{model.fmt_bytes(leak.retained[0])} -> {model.fmt_bytes(leak.retained[-1])}" if leak.retained else ""
+    return measured, (
+        f"limited to {shown} leaked per call but leaked {model.fmt_bytes(bpc)} per call at depth {leak.depth} "
+        f"(retained {grew} over {calls}; leaking at depths {leaking_depths})"
+    )
+
+
+def _memory_parts(check: GuardCheck) -> list[tuple[str, str]]:
+    mem = check.memory
+    if mem is None:
+        return []
+    mv = memory_verdict_of(check.result)
+    return [
+        _exponent_part(p, mv) if p.name is MemoryLimit.MAX_MEMORY_EXPONENT else _leak_part(p, mv) for p in mem.parts
+    ]
+
+
+def _memory_baseline_limit(base: MemoryBaseline) -> str:
+    return f"{base.where}'s memory {base.before.memory_text}".rstrip()
+
+
+def memory_measured_text(check: GuardCheck) -> str:
+    """What the memory limits measured ("" without memory limits)."""
+    mem = check.memory
+    if mem is None:
+        return ""
+    if not mem.parts and mem.baseline is not None:
+        return mem.baseline.after.memory_text
+    return "; ".join(m for m, _ in _memory_parts(check))
+
+
+def memory_limit_text(check: GuardCheck) -> str:
+    """The memory limits a check held (the baseline's memory after them, with ``--baseline``)."""
+    mem = check.memory
+    if mem is None:
+        return ""
+    texts = [memory_limits_text(check.limits)] if mem.parts else []
+    if mem.baseline is not None:
+        texts.append(_memory_baseline_limit(mem.baseline))
+    return "; ".join(texts)
+
+
+def memory_reason_text(check: GuardCheck) -> str:
+    """Why the memory limits held or failed, one line."""
+    mem = check.memory
+    if mem is None:
+        return ""
+    if not mem.parts and mem.baseline is not None:
+        return mem.baseline.reason
+    text = "; ".join(r for _, r in _memory_parts(check))
+    if mem.baseline is not None:
+        text += f"; {mem.baseline.where}: {mem.baseline.reason}"
+    return text
 
 
 def _cost_rows(result: Result) -> list[tuple[int, float]]:
@@ -40,15 +316,15 @@ def evidence_lines(check: GuardCheck) -> list[str]:
     lines = [f"{check.label}: {v.kind}" + (f" ({check.metric})" if check.metric else "")]
     if check.memory is not None and v.memory is not None:
         lines[0] += f"; memory {v.memory.summary}" + (f" ({v.memory.decided_by})" if v.memory.decided_by else "")
-    if check.baseline:
-        lines.append("  baseline   " + check.baseline)
-    lines.append("  - limit    " + check.limit)
-    lines.append("  + measured " + check.measured)
+    if check.baseline_ref is not None:
+        lines.append("  baseline   " + baseline_text(check))
+    lines.append("  - limit    " + limit_text(check))
+    lines.append("  + measured " + measured_text(check))
     mem = check.memory
     if mem is not None:
-        lines.append("  - memory limit    " + mem.limit)
-        lines.append("  + memory measured " + mem.measured)
-        lines.append(f"  memory: {mem.reason}")
+        lines.append("  - memory limit    " + memory_limit_text(check))
+        lines.append("  + memory measured " + memory_measured_text(check))
+        lines.append(f"  memory: {memory_reason_text(check)}")
     lines.append("  depth  cost")
     for d, val in _cost_rows(check.result):
         lines.append(f"  {d:5d}  {val:.6g}")
@@ -68,6 +344,33 @@ def evidence_lines(check: GuardCheck) -> list[str]:
     return lines
 
 
+class RenderedGuardCheck(GuardCheck):
+    """A :class:`~adprof.guard.GuardCheck` with its sentences, as the API returns it: ``.measured``, ``.limit``,
+    ``.reason``, ``.baseline`` (renderings of its fields)."""
+
+    @classmethod
+    def of(cls, check: GuardCheck) -> RenderedGuardCheck:
+        if isinstance(check, RenderedGuardCheck):
+            return check
+        return cls(**{f.name: getattr(check, f.name) for f in fields(check)})
+
+    @property
+    def measured(self) -> str:
+        return measured_text(self)
+
+    @property
+    def limit(self) -> str:
+        return limit_text(self)
+
+    @property
+    def reason(self) -> str:
+        return reason_text(self)
+
+    @property
+    def baseline(self) -> str:
+        return baseline_text(self)
+
+
 class RenderedGuardReport(GuardReport):
     """A guard's outcome (:class:`adprof.guard.GuardReport`: ``.ok``, ``.checks``, ``.report``) with its renderings,
     as the API and the fixture return it: ``text()`` is the diff ``adprof guard`` prints; in a notebook it shows
@@ -75,7 +378,7 @@ class RenderedGuardReport(GuardReport):
 
     @classmethod
     def of(cls, outcome: GuardReport) -> RenderedGuardReport:
-        return cls(checks=outcome.checks, report=outcome.report)
+        return cls(checks=[RenderedGuardCheck.of(c) for c in outcome.checks], report=outcome.report)
 
     def text(self) -> str:
         """A readable diff of limit vs measured, with the evidence of failures."""
@@ -96,7 +399,7 @@ def limits_text(limits: GuardLimits, baseline: str | None = None, tolerance: flo
     ``baseline base.json``, the baseline and its tolerance first)."""
     text = f"max base {limits.max_base:g}, max exponent {limits.max_exponent:g}"
     if limits.checks_memory:
-        text += f", {limits.memory_text()}"
+        text += f", {memory_limits_text(limits)}"
     if baseline is not None:
         text = f"{baseline}, tolerance {tolerance:g}; {text} for series not in it"
     return text
@@ -108,14 +411,24 @@ def guard_text(guard: GuardReport) -> str:
     for c in guard.checks:
         mark = "ok  " if c.time_ok else "FAIL"  # the time limits' mark; the memory limits' below it
         loaded = " (loaded)" if c.result.verdict.loaded_machine else ""  # as check marks the row (time decided)
-        lines.append(f"{mark} {c.label}{loaded}: {c.measured} (limit: {c.limit}) - {c.reason}")
+        lines.append(f"{mark} {c.label}{loaded}: {_line(c)}")
         if c.memory is not None:
             mark = "ok  " if c.memory.ok else "FAIL"
-            lines.append(f"  {mark} memory: {c.memory.measured} (limit: {c.memory.limit}) - {c.memory.reason}")
+            lines.append(f"  {mark} memory: {_memory_line_text(c)}")
     for c in guard.failures:
         lines.append("")
         lines.extend(evidence_lines(c))
     return "\n".join(lines)
+
+
+def _line(check: GuardCheck) -> str:
+    """``measured (limit: ...) - why`` of the time limits."""
+    return f"{measured_text(check)} (limit: {limit_text(check)}) - {reason_text(check)}"
+
+
+def _memory_line_text(check: GuardCheck) -> str:
+    """``measured (limit: ...) - why`` of the memory limits."""
+    return f"{memory_measured_text(check)} (limit: {memory_limit_text(check)}) - {memory_reason_text(check)}"
 
 
 #: Characters XML 1.0 does not allow (in text or attributes), even escaped.
@@ -147,16 +460,17 @@ def _classname(check: GuardCheck) -> str:
 
 def _memory_line(check: GuardCheck) -> str:
     """``; memory: measured (limit: ...) - why`` of a check with memory limits, else ""."""
-    m = check.memory
-    return f"; memory: {m.measured} (limit: {m.limit}) - {m.reason}" if m is not None else ""
+    return f"; memory: {_memory_line_text(check)}" if check.memory is not None else ""
 
 
 def _failure_message(check: GuardCheck) -> str:
     """The failure's one line: the time limits' when they failed, the memory limits' when those failed (both, when
     both did)."""
-    parts = [] if check.time_ok else [f"{check.measured} (limit: {check.limit}): {check.reason}"]
+    parts = [] if check.time_ok else [f"{measured_text(check)} (limit: {limit_text(check)}): {reason_text(check)}"]
     if check.memory is not None and not check.memory.ok:
-        parts.append(f"memory: {check.memory.measured} (limit: {check.memory.limit}): {check.memory.reason}")
+        parts.append(
+            f"memory: {memory_measured_text(check)} (limit: {memory_limit_text(check)}): {memory_reason_text(check)}"
+        )
     return "; ".join(parts)
 
 
@@ -193,7 +507,7 @@ def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
             failure.text = xml_safe("\n".join(evidence_lines(c)))
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = xml_safe(f"{c.measured} (limit: {c.limit}) - {c.reason}" + _memory_line(c))
+            out.text = xml_safe(_line(c) + _memory_line(c))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -206,7 +520,8 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
     for c in sorted(guard.checks, key=lambda c: c.ok):  # the failures first
         s, m = c.result.series, c.memory
         mv = c.result.verdict.memory
-        mem = [mv.kind if mv is not None and mv.measured else "not measured", m.measured, m.limit] if m else ["-"] * 3
+        mem_kind = mv.kind if mv is not None and mv.measured else "not measured"
+        mem = [mem_kind, memory_measured_text(c), memory_limit_text(c)] if m else ["-"] * 3
         rows.append(
             [
                 strong("FAIL", True) if not c.ok else "ok",
@@ -214,10 +529,10 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
                 backend_label(s),
                 s.mode,
                 c.result.verdict.kind,
-                c.measured,
-                c.limit,
+                measured_text(c),
+                limit_text(c),
                 *([strong(mem[0], m is not None and not m.ok), mem[1], mem[2]] if memory else []),
-                "; ".join(x for x in (c.reason, m.reason if m is not None else "") if x),
+                "; ".join(x for x in (reason_text(c), memory_reason_text(c)) if x),
             ]
         )
     head = f"### {cell(title)}\n\n{cell(f'{held} of {len(guard.checks)} held')}\n\n"
@@ -228,7 +543,18 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
 
 
 __all__ = [
+    "RenderedGuardCheck",
     "RenderedGuardReport",
+    "baseline_text",
+    "limit_text",
+    "measured_text",
+    "memory_limit_text",
+    "memory_limits_text",
+    "memory_measured_text",
+    "memory_reason_text",
+    "missing_depths_text",
+    "reason_text",
+    "undecided_text",
     "evidence_lines",
     "guard_markdown",
     "guard_text",
