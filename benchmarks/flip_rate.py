@@ -179,15 +179,17 @@ def _cpu_clock(series: Any) -> None:
 
 @contextlib.contextmanager
 def _statistic(percentile: float) -> Iterator[None]:
-    """The per-depth statistic of the noisy fit set to ``percentile`` (0: the lower envelope, the least run)."""
-    from adprof.analysis import models
+    """The per-depth statistic of the noisy fit set to ``percentile`` (0: the lower envelope, the least run), and
+    adprof's own choice of the CPU clock off (a variant reads the wall clock, or swaps the CPU time in itself)."""
+    from adprof.analysis import costs, models
 
-    kept = models.STAT_PERCENTILE
+    kept = models.STAT_PERCENTILE, getattr(costs, "CPU_CLOCK_ON", False)
     models.STAT_PERCENTILE = percentile
+    costs.CPU_CLOCK_ON = False
     try:
         yield
     finally:
-        models.STAT_PERCENTILE = kept
+        models.STAT_PERCENTILE, costs.CPU_CLOCK_ON = kept
 
 
 #: The re-read variants: name -> (series edits, the per-depth percentile).
