@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import math
 import os
@@ -61,13 +62,11 @@ from adprof.measure.plan import UsageError
 from adprof.options import RULES, OptionError
 from adprof.pipeline import (
     Interrupted,
-    Watch,
     check_names,
     default_jobs,
-    environment,
     parse_backends,
     plan_check,
-    run,
+    run_shown,
 )
 from adprof.render.guard import RenderedGuardReport as GuardReport
 from adprof.render.jsonout import load_report
@@ -106,10 +105,40 @@ def _write(path: str | os.PathLike[str] | None, text: str) -> str:
     return text
 
 
-class Report(model.Report):
+class _Files:
+    """``to_json``, ``to_html`` and ``to_markdown`` of a report or a comparison: the text of the command's
+    ``--json``/``--html``/``--markdown`` (written to ``path`` when given), each read off :attr:`_RENDERERS`."""
+
+    #: Each file's renderer: a function of ``adprof.render.<module>`` (imported when called).
+    _RENDERERS: dict[str, tuple[str, str]] = {}
+
+    def _file(self, kind: str, path: str | os.PathLike[str] | None) -> str:
+        module, name = self._RENDERERS[kind]
+        return _write(path, getattr(importlib.import_module(f"adprof.render.{module}"), name)(self))
+
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The text of ``--json`` (written to ``path`` when given)."""
+        return self._file("json", path)
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The self-contained HTML page of ``--html`` (written to ``path`` when given)."""
+        return self._file("html", path)
+
+    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The GitHub table of ``--markdown`` (written to ``path`` when given)."""
+        return self._file("markdown", path)
+
+
+class Report(_Files, model.Report):
     """A report of :func:`check` or :func:`load`: the model's :class:`adprof.model.Report` (``.results``, one
     :class:`~adprof.model.Result` per series, typed) with its renderings. In a notebook it shows as the HTML
     report, with the terminal table as its ``text/plain``; ``print(report)`` prints the table."""
+
+    _RENDERERS = {
+        "json": ("jsonout", "report_text"),
+        "html": ("html", "render_html"),
+        "markdown": ("markdown", "report_markdown"),
+    }
 
     @classmethod
     def of(cls, report: model.Report) -> Report:
@@ -130,24 +159,6 @@ class Report(model.Report):
         from adprof.render.jsonout import json_safe, report_to_json
 
         return json_safe(report_to_json(self))
-
-    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The text of ``adprof check --json`` (written to ``path`` when given)."""
-        from adprof.render.jsonout import report_text
-
-        return _write(path, report_text(self))
-
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The self-contained HTML page of ``adprof check --html`` (written to ``path`` when given)."""
-        from adprof.render.html import render_html
-
-        return _write(path, render_html(self))
-
-    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The GitHub table of ``adprof check --markdown`` (written to ``path`` when given)."""
-        from adprof.render.markdown import report_markdown
-
-        return _write(path, report_markdown(self))
 
     def plot(self, path: str | os.PathLike[str] | None = None) -> Any:
         """Cost against depth, one panel per chain (a ``matplotlib.figure.Figure``; saved to ``path`` when
@@ -181,28 +192,19 @@ class Report(model.Report):
         return {"text/html": self._repr_html_(), "text/plain": self.text()}
 
 
-class Comparison(_Comparison):
+class Comparison(_Files, _Comparison):
     """A comparison of :func:`compare` (:class:`adprof.comparison.Comparison`: ``.changes``, one per series) with
     its renderings; in a notebook it shows as its HTML table."""
+
+    _RENDERERS = {
+        "json": ("jsonout", "comparison_text"),
+        "html": ("html", "comparison_html"),
+        "markdown": ("markdown", "comparison_markdown"),
+    }
 
     @classmethod
     def of(cls, comparison: _Comparison) -> Comparison:
         return cls(**{f.name: getattr(comparison, f.name) for f in dataclasses.fields(_Comparison)})
-
-    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        from adprof.render.jsonout import comparison_text
-
-        return _write(path, comparison_text(self))
-
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
-        from adprof.render.html import comparison_html
-
-        return _write(path, comparison_html(self))
-
-    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
-        from adprof.render.markdown import comparison_markdown
-
-        return _write(path, comparison_markdown(self))
 
     def text(self, width: int = TEXT_WIDTH) -> str:
         from adprof.render.console import render_comparison
@@ -482,23 +484,8 @@ def _measured(
     from adprof.render.progress import SeriesProgress
 
     err = _err_console()
-    lanes = max(1, min(cfg.jobs, len(specs)))
-    with SeriesProgress(err, len(specs), lanes, err.is_terminal) as prog:
-        watch = Watch(status=prog.status, on_series=prog.done, on_structures=prog.structures)
-        try:
-            report = run(
-                specs,
-                cfg,
-                unmeasured=unmeasured,
-                notes=notes,
-                environment=environment(cfg, argv),
-                trust=trust,
-                watch=watch,
-            )
-        except Interrupted as stop:
-            assert stop.report is not None
-            return stop.report, stop.signal_name
-    return report, None
+    progress = SeriesProgress(err, len(specs), max(1, min(cfg.jobs, len(specs))), err.is_terminal)
+    return run_shown(specs, cfg, progress, argv, unmeasured=unmeasured, notes=notes, trust=trust)
 
 
 # --------------------------------------------------------------------------- the calls

@@ -28,6 +28,47 @@ def generic_cost_phases(mode: str) -> tuple[str, ...]:
     return ("transform", "drop")
 
 
+#: Search depths: of a chain along its layers on a peer engine, and along the derivative order.
+PEER_SEARCH_DEPTHS = (1, 2, 3, 4, 6, 8)
+ORDER_SEARCH_DEPTHS = (1, 2, 3, 4, 5, 6)
+#: The depths a found chain is checked at, and attributed on another engine at, on a peer whose points are cheap.
+PEER_CHECK_DEPTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+
+
+@dataclass(frozen=True)
+class HuntPlan:
+    """How ``adprof hunt`` measures a generator on one backend and mode (docs/hunt.md): searched at a few small
+    depths, then a found chain checked and attributed at more. The defaults are a peer's whose points cost tenths
+    of a second; a backend whose points cost more (a compile per point) declares fewer depths."""
+
+    #: The search's depths along the layers, and along the derivative order (ascending).
+    search_depths: tuple[int, ...] = PEER_SEARCH_DEPTHS
+    order_depths: tuple[int, ...] = ORDER_SEARCH_DEPTHS
+    #: A search point's wall time past which the series goes no deeper; the timeout that kills a point.
+    point_cap: float = 3.0
+    timeout: float = 60.0
+    #: Eager calls per search point.
+    calls: int = 2
+    #: Rough seconds of one evaluation (a target's tier before its cost is measured); None: a peer's (see
+    #: :meth:`evaluation_cost`).
+    cost: float | None = None
+    #: The explicit depths a found chain is written with (None: the chain's adaptive schedule), and its cap.
+    check_depths: tuple[int, ...] | None = PEER_CHECK_DEPTHS
+    check_cap: float | None = None
+    #: The depths of a found chain along the derivative order.
+    check_order_depths: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
+    #: The explicit depths of an attribution run on this target (None: the chain's own schedule), and along the
+    #: derivative order.
+    attribution_depths: tuple[int, ...] | None = PEER_CHECK_DEPTHS
+    attribution_order_depths: tuple[int, ...] = ORDER_SEARCH_DEPTHS
+
+    def evaluation_cost(self, mode: str) -> float:
+        """:attr:`cost`, else a peer's in ``mode``: a traced evaluation 0.3 s (no eager calls), another 0.8 s."""
+        if self.cost is not None:
+            return self.cost
+        return 0.3 if mode == "traced" else 0.8
+
+
 @dataclass(frozen=True)
 class BackendInfo:
     """One backend's declarations for one mode (see :class:`adprof.backends.base.Backend`, whose class attributes
@@ -61,6 +102,8 @@ class BackendInfo:
     nests_grad: bool = True
     #: The profile that names this engine in tables instead of the backend (``v08`` for ``engine/v08``).
     named_by_profile: bool = False
+    #: How ``adprof hunt`` searches, checks and attributes a generator here.
+    hunt: HuntPlan = field(default_factory=HuntPlan)
 
     @property
     def counters_decide(self) -> bool:
@@ -162,6 +205,7 @@ __all__ = [
     "WHOLE_COMPILE",
     "XLA_SCAN",
     "BackendInfo",
+    "HuntPlan",
     "declared_info",
     "generic_cost_phases",
     "generic_info",

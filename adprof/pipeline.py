@@ -15,12 +15,12 @@ import os
 import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from adprof.analysis.classify import assess_series, predicted_growth
 from adprof.analysis.costs import open_exact
 from adprof.analysis.jumps import unconfirmed_jumps
-from adprof.backends import KNOWN_BACKENDS, UnknownBackendError, check_backend, known_backends
+from adprof.backends import KNOWN_BACKENDS, check_backend, installed_backends
 from adprof.measure import MeasureConfig, Measured, SeriesSpec, measure_all
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.executor import Executor
@@ -70,6 +70,17 @@ class Watch:
     measured: Callable[[], None] | None = None
 
 
+class Progress(Protocol):
+    """A progress display the run feeds (:class:`adprof.render.progress.SeriesProgress`): entered around the
+    measuring."""
+
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    def status(self, lane: int, text: str) -> None: ...
+    def done(self, series: Series) -> None: ...
+    def structures(self, structures: dict[str, dict[str, Any]]) -> None: ...
+
+
 def default_jobs() -> int:
     """Worker processes by default: ``min(2, cores)``."""
     return min(2, os.cpu_count() or 1)
@@ -85,16 +96,7 @@ def parse_backends(value: str) -> list[str]:
     one but ``cmd``."""
     names = list(dict.fromkeys(csv_list(value)))
     if names == ["all"]:
-        out = []
-        for name in known_backends():
-            if name == "cmd":
-                continue
-            try:
-                check_backend(name)
-            except UnknownBackendError:
-                continue
-            out.append(name)
-        return out
+        return installed_backends()
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: {', '.join(KNOWN_BACKENDS)}")
     for n in names:
@@ -226,6 +228,28 @@ def run(
     return report
 
 
+def run_shown(
+    specs: Sequence[SeriesSpec],
+    config: MeasureConfig,
+    progress: Progress,
+    argv: Sequence[str],
+    *,
+    poll: Callable[[], None] | None = None,
+    measured: Callable[[], None] | None = None,
+    **options: Any,
+) -> tuple[Report, str | None]:
+    """:func:`run` under ``progress``, with the run's record of the command ``argv``: the report and the signal that
+    interrupted the measuring (None: it ran to the end; else the report is the partial one). ``poll`` and
+    ``measured``: :class:`Watch`'s; ``options``: :func:`run`'s."""
+    with progress:
+        watch = Watch(progress.status, progress.done, progress.structures, poll, measured)
+        try:
+            return run(specs, config, environment=environment(config, argv), watch=watch, **options), None
+        except Interrupted as stop:
+            assert stop.report is not None
+            return stop.report, stop.signal_name
+
+
 __all__ = [
     "HOOKS",
     "check_names",
@@ -239,5 +263,6 @@ __all__ = [
     "plan_check",
     "protocol_notes",
     "run",
+    "run_shown",
     "with_hooks",
 ]

@@ -67,26 +67,23 @@ _MARKER_KEYS = {
 }
 
 
+#: The fixture's default limits a pytest option sets: ``--adprof-max-base`` and its kin (the limit, what it limits).
+_LIMIT_OPTIONS = (
+    ("max_base", "per-layer growth limit"),
+    ("max_exponent", "power-law exponent limit"),
+    ("max_memory_exponent", "limit on the memory's power-law exponent in depth"),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("adprof", "adprof scaling guards")
-    group.addoption(
-        "--adprof-max-base",
-        type=option_arg("max_base"),
-        default=None,
-        help="default per-layer growth limit for the adprof_guard fixture",
-    )
-    group.addoption(
-        "--adprof-max-exponent",
-        type=option_arg("max_exponent"),
-        default=None,
-        help="default power-law exponent limit for the adprof_guard fixture",
-    )
-    group.addoption(
-        "--adprof-max-memory-exponent",
-        type=option_arg("max_memory_exponent"),
-        default=None,
-        help="default limit on the memory's power-law exponent in depth for the adprof_guard fixture",
-    )
+    for key, what in _LIMIT_OPTIONS:
+        group.addoption(
+            f"--adprof-{key.replace('_', '-')}",
+            type=option_arg(key),
+            default=None,
+            help=f"default {what} for the adprof_guard fixture",
+        )
     group.addoption(
         "--adprof-absolute",
         action="store_true",

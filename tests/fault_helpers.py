@@ -8,7 +8,9 @@ adprof's workers and everything the chains start inherit; only those are ever ki
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import re
 import signal
@@ -196,6 +198,27 @@ def assert_cause(run: Run, pattern: str, stdout_too: bool = False) -> str:
     where = "output" if stdout_too else "'adprof' line on stderr"
     assert hits, f"no {where} matching {pattern!r}\n{run.summary()}"
     return hits[0]
+
+
+#: Seconds a worker's imports (numpy, scipy, adprof's worker) take on this machine when it is quiet.
+QUIET_START_SECONDS = 0.6
+
+
+@functools.cache
+def machine_slowdown() -> float:
+    """How many times slower than quiet this machine starts a worker now (at least 1): a test whose budget must
+    cover a worker's start scales it by this, so that a loaded machine tests the same property (the budget bounds
+    the run), not whether a worker starts in one second."""
+    code = "import numpy, scipy, adprof.measure.worker"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120, check=False)
+    return max(1.0, (time.monotonic() - t0) / QUIET_START_SECONDS)
+
+
+def scaled_budget(budget: float, most: float = math.inf) -> float:
+    """``budget`` scaled by :func:`machine_slowdown`, at most ``most``."""
+    return min(most, budget * machine_slowdown())
 
 
 def assert_within(run: Run, budget: float, cap: float) -> None:

@@ -360,6 +360,8 @@ import adprof
 
 @adprof.chain(max_depth=40, modes=("traced",))
 def slow(xp, x, depth):
+    with open("calls.txt", "a") as f:  # the test waits for a deeper call: a point measured, whatever the load
+        print(depth, file=f)
     time.sleep(0.2 * depth)
     return xp.sum(x * 1.0)
 """
@@ -388,10 +390,9 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_partial_report(tmp_path):
     )
     try:
         assert proc.stdout.readline().strip() == "started"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(leftovers(tag, grace=0)) < 3:  # the script, its workers
+        calls, deadline = tmp_path / "calls.txt", time.monotonic() + 120
+        while time.monotonic() < deadline and not _called_deeper_than(calls, 1):  # depth 1 measured: a point
             time.sleep(0.2)
-        time.sleep(1.0)  # a point or two measured
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -404,6 +405,14 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_partial_report(tmp_path):
 
 
 # --------------------------------------------------------------------------- helpers of this file
+
+
+def _called_deeper_than(calls: Path, depth: int) -> bool:
+    """The chain has been called at a depth over ``depth`` (its calls file says so)."""
+    try:
+        return any(int(line) > depth for line in calls.read_text().split())
+    except (OSError, ValueError):
+        return False
 
 
 def test_the_cell_source_is_what_a_notebook_gives(tmp_path):

@@ -34,6 +34,7 @@ from fault_helpers import (
     load_json,
     rows,
     run_adprof,
+    scaled_budget,
     start_adprof,
     stated_seconds,
 )
@@ -206,7 +207,7 @@ def test_markup_in_messages_is_printed_verbatim(tmp_path: Path, structure: bool)
 
 
 def test_budget_bounds_a_hanging_structure_probe(tmp_path: Path) -> None:
-    cap, budget = 2.5, 1.0
+    cap, budget = 2.5, scaled_budget(1.0)  # a worker must start within it, and a loaded machine starts one slower
     args = ["check", fault("stuck.py"), *FAST, "--cap", str(cap), "--budget", str(budget)]
     run = run_adprof(args, tmp_path, timeout=budget + cap + SLACK + 30)
     assert_clean(run)

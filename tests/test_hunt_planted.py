@@ -94,6 +94,138 @@ def test_a_target_far_below_its_share_is_starved():
     assert not hunt_search.starved(hunt_search.TargetStats(expected=2.5, measured=0))  # a costly target, short hunt
 
 
+class _FakeLanes:
+    """An executor answering every evaluation at once with the engine's counters: linear, or exponential once
+    ``grows`` says so (the search's state is there to read). Each answer costs ``seconds`` per target."""
+
+    lanes = 2
+    interrupted = None
+
+    def __init__(self, grows, seconds: dict[str, float] | None = None) -> None:
+        self.grows, self.seconds, self.search = grows, seconds or {}, None
+
+    def run(self, tasks, poll=None):
+        time.sleep(0.01)  # a generation takes some time: the search's deadlines are on the real clock
+        out = []
+        for task in tasks:
+            _file, jobs = task.args
+            law = (lambda d: 2.0**d) if self.grows(self.search) else (lambda d: 10.0 * d)
+            res = []
+            for job in jobs:
+                target = Target.from_dict(job["target"])
+                pts = [{"depth": d, "counters": {"transform": {"key_comparisons": law(d)}}} for d in (1, 2, 4, 8, 16)]
+                res.append({"target": job["target"], "points": pts, "seconds": self.seconds.get(target.label, 0.05)})
+            out.append(res)
+        return out
+
+
+def _search(tmp_path: Path, lanes: _FakeLanes, share: float, extend: float | None) -> hunt_search.Search:
+    now = time.monotonic()
+    targets = [Target("engine", "v08", "traced")]
+    until = None if extend is None else now + extend
+    search = hunt_search.Search(targets, 1, lanes, tmp_path, now + share, extend_until=until)  # type: ignore[arg-type]
+    lanes.search = search
+    return search
+
+
+def test_a_search_with_no_candidate_goes_on_past_its_share(tmp_path):
+    """The torch and tinygrad hunts of the acceptance ended after 35% of a 600 s budget with no candidate and
+    exit 0. A search that has nothing to confirm at the end of its share goes on (until its extension), and its
+    expected evaluations are those of the time it was given: not starved."""
+    lanes = _FakeLanes(lambda s: False)
+    search = _search(tmp_path, lanes, 1.2, 2.4)
+    search.run()
+    assert search.stats.extended and not search.stopped_on_candidate
+    assert time.monotonic() >= search.deadline - 1.0  # it ran to the extension's end (a lower bound: never flaky)
+    assert not search.has_candidates() and not any(st.starved for st in search.stats.per_target.values())
+
+
+def test_a_search_with_a_candidate_stops_at_its_share_or_at_its_first_candidate_past_it(tmp_path):
+    """A candidate by the end of its share: no extension. Searching past its share: it stops at its first
+    candidate (the rest of the budget confirms it), and its expected evaluations are those of the time it took."""
+    (tmp_path / "a").mkdir()
+    search = _search(tmp_path / "a", _FakeLanes(lambda s: True), 1.2, 60.0)
+    search.run()
+    assert not search.stats.extended and search.has_candidates()
+    (tmp_path / "b").mkdir()
+    search = _search(tmp_path / "b", _FakeLanes(lambda s: s.stats.extended), 1.2, 60.0)
+    search.run()
+    assert search.stats.extended and search.stopped_on_candidate and search.has_candidates()
+    assert not any(st.starved for st in search.stats.per_target.values())
+    (tmp_path / "c").mkdir()
+    search = _search(tmp_path / "c", _FakeLanes(lambda s: False), 1.2, None)  # no extension asked: as before
+    search.run()
+    assert not search.stats.extended
+
+
+def test_an_unmeasured_target_is_estimated_at_the_machines_measured_slowdown(tmp_path):
+    """torch alone under load: traced measured 11 s per evaluation (its plan's estimate: 2.5 s), and torch.compile,
+    not yet measured, joined the screen on its quiet-machine estimate (20 s, within 4x of 11 s); it then cost
+    119 s per evaluation and most of its evaluations were cut by the deadline. An unmeasured target's estimate
+    is scaled by how much slower than estimated the measured ones run."""
+    pytest.importorskip("torch", reason="torch's targets")
+    from adprof.hunt.targets import hunt_targets, search_plan
+
+    targets = hunt_targets(["torch"], None, None)
+    search = hunt_search.Search(targets, 1, _FakeLanes(lambda s: False), tmp_path, time.monotonic() + 10)  # type: ignore[arg-type]
+    traced, compiled = Target("torch", None, "traced"), Target("torch", None, "compile")
+    probe = Generator((Node("sin", (0,)),))
+    assert search.slowdown() == 1.0 and search.cost(compiled) == search_plan(compiled, probe).cost
+    st = search.stats.per_target[traced.label]
+    slow = 11.14 / search_plan(traced, probe).cost
+    st.measured, st.seconds = 2, 2 * 11.14
+    assert math.isclose(search.slowdown(), slow)
+    assert math.isclose(search.cost(compiled), search_plan(compiled, probe).cost * slow)
+    assert traced in search.screen("torch") and compiled not in search.screen("torch")
+
+
+def test_a_program_the_screen_cannot_run_goes_to_another_target_of_its_backend(tmp_path):
+    """torch alone: its screen (traced: a deterministic count decides) has no nested gradient, and every program
+    over the derivative order was dropped (49 of 173 in a 600 s hunt), so torch's own exponential per order
+    (eager) could never be found. Such a program goes to the backend's cheapest target that runs it (not a
+    costly one); one that no target of the backend runs is still dropped, counted as skipped."""
+    pytest.importorskip("torch", reason="torch's targets")
+    from adprof.hunt.targets import hunt_targets
+
+    targets = hunt_targets(["torch"], None, None)
+    traced, eager = Target("torch", None, "traced"), Target("torch", None, "eager")
+    search = hunt_search.Search(targets, 1, _FakeLanes(lambda s: False), tmp_path, time.monotonic() + 60)  # type: ignore[arg-type]
+    screen = search.screen("torch")
+    assert screen == [traced]
+    order = Generator((Node("tanh", (0,)),), scale="order")
+    layer = Generator((Node("tanh", (0,)),))
+    assert search.first_targets("torch", order, screen) == [eager]
+    assert search.first_targets("torch", layer, screen) == [traced]
+    engine = hunt_search.Search(hunt_targets(["engine"], None, None), 1, _FakeLanes(lambda s: False), tmp_path, 0.0)  # type: ignore[arg-type]
+    assert engine.first_targets("engine", order, engine.screen("engine")) == []  # no engine mode nests grads
+    search.max_tries = 60
+    search.run()
+    on_eager = [g for g in search.screened["torch"] if g.scale == "order"]
+    assert on_eager and all((g.key, eager) in search.evaluated for g in on_eager)
+    assert search.stats.per_target[eager.label].evaluations >= len(on_eager)
+
+
+def test_the_check_lanes_start_their_workers_before_the_candidates_share_the_time(tmp_path):
+    """A 20 s hunt at load 12: each candidate's check had ~3 s, and its lane's worker (imports: seconds under load)
+    did not start within what was left ("worker did not start within 1 s"): every candidate was rejected as an
+    error. The check lanes' workers start once, before the candidates share the time left, within that time."""
+    from types import SimpleNamespace
+
+    from adprof.hunt.run import Hunt, HuntConfig
+
+    started: list[float] = []
+
+    class Lanes:
+        lanes = 2
+
+        def map(self, jobs):
+            return [job(SimpleNamespace(start=started.append), k) for k, job in enumerate(jobs)]
+
+    cfg = HuntConfig(targets=[], seed=0, budget=30.0, out=tmp_path / "out", workdir=tmp_path)
+    Hunt(cfg, executor=None)._start_check_workers(Lanes())  # type: ignore[arg-type]
+    assert len(started) == 2 and all(1.0 <= t <= 30.0 for t in started)
+
+
 # --------------------------------------------------------------------------- shrinking
 
 

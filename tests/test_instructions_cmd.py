@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from fault_helpers import scaled_budget
 from test_cmd_cli import INSTRUCTIONS, TRACED_PHASES, instruction_counts, only_result, probe, run
 from test_cmd_runner import PROBE, needs_probe, needs_valgrind
 
@@ -183,8 +184,18 @@ def test_count_run_killed_by_the_budget_is_a_stop_not_a_hang(capsys, tmp_path):
         'if [ "$ADPROF_METRIC" = instructions ] && [ "$1" -ge 3 ]; then sleep 30; fi\n'
         'echo "{\\"transform_seconds\\": 0.00$1}"\n',
     )
+    budget = scaled_budget(6.0, most=20.0)  # depths 1 and 2 under callgrind fit in it on a loaded machine too
     rc, _, _, report = run(
-        capsys, tmp_path, "check", "--cmd", f"{prog} {{depth}}", *INSTRUCTIONS, "--depths", "1,2,3", "--budget", "6"
+        capsys,
+        tmp_path,
+        "check",
+        "--cmd",
+        f"{prog} {{depth}}",
+        *INSTRUCTIONS,
+        "--depths",
+        "1,2,3",
+        "--budget",
+        str(budget),
     )
     r = only_result(report)
     assert rc == 0 and not r["error"]

@@ -17,7 +17,7 @@ imports an engine or user code.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import EntryPoint, entry_points
 
 from adprof.backend_info import BackendInfo, generic_info
@@ -142,6 +142,21 @@ def check_backend(name: str) -> str:
     return name
 
 
+def installed_backends(programs: Sequence[str] = ("cmd",)) -> list[str]:
+    """Every known backend whose packages are installed (``--backend all``), except ``programs`` (backends that run a
+    program, not a chain)."""
+    out = []
+    for name in known_backends():
+        if name in programs:
+            continue
+        try:
+            check_backend(name)
+        except UnknownBackendError:
+            continue
+        out.append(name)
+    return out
+
+
 def get_backend(name: str) -> Backend:
     """The backend ``name``, ready to measure (built-ins: their implementation imported, so a missing
     package is reported here in one line)."""
@@ -247,6 +262,7 @@ __all__ = [
     "backend_versions",
     "check_backend",
     "get_backend",
+    "installed_backends",
     "known_backends",
     "memory_asked",
     "memory_notes",

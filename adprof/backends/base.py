@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from adprof.backend_info import BackendInfo, generic_cost_phases
+from adprof.backend_info import BackendInfo, HuntPlan, generic_cost_phases
 from adprof.backends.memory import FIGURES, NOT_ASKED, PEAK
 from adprof.chain import Chain
 from adprof.constants import DEFAULT_CALLS
@@ -312,7 +312,8 @@ class Backend:
       ``structural_keys``: the engine compares structural keys (a recording's predicted base applies);
     * ``unsupported_ops``: ops of hunt's generator language the backend lacks; ``no_nested_grad``: modes that
       cannot nest the chain's own gradient (``xp.grad``); ``named_by_profile``: tables name the engine by its
-      profile (``v08``), not the backend.
+      profile (``v08``), not the backend; ``hunt_plans[mode]``: how hunt searches, checks and attributes a
+      generator in that mode (:class:`~adprof.backend_info.HuntPlan`; absent: a peer's whose points are cheap).
     """
 
     name: ClassVar[str] = ""
@@ -358,6 +359,7 @@ class Backend:
     unsupported_ops: ClassVar[frozenset[str]] = frozenset()
     no_nested_grad: ClassVar[tuple[str, ...]] = ()
     named_by_profile: ClassVar[bool] = False
+    hunt_plans: ClassVar[Mapping[str, HuntPlan]] = {}
 
     _prepared: bool = False
 
@@ -398,6 +400,7 @@ class Backend:
             unsupported_ops=tuple(sorted(self.unsupported_ops)),
             nests_grad=mode not in self.no_nested_grad,
             named_by_profile=self.named_by_profile,
+            hunt=self.hunt_plans.get(mode, HuntPlan()),
         )
 
     def series_fields(self, mode: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ The notes say why a reported metric may not decide; the figures are measured on 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from types import ModuleType
 from typing import Any, ClassVar
@@ -26,6 +27,7 @@ from adprof.backend_info import (
     TORCH_SCAN,
     WHOLE_COMPILE,
     XLA_SCAN,
+    HuntPlan,
 )
 from adprof.backends.base import DEFAULT_CALLS, Backend, extra_install_hint, no_phase
 from adprof.backends.memory import NOT_EAGER
@@ -71,6 +73,18 @@ class ModuleBackend(Backend):
         return impl.measure_point(chain, mode, depth, profile, **kwargs)
 
 
+#: Hunt on a backend that compiles at every point (seconds each): fewer, doubling depths.
+_COMPILING_HUNT = HuntPlan(
+    search_depths=(1, 2, 4, 8, 16),
+    order_depths=(1, 2, 4),
+    point_cap=1.0,
+    calls=3,
+    cost=2.0,
+    check_depths=(1, 2, 4, 8, 16, 32),
+    attribution_depths=(1, 2, 4, 8, 16),
+)
+
+
 class EngineBackend(ModuleBackend):
     """adprof's instrumented reference engine: exact counters per phase decide."""
 
@@ -94,6 +108,19 @@ class EngineBackend(ModuleBackend):
     #: no ``xp.grad`` in the engine's namespace
     no_nested_grad = ("traced", "eager")
     checkpoint_remedy = ENGINE_CHECKPOINT
+    #: counted points cost hundredths of a second: many layer depths; a found chain keeps its adaptive schedule
+    hunt_plans = dict.fromkeys(
+        modes,
+        HuntPlan(
+            search_depths=(1, 2, 3, 4, 5, 6, 8, 11, 16, 22, 32),
+            point_cap=2.0,
+            timeout=20.0,
+            calls=3,
+            cost=0.05,
+            check_depths=None,
+            attribution_depths=None,
+        ),
+    )
 
     def check_arguments(self, mode: str, profile: str | None) -> None:
         super().check_arguments(mode, profile or "fixed")
@@ -149,6 +176,12 @@ class JaxBackend(ModuleBackend):
     remedies = {"compile": (XLA_SCAN, STAGING, CACHED_COMPILE)}
     cause_tails = {"compile": ": XLA compiles the unrolled chain as one program whose compile cost grows with its size"}
     checkpoint_remedy = JAX_REMAT
+    #: an XLA compile per point; along the derivative order each order compiles a deeper nest
+    hunt_plans = {
+        "compile": dataclasses.replace(
+            _COMPILING_HUNT, check_order_depths=(1, 2, 3, 4, 5), attribution_order_depths=(1, 2, 3, 4, 5)
+        )
+    }
 
 
 #: torch.compile's phases (``--backend torch --mode compile``): Dynamo's trace, AOTAutograd (joint graph,
@@ -278,6 +311,29 @@ class TorchBackend(ModuleBackend):
     leak_remedies = (TORCH_AUTOGRAD_GRAD, RESET_GRAD, DROP_TAPES)
     #: functorch's grad (traced) and AOTAutograd (compile) refuse a nested ``torch.autograd.grad``
     no_nested_grad = ("traced", "compile")
+    hunt_plans = {
+        # two gcc runs per point: tens of seconds
+        "compile": HuntPlan(
+            search_depths=(1, 2, 3, 4),
+            order_depths=(1, 2, 3, 4),
+            point_cap=40.0,
+            timeout=240.0,
+            calls=3,
+            cost=20.0,
+            check_depths=(1, 2, 3, 4, 5),
+            check_cap=120.0,
+            attribution_depths=(1, 2, 3, 4),
+        ),
+        # functorch's trace: seconds at a dozen layers
+        "traced": HuntPlan(
+            search_depths=(1, 2, 3, 4, 6, 8, 12),
+            order_depths=(1, 2, 3, 4, 6, 8, 12),
+            calls=3,
+            cost=2.5,
+            attribution_depths=(1, 2, 3, 4, 6, 8, 12, 16),
+            attribution_order_depths=(1, 2, 3, 4, 5),
+        ),
+    }
 
 
 class AutogradBackend(ModuleBackend):
@@ -345,6 +401,7 @@ class TinygradBackend(ModuleBackend):
     #: its tensor namespace raises UnsupportedOpError for these, and it has no ``xp.grad``
     unsupported_ops = frozenset({"where", "svd_u", "qr_q", "qr_r", "rowsum"})
     no_nested_grad = ("compile", "eager")
+    hunt_plans = dict.fromkeys(modes, _COMPILING_HUNT)  # both modes generate and compile kernels at each depth
 
 
 class CmdBackend(ModuleBackend):

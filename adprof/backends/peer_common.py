@@ -179,6 +179,24 @@ def wall_meter(phase: str, call: int) -> contextlib.AbstractContextManager[dict[
     return timed_block()
 
 
+def loss_calls(
+    f: Callable[[Any], Any], gradient: Callable[[Any], Any]
+) -> tuple[Callable[[Any], tuple[Any, Any]], Callable[[Any, Any], Any]]:
+    """:func:`measure_eager`'s ``forward`` and ``backward`` for an engine whose loss carries its own backward
+    (torch, tinygrad): ``forward(x)`` is ``f(x)``, kept as the state; ``backward(x, loss)`` calls ``loss.backward()``
+    and returns ``gradient(x)``."""
+
+    def forward(x: Any) -> tuple[Any, Any]:
+        loss = f(x)
+        return loss, loss
+
+    def backward(x: Any, loss: Any) -> Any:
+        loss.backward()
+        return gradient(x)
+
+    return forward, backward
+
+
 def measure_eager(
     chain: Chain,
     depth: int,
@@ -479,6 +497,7 @@ __all__ = [
     "eager_summary",
     "failure",
     "first_time",
+    "loss_calls",
     "measure_counted_eager",
     "measure_drop",
     "measure_eager",

@@ -53,6 +53,7 @@ from adprof.backends.peer_common import (
     check_output,
     failure,
     first_time,
+    loss_calls,
     not_installed,
     peer_measure_point,
 )
@@ -282,13 +283,7 @@ def measure_eager(chain: Chain, depth: int, *, calls: int = DEFAULT_CALLS, on_ph
     a = chain.make_input()
     f = _fn(chain, depth)
 
-    def forward(x: Any) -> tuple[Any, Any]:
-        loss = f(x)
-        return loss, loss
-
-    def backward(x: Any, loss: Any) -> Any:
-        loss.backward()
-        return on_device(x.grad, x).realize().numpy()
+    forward, backward = loss_calls(f, lambda x: on_device(x.grad, x).realize().numpy())
 
     def warm_up() -> None:
         _warm_up(chain, "eager")

@@ -41,6 +41,7 @@ from adprof.backends.peer_common import (
     check_output,
     failure,
     first_time,
+    loss_calls,
     measure_counted_eager,
     measure_drop,
     measure_memory,
@@ -277,13 +278,7 @@ def _eager_calls(chain: Chain, depth: int) -> dict[str, Any]:
     a = chain.make_input()
     f = _fn(chain, depth)
 
-    def forward(x: Any) -> tuple[Any, Any]:
-        loss = f(x)
-        return loss, loss
-
-    def backward(x: Any, loss: Any) -> Any:
-        loss.backward()
-        return x.grad
+    forward, backward = loss_calls(f, lambda x: x.grad)
 
     def warm_up() -> None:
         if first_time(chain, "eager"):

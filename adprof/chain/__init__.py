@@ -2,6 +2,7 @@
 loading chain files safely (:mod:`adprof.chain.loader`). Layer 1: imports no other adprof module, only
 numpy and the standard library."""
 
+from adprof.chain import spec as _spec
 from adprof.chain.loader import (
     ChainFileNotFoundError,
     ChainImportError,
@@ -14,41 +15,17 @@ from adprof.chain.loader import (
     load_chains,
     parse_target,
 )
-from adprof.chain.spec import (
-    COMMON_AXES,
-    DEFAULT_AXIS,
-    DEFAULT_DEPTHS,
-    DEFAULT_INPUT_SHAPE,
-    DEFAULT_MODES,
-    DEFAULT_SEED,
-    KNOWN_MODES,
-    Chain,
-    ChainError,
-    ChainSignatureError,
-    as_chain,
-    chain,
-)
+from adprof.chain.spec import *  # noqa: F403  (the format's names, listed once: spec's __all__)
 
 __all__ = [
-    "COMMON_AXES",
-    "DEFAULT_AXIS",
-    "DEFAULT_DEPTHS",
-    "DEFAULT_INPUT_SHAPE",
-    "DEFAULT_MODES",
-    "DEFAULT_SEED",
-    "KNOWN_MODES",
-    "Chain",
-    "ChainError",
+    *_spec.__all__,
     "ChainFileNotFoundError",
     "ChainImportError",
     "ChainNotFoundError",
-    "ChainSignatureError",
     "ChainSyntaxError",
     "NoChainsError",
     "NotAPythonFileError",
     "TargetSyntaxError",
-    "as_chain",
-    "chain",
     "chains_in",
     "load_chains",
     "parse_target",

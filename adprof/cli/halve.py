@@ -6,41 +6,29 @@ import argparse
 from collections.abc import Sequence
 
 from adprof.cli.cmd import measure_cmd, uses_cmd
-from adprof.cli.common import (
-    EXIT_BAD_INPUT,
-    UsageError,
-    add_cmd_options,
-    add_common_options,
-    consoles,
-    deadline_of,
-    exit_code,
-    finish,
-    measure_config,
-    option_arg,
-    report_errors,
-    verdict_line,
-    write_outputs,
-)
-from adprof.cli.run import measure_single, one_chain
+from adprof.cli.common import UsageError, consoles, deadline_of, measure_config, option_arg
+from adprof.cli.run import add_one_chain_parser, measure_single, one_chain, show_one_result
 from adprof.measure.config import LOAD_TIMEOUT
 
 
+def _own(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--depth", type=option_arg("depth"), default=None, help="deepest depth d (default: the chain's largest)"
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    halve = sub.add_parser(
+    add_one_chain_parser(
+        sub,
         "halve",
+        cmd_halve,
+        mode="eager",
+        own=_own,
+        cap=10.0,
         help="cost at depth d, d/2, d/4 and the halving ratios (seed 000's check)",
         description="Time one chain at depth d, d/2 and d/4. A halving ratio above 3 (time cut below 1/3 "
         "by halving the depth) means a superlinear cost of graph size, not arithmetic.",
     )
-    halve.add_argument("target", nargs="?", metavar="FILE::CHAIN")
-    halve.add_argument("--mode", default="eager", help="eager (default), traced, or compile where the backend has it")
-    halve.add_argument("--profile", default="v08")
-    halve.add_argument(
-        "--depth", type=option_arg("depth"), default=None, help="deepest depth d (default: the chain's largest)"
-    )
-    add_common_options(halve, cap=10.0)
-    add_cmd_options(halve)
-    halve.set_defaults(run=cmd_halve)
 
 
 def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -58,10 +46,4 @@ def cmd_halve(args: argparse.Namespace, argv: Sequence[str]) -> int:
     report = measure_cmd(args, argv, cfg, err, "eager") if on_cmd else measure_single(args, argv, cfg, meta, err)
     from adprof.render.console import render_halving_result
 
-    written = write_outputs(report, args, err)  # first: a renderer failure cannot lose the files
-    r = report.results[0]
-    render_halving_result(r, out)
-    out.print(verdict_line(r), markup=False, highlight=False)
-    report_errors(report, err)
-    code = exit_code(report) if written else EXIT_BAD_INPUT
-    return finish(report, args, err, getattr(args, "interrupted", None), code)
+    return show_one_result(report, args, out, err, lambda r: render_halving_result(r, out))

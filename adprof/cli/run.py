@@ -6,24 +6,34 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
 
 from adprof.backends import BACKEND_PROFILES
-from adprof.cli.common import SIGNALS, UsageError, backends_arg
+from adprof.cli.common import (
+    EXIT_BAD_INPUT,
+    SIGNALS,
+    UsageError,
+    add_cmd_options,
+    add_common_options,
+    backends_arg,
+    exit_code,
+    finish,
+    report_errors,
+    verdict_line,
+    write_outputs,
+)
 from adprof.measure import MeasureConfig, Measured, SeriesSpec
 from adprof.measure.executor import Executor
 from adprof.measure.plan import backend_modes, load_targets, select
-from adprof.model import Report, Series, Shard
+from adprof.model import Report, Result, Series, Shard
 from adprof.pipeline import (
-    Interrupted,
-    Watch,
     decide,
     environment,
     protocol_notes,  # noqa: F401  (re-exported: the --cmd notes of a report)
-    run,
+    run_shown,
 )
 from adprof.render.progress import SeriesProgress
 from adprof.util.files import InputFileError, named_paths, read_input
@@ -43,30 +53,19 @@ def run_specs(
     """:func:`adprof.pipeline.run` with a progress display on ``err`` (on local lanes, or on ``executor``, e.g. a
     Dask cluster): the report and the signal that interrupted the measuring (None: it ran to the end)."""
     lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs)))
-    verbose = bool(getattr(args, "verbose", False))
-    with SeriesProgress(err, len(specs), lanes, err.is_terminal, verbose) as prog:
-        watch = Watch(
-            status=prog.status,
-            on_series=prog.done,
-            on_structures=prog.structures,
-            poll=SIGNALS.poll,
-            measured=SIGNALS.defer,  # measured: a signal from now on waits until the report is written
-        )
-        try:
-            report = run(
-                specs,
-                cfg,
-                unmeasured=unmeasured,
-                notes=notes,
-                environment=environment(cfg, argv),
-                trust=getattr(args, "trust", None),
-                executor=executor,
-                watch=watch,
-            )
-        except Interrupted as stop:
-            assert stop.report is not None
-            return stop.report, stop.signal_name
-    return report, None
+    progress = SeriesProgress(err, len(specs), lanes, err.is_terminal, bool(getattr(args, "verbose", False)))
+    return run_shown(
+        specs,
+        cfg,
+        progress,
+        argv,
+        poll=SIGNALS.poll,
+        measured=SIGNALS.defer,  # measured: a signal from now on waits until the report is written
+        unmeasured=unmeasured,
+        notes=notes,
+        trust=getattr(args, "trust", None),
+        executor=executor,
+    )
 
 
 def _shard_key(spec: SeriesSpec) -> str:
@@ -134,6 +133,52 @@ def one_chain(target: str, timeout: float, hard_deadline: float | None = None) -
         names = ", ".join(m["name"] for m in metas)
         raise UsageError(f"this command takes one chain: FILE::CHAIN (chains in the file: {names})")
     return metas[0]
+
+
+def add_one_chain_parser(
+    sub: argparse._SubParsersAction,
+    name: str,
+    run: Callable[[argparse.Namespace, Sequence[str]], int],
+    *,
+    mode: str,
+    own: Callable[[argparse.ArgumentParser], None],
+    cap: float | None = None,
+    **texts: str,
+) -> None:
+    """The parser of a one-chain command (``halve``, ``ratio``): ``FILE::CHAIN``, ``--mode`` (default ``mode``),
+    ``--profile``, the command's ``own`` arguments, then the common and ``--cmd`` options (``cap``: its default cap;
+    ``texts``: ``help`` and ``description``)."""
+    p = sub.add_parser(name, **texts)
+    p.add_argument("target", nargs="?", metavar="FILE::CHAIN")
+    others = ", ".join(m for m in ("traced", "eager") if m != mode)
+    p.add_argument("--mode", default=mode, help=f"{mode} (default), {others}, or compile where the backend has it")
+    p.add_argument("--profile", default="v08")
+    own(p)
+    add_common_options(p, **({} if cap is None else {"cap": cap}))
+    add_cmd_options(p)
+    p.set_defaults(run=run)
+
+
+def show_one_result(
+    report: Report,
+    args: argparse.Namespace,
+    out: Console,
+    err: Console,
+    render: Callable[[Result], None],
+    cause: bool = False,
+) -> int:
+    """The end of a one-chain command: the files written first (a renderer failure cannot lose them), then
+    ``render(result)`` and the verdict line on ``out`` (and its cause, with ``cause``), the errors on ``err``; the
+    exit status."""
+    written = write_outputs(report, args, err)
+    r = report.results[0]
+    render(r)
+    out.print(verdict_line(r), markup=False, highlight=False)
+    if cause and r.verdict.cause:
+        out.print(f"cause: {r.verdict.cause}", markup=False, highlight=False)
+    report_errors(report, err)
+    code = exit_code(report) if written else EXIT_BAD_INPUT
+    return finish(report, args, err, getattr(args, "interrupted", None), code)
 
 
 def measure_single(

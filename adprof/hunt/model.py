@@ -136,6 +136,8 @@ class HuntStats:
     processed: int = 0  # candidates taken up (merged, rejected or confirmed)
     unprocessed: int = 0  # candidates the budget did not reach
     search_seconds: float = 0.0
+    #: The search went on past its share of the budget: it had no candidate to confirm by then.
+    search_extended: bool = False
     per_target: dict[str, TargetStats] = field(default_factory=dict)  # target label -> its search figures
 
 

@@ -134,7 +134,8 @@ def stats_line(report: HuntReport) -> str:
     return (
         f"search: {s.tried} generators tried of {s.drawn} drawn ({s.evaluations} evaluations, {s.generations} "
         "generations, "
-        f"{s.search_seconds:.0f} s); {s.candidates} candidates: {s.confirmed} confirmed ({s.shrunk} shrunk), "
+        f"{s.search_seconds:.0f} s{', past its share: no candidate by then' if s.search_extended else ''}); "
+        f"{s.candidates} candidates: {s.confirmed} confirmed ({s.shrunk} shrunk), "
         f"{s.rejected} rejected by the check path, {s.merged} merged into a finding, {s.unprocessed} not reached"
     )
 

@@ -1,6 +1,7 @@
 """A whole hunt: search, then for each candidate shrink, confirm, attribute and write it out.
 
-1. **Search** (:mod:`~.search`) for a share of the budget, at small depths, in warm workers.
+1. **Search** (:mod:`~.search`) for a share of the budget, at small depths, in warm workers; with no candidate by
+   then, on until its first one or :data:`SEARCH_EXTEND_SHARE` of the budget.
 2. **Candidates**: the strongest elite of each (target, growth family, axis) on a component the check path
    decides on (:func:`~.fitness.best_per_target`), taken niche by niche (:func:`niches`): each niche's first
    candidate, then the others.
@@ -53,6 +54,9 @@ from adprof.util.files import FINDING_FILE, write_atomic
 
 #: Share of the budget the search gets; the rest shrinks, confirms and attributes.
 SEARCH_SHARE = 0.35
+#: A search with no candidate at the end of its share goes on, until its first candidate or this share of the
+#: budget (a hunt that found nothing yet spends its budget searching rather than ending early).
+SEARCH_EXTEND_SHARE = 0.8
 #: Seconds kept at the end for the report (at most this share of the budget).
 RESERVE = 3.0
 RESERVE_SHARE = 0.05
@@ -86,6 +90,7 @@ class HuntConfig:
     started: float = field(default_factory=time.monotonic)
     max_tries: int | None = None
     search_share: float = SEARCH_SHARE
+    search_extend_share: float = SEARCH_EXTEND_SHARE
 
     @property
     def deadline(self) -> float:
@@ -141,6 +146,7 @@ class Hunt:
                 self._emit("candidates", {"count": len(cands)})
                 if own_checks and cands:
                     self.check_executor = LanePool(self.cfg.jobs)
+                    self._start_check_workers(self.check_executor)
                 self._process(cands)
                 if not self._stopped():
                     self._refine()
@@ -182,6 +188,16 @@ class Hunt:
         self.warming = threading.Thread(target=pool.run, args=([task],), name="adprof-hunt-warm-up", daemon=True)
         self.warming.start()
 
+    def _start_check_workers(self, pool: LanePool) -> None:
+        """The check lanes' workers started before the candidates share the time left: a worker's start (its
+        imports: seconds on a loaded machine) is then not charged to the first candidate's check, whose share may
+        be a few seconds (a check that could not start its worker rejected every candidate of a short hunt)."""
+
+        def start(worker: Any, lane: int) -> None:
+            worker.start(max(1.0, self._left()))
+
+        pool.map([start] * pool.lanes)  # a lane whose worker did not start (its error is the result) restarts it
+
     def _emit(self, what: str, data: dict[str, Any]) -> None:
         if self.progress is not None:
             self.progress(what, data)
@@ -197,6 +213,7 @@ class Hunt:
             progress=self.progress,
             max_tries=self.cfg.max_tries,
             poll=self.poll,
+            extend_until=self.cfg.started + max(self.cfg.search_share, self.cfg.search_extend_share) * self.cfg.budget,
         )
         archive = self.search.run()
         st = self.search.stats
@@ -204,6 +221,7 @@ class Hunt:
         stats.tried, stats.drawn, stats.evaluations = st.tried, st.drawn, st.evaluations
         stats.generations = st.generations
         stats.search_seconds, stats.per_target = st.seconds, dict(st.per_target)
+        stats.search_extended = st.extended
         return archive
 
     # ------------------------------------------------------------------ candidates

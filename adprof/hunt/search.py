@@ -79,6 +79,9 @@ class SearchStats:
     per_target: dict[str, TargetStats] = field(default_factory=dict)  # target label -> its figures
     seconds: float = 0.0
     lanes: int = 1
+    #: The search went on past its share of the budget because it had no candidate yet (:class:`Search`'s
+    #: ``extend_until``).
+    extended: bool = False
 
 
 Progress = Callable[[str, dict[str, Any]], None]
@@ -111,12 +114,17 @@ class Search:
         progress: Progress | None = None,
         max_tries: int | None = None,
         poll: Callable[[], None] | None = None,
+        extend_until: float | None = None,
     ) -> None:
         self.targets = list(targets)
         self.backends = list(dict.fromkeys(t.backend for t in self.targets))
         self.by_backend = {b: [t for t in self.targets if t.backend == b] for b in self.backends}
         self.rng = random.Random(seed)
         self.executor, self.workdir, self.deadline = executor, workdir, deadline
+        #: Past ``deadline``, the search goes on while it has no candidate to confirm, until this time (a hunt
+        #: that found nothing yet spends its budget searching, not ending early): None, never.
+        self.extend_until = extend_until
+        self.stopped_on_candidate = False
         self.progress, self.max_tries, self.poll = progress, max_tries, poll
         self.archive = Archive()
         self.stats = SearchStats(
@@ -138,11 +146,27 @@ class Search:
     # ------------------------------------------------------------------ costs and tiers
 
     def cost(self, t: Target) -> float:
-        """Seconds per evaluation on ``t``: measured (the mean of its evaluations), else the plan's estimate."""
+        """Seconds per evaluation on ``t``: measured (the mean of its evaluations), else the plan's estimate
+        scaled by :meth:`slowdown` (a loaded machine makes every target slower, not only the measured ones)."""
+        measured = self._measured_cost(t)
+        return measured if measured is not None else search_plan(t, _PROBE).cost * self.slowdown()
+
+    def _measured_cost(self, t: Target) -> float | None:
         st = self.stats.per_target[t.label]
         if st.measured + st.failures:
             return max(st.seconds / (st.measured + st.failures), 1e-3)
-        return search_plan(t, _PROBE).cost
+        return None
+
+    def slowdown(self) -> float:
+        """How much slower than the plans' estimates the measured targets run here (the geometric mean of
+        measured over estimated seconds per evaluation; 1 before any is measured): an unmeasured target's
+        estimate is for a quiet machine, and unscaled it would look cheap beside targets measured under load."""
+        logs = []
+        for t in self.targets:
+            measured = self._measured_cost(t)
+            if measured is not None:
+                logs.append(math.log(measured / search_plan(t, _PROBE).cost))
+        return math.exp(sum(logs) / len(logs)) if logs else 1.0
 
     def screen(self, backend: str) -> list[Target]:
         """``backend``'s screen targets now (see :func:`screen_targets`)."""
@@ -152,7 +176,6 @@ class Search:
 
     def run(self) -> Archive:
         start = time.monotonic()
-        window = max(0.0, self.deadline - 1.0 - start)  # the seconds the search was given
         while not self._done():
             picks = self._picks()
             sizes = self._sizes(picks)
@@ -166,8 +189,11 @@ class Search:
         self.stats.seconds = time.monotonic() - start
         counted = self.max_tries is not None and self.stats.sent >= self.max_tries
         interrupted = self.executor.interrupted is not None
-        # what the search could have measured: the time it was given, unless --tries or an interrupt ended it
-        allowed = self.stats.seconds if counted or interrupted else max(self.stats.seconds, window)
+        window = max(0.0, self.deadline - 1.0 - start)  # the seconds the search was given (extended: more)
+        # what the search could have measured: the time it was given, unless --tries, an interrupt or (searching
+        # past its share) a first candidate ended it
+        ended_early = counted or interrupted or self.stopped_on_candidate
+        allowed = self.stats.seconds if ended_early else max(self.stats.seconds, window)
         for b in self.backends:
             for t in self.screen(b):
                 self.stats.per_target[t.label].screen = True
@@ -181,9 +207,24 @@ class Search:
         return self.archive
 
     def _done(self) -> bool:
-        if time.monotonic() >= self.deadline - 1.0:
+        if self.max_tries is not None and self.stats.sent >= self.max_tries:
             return True
-        return self.max_tries is not None and self.stats.sent >= self.max_tries
+        if time.monotonic() < self.deadline - 1.0:
+            # searching past its share: it stops at its first candidate (the rest of the budget confirms it)
+            self.stopped_on_candidate = self.stats.extended and self.has_candidates()
+            return self.stopped_on_candidate
+        extend = self.extend_until
+        if self.stats.extended or extend is None or time.monotonic() >= extend - 1.0 or self.has_candidates():
+            return True
+        self.deadline = extend  # nothing to confirm yet: the search goes on with the budget
+        self.stats.extended = True
+        if self.progress is not None:
+            self.progress("extended", {"tried": self.stats.tried})
+        return False
+
+    def has_candidates(self) -> bool:
+        """Whether the archive holds a candidate the hunt would confirm."""
+        return bool(best_per_target(self.archive.candidates(), self.targets))
 
     def _sizes(self, picks: list[tuple[Target, Generator]]) -> dict[str, int]:
         """New generators per backend this generation: each backend earns the same lane-seconds (enough screen
@@ -248,12 +289,27 @@ class Search:
                 if reason:
                     skipped = self.stats.per_target[t.label].skipped
                     skipped[reason] = skipped.get(reason, 0) + 1
-            if all(why.values()):
+            if not self.first_targets(backend, gen, screen):
                 continue
             out.append(gen)
         if n and not out:
             self.given_up.add(backend)  # its screen runs nothing the language draws: said by the per-target figures
         return out
+
+    def first_targets(self, backend: str, gen: Generator, screen: Sequence[Target]) -> list[Target]:
+        """Where a new generator of ``backend`` is first evaluated: the ``screen`` targets that can run it, else
+        the backend's cheapest other target that can (not one costing more than :data:`NO_SAMPLE_SECONDS`): a
+        program its screen cannot run (a nested gradient where the cheapest mode has none) is still searched on
+        the backend, not dropped. Empty: no target of the backend runs it."""
+        where = [t for t in screen if runs_on(t, gen) is None]
+        if where:
+            return where
+        rest = [
+            t
+            for t in self.by_backend[backend]
+            if t not in screen and runs_on(t, gen) is None and self.cost(t) <= NO_SAMPLE_SECONDS
+        ]
+        return [min(rest, key=self.cost)] if rest else []
 
     def _picks(self) -> list[tuple[Target, Generator]]:
         """This generation's evaluation on each target off its backend's screen: its queue's head, else a sample
@@ -294,7 +350,7 @@ class Search:
         for b, new in gens.items():
             screen = self.screen(b)
             for gen in new:
-                where = [t for t in screen if runs_on(t, gen) is None and (gen.key, t) not in self.evaluated]
+                where = [t for t in self.first_targets(b, gen, screen) if (gen.key, t) not in self.evaluated]
                 if not where:
                     continue
                 self.stats.sent += 1

@@ -18,10 +18,10 @@ from adprof.backend_info import BackendInfo
 from adprof.backends import (
     BACKEND_MODES,
     BACKEND_PROFILES,
-    UnknownBackendError,
     backend_declaration,
     backend_info,
     check_backend,
+    installed_backends,
     known_backends,
     memory_asked,
 )
@@ -103,27 +103,13 @@ class Target:
         return tuple(backend_declaration(self.backend).lower_bound_metrics.get(self.mode, ()))
 
 
-def installed_backends() -> list[str]:
-    """Every known backend whose packages are installed (``--backend all``), except ``cmd``."""
-    out = []
-    for name in known_backends():
-        if name in NOT_HUNTED:
-            continue
-        try:
-            check_backend(name)
-        except UnknownBackendError:
-            continue
-        out.append(name)
-    return out
-
-
 def expand_backends(value: str) -> list[str]:
     """``--backend``: a comma-separated list, or ``all`` (every installed backend); each checked (one line)."""
     names = list(dict.fromkeys(csv_list(value)))
     if not names:
         raise UsageError(f"--backend: no backend given (got {value!r}); known: all, {', '.join(known_backends())}")
     if names == ["all"]:
-        return installed_backends()
+        return installed_backends(NOT_HUNTED)
     if "all" in names:
         raise UsageError("--backend: 'all' stands alone (every installed backend)")
     for n in names:
@@ -201,11 +187,6 @@ class SearchPlan:
     memory: bool = False
 
 
-_LAYER_DEPTHS = (1, 2, 3, 4, 5, 6, 8, 11, 16, 22, 32)
-_PEER_DEPTHS = (1, 2, 3, 4, 6, 8)
-_ORDER_DEPTHS = (1, 2, 3, 4, 5, 6)
-
-
 def search_plan(target: Target, gen: Generator) -> SearchPlan:
     """The search's depths and limits for ``gen`` on ``target`` (memory measured where ``check`` measures it by
     default)."""
@@ -213,18 +194,9 @@ def search_plan(target: Target, gen: Generator) -> SearchPlan:
 
 
 def _search_plan(target: Target, gen: Generator) -> SearchPlan:
-    order = gen.scale == "order"
-    b, m = target.backend, target.mode
-    if b == "engine":
-        return SearchPlan(_ORDER_DEPTHS if order else _LAYER_DEPTHS, 2.0, 20.0, cost=0.05)
-    if (b, m) == ("torch", "compile"):
-        return SearchPlan((1, 2, 3, 4), 40.0, 240.0, cost=20.0)
-    if (b, m) == ("jax", "compile") or b == "tinygrad":
-        return SearchPlan((1, 2, 4) if order else (1, 2, 4, 8, 16), 1.0, 60.0, cost=2.0)
-    if (b, m) == ("torch", "traced"):
-        return SearchPlan((1, 2, 3, 4, 6, 8, 12), 3.0, 60.0, cost=2.5)
-    cost = 0.3 if m == "traced" else 0.8
-    return SearchPlan(_ORDER_DEPTHS if order else _PEER_DEPTHS, 3.0, 60.0, calls=2, cost=cost)
+    hunt = target.info.hunt  # as the backend declares it for this mode (its points' cost)
+    depths = hunt.order_depths if gen.scale == "order" else hunt.search_depths
+    return SearchPlan(depths, hunt.point_cap, hunt.timeout, calls=hunt.calls, cost=hunt.evaluation_cost(target.mode))
 
 
 #: A target's tier by its cost per evaluation (:func:`tier`): a screen-cheap one (hundredths to tenths of a second),
@@ -261,38 +233,24 @@ class CheckPlan:
 
 
 def check_plan(target: Target, gen: Generator) -> CheckPlan:
-    """How a chain found on ``target`` is written: more depths than the search's, the schedule's own on the
-    engine; explicit ones where a point costs seconds."""
-    b, m = target.backend, target.mode
+    """How a chain found on ``target`` is written: more depths than the search's (the backend's declared ones), the
+    schedule's own where the backend declares none; explicit ones where a point costs seconds."""
+    hunt = target.info.hunt
     if gen.scale == "order":
-        top = 5 if (b, m) in (("jax", "compile"),) else 7
-        return CheckPlan(depths=tuple(range(1, top + 1)), cap=30.0)
-    if (b, m) == ("torch", "compile"):
-        return CheckPlan(depths=(1, 2, 3, 4, 5), cap=120.0)
-    if b == "engine":  # an exponential reads long before 16 layers (the chain's cap applies on every engine)
+        return CheckPlan(depths=hunt.check_order_depths, cap=30.0)
+    if hunt.check_depths is None:  # an exponential reads long before 16 layers (the chain's cap applies everywhere)
         return CheckPlan(max_depth=16) if gen.reuses else CheckPlan(max_depth=64)
-    if (b, m) == ("jax", "compile") or b == "tinygrad":
-        return CheckPlan(depths=(1, 2, 4, 8, 16, 32))
-    return CheckPlan(depths=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32))
+    return CheckPlan(depths=hunt.check_depths, cap=hunt.check_cap)
 
 
 def attribution_depths(target: Target, gen: Generator) -> tuple[int, ...] | None:
-    """Explicit depths of an attribution run of ``gen`` on ``target`` (None: the chain's own schedule).
+    """Explicit depths of an attribution run of ``gen`` on ``target`` (None: the chain's own schedule), as the
+    backend declares them.
 
     Bounded so that every engine of every finding fits the hunt's budget: a program that grows fast is
     stopped by the cap's prediction anyway; one that stays linear needs only a span of depths."""
-    b, m = target.backend, target.mode
-    if gen.scale == "order":
-        return (1, 2, 3, 4, 5) if (b, m) in (("jax", "compile"), ("torch", "traced")) else tuple(range(1, 7))
-    if b == "engine":
-        return None
-    if (b, m) == ("torch", "compile"):
-        return (1, 2, 3, 4)
-    if (b, m) == ("jax", "compile") or b == "tinygrad":
-        return (1, 2, 4, 8, 16)
-    if (b, m) == ("torch", "traced"):
-        return (1, 2, 3, 4, 6, 8, 12, 16)
-    return (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    hunt = target.info.hunt
+    return hunt.attribution_order_depths if gen.scale == "order" else hunt.attribution_depths
 
 
 __all__ = [
