@@ -66,11 +66,11 @@ from adprof.model import (
     Stop,
     StopReason,
     classified_phases,
-    fit_figure,
     series_label,
     time_value,
 )
 from adprof.prediction import law_factor
+from adprof.words import fit_figure
 
 MIN_CALLS = 3
 #: Rounds of re-measuring the depths that jumped, at the end of a series (a burst of load over several points
