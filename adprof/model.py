@@ -93,6 +93,9 @@ class Point:
     #: The measuring thread's CPU seconds per phase, where the backend reads them (the run ``times`` keeps): a
     #: call preempted on a loaded machine takes longer on the wall clock only.
     cpu_times: dict[str, float] = field(default_factory=dict)
+    #: The measuring thread's CPU seconds of each repeat per phase, beside ``samples`` (same order, same length: the
+    #: CPU time of the run whose wall time is ``samples[phase][i]``), where the backend reads them (issue #35).
+    cpu_samples: dict[str, list[float]] = field(default_factory=dict)
     status: PointStatus = PointStatus.EXACT
     censor_reason: CensorReason | None = None  # censored/killed: why it stopped
     censored_phase: str | None = None  # censored/killed: the phase that was running
