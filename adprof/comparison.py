@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from adprof import model, verdicts
+from adprof import model, verdicts, words
 from adprof.model import Report, Result
 from adprof.report import chain_label, decided_by, fmt_growth, measured_versions
 
@@ -127,7 +127,7 @@ class Side:
                 "memory_rate_kind": mem_kind if mem_rate is not None else "",
                 "memory_rate": mem_rate,
                 "memory_interval": list(read.interval) if read is not None and read.interval else None,
-                "memory_text": mv.summary,
+                "memory_text": words.memory_summary(mv),
                 "bytes_per_call": mv.bytes_per_call,
             }
         return cls(  # type: ignore[arg-type]

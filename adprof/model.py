@@ -93,6 +93,9 @@ class Point:
     #: The measuring thread's CPU seconds per phase, where the backend reads them (the run ``times`` keeps): a
     #: call preempted on a loaded machine takes longer on the wall clock only.
     cpu_times: dict[str, float] = field(default_factory=dict)
+    #: The measuring thread's CPU seconds of each repeat per phase, beside ``samples`` (same order, same length: the
+    #: CPU time of the run whose wall time is ``samples[phase][i]``), where the backend reads them (issue #35).
+    cpu_samples: dict[str, list[float]] = field(default_factory=dict)
     status: PointStatus = PointStatus.EXACT
     censor_reason: CensorReason | None = None  # censored/killed: why it stopped
     censored_phase: str | None = None  # censored/killed: the phase that was running
@@ -165,7 +168,7 @@ class ScheduleEnd(StrEnum):
 
 @dataclass
 class Stop:
-    """Why and where a series stopped; :meth:`text` is its sentence (renderers print it, no code reads it)."""
+    """Why and where a series stopped (its sentence: :func:`adprof.words.stop_text`; no code reads it)."""
 
     reason: StopReason
     after: int | None = None  # the deepest depth measured before the stop
@@ -179,97 +182,6 @@ class Stop:
 
     def __post_init__(self) -> None:
         self.reason = StopReason(self.reason)
-
-    def text(self) -> str:
-        """The sentence of this stop (``stopped after depth 25: transform 1.62 s > 1.5 s cap``)."""
-        return stop_text(self)
-
-
-def _num(value: float | None, spec: str = "g") -> str:
-    """``value`` formatted by ``spec``, or ``?`` when it is not a finite number (a :class:`Stop` read from a
-    hand-edited report may lack the figures its reason usually has: the sentence is still written)."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return format(value, spec) if ok else "?"
-
-
-#: Internal phase names as a report says them: an eager series' first call is ``forward0``/``backward0`` inside.
-PHASE_TEXT = {"backward0": "backward (call 1)", "forward0": "forward (call 1)"}
-
-
-def phase_text(phase: str) -> str:
-    """A phase (or ``a+b`` phases) as a report prints it: ``backward0`` is ``backward (call 1)``."""
-    return "+".join(PHASE_TEXT.get(p, p) for p in phase.split("+"))
-
-
-def _where(stop: Stop) -> str:
-    if not stop.phase:
-        return ""
-    call = f" (call {stop.call})" if stop.call is not None and stop.phase not in PHASE_TEXT else ""
-    return f" in {phase_text(stop.phase)}{call}"
-
-
-def stop_text(stop: Stop) -> str:
-    """The sentence of a :class:`Stop` (any Stop: a figure its reason usually has but it lacks reads ``?``)."""
-    r = stop.reason
-    head = f"stopped after depth {stop.after}: " if stop.after is not None else ""
-    where, depth, phase, limit = _where(stop), _num(stop.depth, "d"), phase_text(stop.phase or "?"), _num(stop.limit)
-    secs = fmt_seconds(stop.seconds, 0) if stop.seconds is not None and math.isfinite(stop.seconds) else "far"
-    if r is StopReason.CAP:
-        return f"{head}{phase} {secs} > {limit} s cap"
-    if r is StopReason.PREDICTED_CAP:
-        how = f" by the deciding model ({stop.by_model})" if stop.by_model else ""
-        near = stop.seconds is not None and stop.limit is not None and stop.seconds <= stop.limit
-        rel = "within 20% of the" if near else ">"
-        return f"{head}next point (depth {depth}) predicted{how} {phase} {secs} {rel} {limit} s cap"
-    if r is StopReason.BUDGET_SHARE:
-        if stop.seconds is None:
-            return f"{head}this series' budget share ({_num(stop.limit, '.1f')} s) is used up"
-        return (
-            f"{head}next point (depth {depth}) predicted {secs} > "
-            f"{fmt_seconds(max(stop.limit or 0.0, 0.0), 0)} left of this series' budget share"
-        )
-    if r is StopReason.BUDGET:
-        if stop.depth is None:
-            return f"{head}the budget ran out"
-        cut = f"depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out"
-        return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
-    if r is StopReason.COUNTER_BUDGET:
-        return (
-            f"{head}depth {depth} exceeded the key-comparison budget ({_num(stop.limit, ',.0f')}) in {phase} (censored)"
-        )
-    if r is StopReason.CENSORED:
-        return (
-            f"{head}depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out, past the "
-            f"{limit} s cap (censored)"
-        )
-    if r is StopReason.RUNAWAY:
-        return f"{head}{killed_text(stop)} (censored)"
-    if r is StopReason.TIMEOUT:
-        return f"{head}{killed_text(stop)} (censored; no deeper depth measured)"
-    if r is StopReason.COUNT_TIMEOUT:
-        cut = f"depth {depth} not counted{where}: valgrind ran {secs}, past its {_num(stop.limit, '.0f')} s limit"
-        return f"{head}{cut}" if stop.after is not None else f"not measured: {cut}"
-    if stop.interrupt:
-        return f"not measured: interrupted by {stop.interrupt}"
-    if stop.seconds is not None and stop.limit is not None:
-        return f"not measured: the budget ran out after {_num(stop.seconds, '.1f')} s of {limit} s"
-    return "not measured: the budget ran out before this series started"
-
-
-def killed_text(stop: Stop) -> str:
-    """The finding of a point killed at its own timeout (or by the budget far past its prediction)."""
-    return f"{killed_head(stop)}: the chain hangs or is far too slow"
-
-
-def killed_head(stop: Stop) -> str:
-    """What killed the point, and when (:func:`killed_text` without its reading)."""
-    where, depth = _where(stop), _num(stop.depth, "d")
-    if stop.reason is StopReason.RUNAWAY:
-        return (
-            f"depth {depth} killed{where} after {_num(stop.seconds, '.1f')} s: the budget ran out, "
-            f"{RUNAWAY_FACTOR:g}x past its prediction"
-        )
-    return f"depth {depth} killed{where} after the {_num(stop.limit, '.1f')} s timeout"
 
 
 #: A point killed by the budget after this many times its predicted time is a runaway.
@@ -358,11 +270,6 @@ class Series:
             self.stop = Stop(**self.stop)
         if self.schedule_end is not None:
             self.schedule_end = ScheduleEnd(self.schedule_end)
-
-    @property
-    def stopped(self) -> str | None:
-        """The sentence of :attr:`stop` (None when the schedule was not stopped)."""
-        return self.stop.text() if self.stop is not None else None
 
     @property
     def killed(self) -> Stop | None:
@@ -561,13 +468,6 @@ class Knee:
 #: The program's figures a point may carry (``Point.program``): its size (ops in the forward's program), its
 #: arithmetic (FLOPs, bytes) and its intermediates (bytes of every value the forward computes).
 PROGRAM_FIGURES = ("ops", "flops", "bytes", "intermediate_bytes")
-#: How a report names what a program figure measures.
-PROGRAM_FIGURE_TEXT = {
-    "ops": "its size",
-    "flops": "its arithmetic",
-    "bytes": "its arithmetic (bytes)",
-    "intermediate_bytes": "its intermediates",
-}
 
 
 @dataclass
@@ -614,70 +514,9 @@ class Explained:
         return self.program_fits.get(self.basis)
 
     @property
-    def program_text(self) -> str:
-        """``seq_len^2.00: its arithmetic`` (the basis' growth and what it measures), "" without a basis."""
-        fit = self.program_fit
-        if fit is None:
-            return ""
-        text = f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.basis, self.basis)}"
-        arithmetic = next((n for n in ("flops", "bytes") if n in self.program_fits), "")
-        if arithmetic and self.basis not in ("flops", "bytes"):  # a size: the arithmetic beside it
-            other = self.program_fits[arithmetic]
-            text += f", {fit_figure(other) or other.kind}: {PROGRAM_FIGURE_TEXT[arithmetic]}"
-        return text
-
-    @property
-    def memory_program_text(self) -> str:
-        """``d^1.90: its intermediates``, "" without one."""
-        fit = self.program_fits.get(self.memory_basis)
-        if fit is None:
-            return ""
-        return f"{fit_figure(fit) or fit.kind}: {PROGRAM_FIGURE_TEXT.get(self.memory_basis, self.memory_basis)}"
-
-    @property
-    def program_figure(self) -> str:
-        """The basis' growth alone: ``seq_len^2.00``, ``x1.50/layer``, "" without a basis."""
-        fit = self.program_fit
-        return (fit_figure(fit) or fit.kind) if fit is not None else ""
-
-    @property
-    def excess_text(self) -> str:
-        """The excess over the basis: ``d^1.02``, ``x1.95/layer``, "" when not read."""
-        fit = self.program_fit
-        unit = fit.axis if fit is not None and fit.axis else "layer"
-        if self.excess_base is not None:
-            return f"x{self.excess_base:.2f}/{unit}"
-        return f"{depth_symbol(unit)}^{self.excess_exponent:.2f}" if self.excess_exponent is not None else ""
-
-    @property
     def ratio(self) -> float | None:
         """The gradient/forward ratio at the deepest depth that has one."""
         return self.ratios[-1] if self.ratios else None
-
-    @property
-    def ratio_text(self) -> str:
-        """``gradient 3.1x its forward`` (at the deepest depth; ``, flat`` or ``, growing`` when read)."""
-        if self.ratio is None:
-            return ""
-        falling = self.ratio_slope is not None and self.ratio_slope <= -0.15
-        shape = (
-            ""
-            if self.ratio_flat is None
-            else ", growing"
-            if not self.ratio_flat
-            else ", falling"
-            if falling
-            else ", flat"
-        )
-        return f"gradient {self.ratio:.1f}x its forward{shape}"
-
-    @property
-    def whose_text(self) -> str:
-        """``the forward's compile grows the same way: the compiler's, not the gradient's`` ("" when it does not)."""
-        if not self.forward_phase:
-            return ""
-        owner = "the compiler's" if "compile" in self.forward_phase else "the engine's"
-        return f"the forward's {self.forward_phase} grows the same way: {owner}, not the gradient's"
 
 
 def held_rate(verdict: Verdict, absolute: bool = False) -> tuple[str, float | None, float | None, str]:
@@ -792,13 +631,6 @@ class Verdict:
             return f"{fit_figure(self.reading)} past {self.knee.depth}"
         fit = self.rate_fit or self.fit
         return fit_figure(fit) if fit is not None else ""
-
-    @property
-    def proxy_text(self) -> str:
-        """Where a proxy decided the class: its name and figure (``inductor_loop_body_ops x3.69/unroll``), else ""."""
-        if self.rate_fit is None or self.fit is None:
-            return ""
-        return f"{self.fit.metric_name} {fit_figure(self.fit)}".strip()
 
     @property
     def is_finding(self) -> bool:
@@ -920,34 +752,10 @@ class MemoryVerdict:
         leak = self.leak
         return leak.bytes_per_call if leak is not None else None
 
-    @property
-    def interval_text(self) -> str:
-        """The deciding model's figure in depth (``d^1.00``, ``x1.50/layer``, ``flat``; past a knee: ``... past 8``)."""
-        return self._figure(interval=True)
 
-    @property
-    def figure_text(self) -> str:
-        """:attr:`interval_text` without the interval (``d^1.00``, ``x1.50/layer``; time-read peaks: no interval)."""
-        return self._figure(interval=False)
-
-    def _figure(self, interval: bool) -> str:
-        if self.knee is not None and self.knee.after is not None:
-            figure = fit_figure(self.knee.after, interval=interval)
-            # the short cell gives the law alone where it has an interval (as it read before the fields)
-            shown = not interval and fit_interval(self.knee.after)
-            return figure if shown else f"{figure} past {self.knee.depth}"
-        return fit_figure(self.fit, interval=interval) if self.fit is not None else ""
-
-    @property
-    def summary(self) -> str:
-        """The short cell of a report's row: ``linear d^1.00``, ``leak-per-call +4.0 KiB/call at depth 8``,
-        ``not measured``."""
-        if not self.measured:
-            return "not measured"
-        if self.kind == LEAK_PER_CALL and self.leak is not None:
-            return f"{self.kind} +{fmt_bytes(self.leak.bytes_per_call)}/call at depth {self.leak.depth}"
-        figure = self.figure_text
-        return f"{self.kind} {figure}".strip() if figure and figure != self.kind else self.kind
+# The figures of a fit and of bytes stay here (their words are :mod:`adprof.words`', which callers import them from):
+# :attr:`Verdict.interval_text` reads the figure (a derandomized property test reads that property: its examples are
+# drawn from a hash of its source), and adprof/guard/limits.py reads ``model.fmt_bytes``.
 
 
 def fmt_bytes(n: float | None) -> str:
@@ -1114,14 +922,3 @@ def point_wall(point: Point) -> float | None:
         timed = [t for t in point.times.values() if t is not None and math.isfinite(t)]
         return float(sum(timed)) if timed else None
     return wall / point.calls if point.calls else wall
-
-
-def fmt_seconds(s: float | None, ms_digits: int = 2) -> str:
-    """Seconds as ``12.30 ms`` / ``4.56 s`` / ``-`` (``ms_digits`` decimals below one second)."""
-    if s is None:
-        return "-"
-    if s < 1e-3 and ms_digits > 0:
-        return f"{s * 1e6:.0f} us"
-    if s < 1:
-        return f"{s * 1e3:.{ms_digits}f} ms"
-    return f"{s:.2f} s"

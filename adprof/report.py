@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.classify import decide, sweep_table
 from adprof.analysis.explained import explain_series
 from adprof.analysis.halving import halving_rows
@@ -22,10 +22,10 @@ from adprof.model import (
     StopReason,
     chain_name,
     classified_phases,
-    fmt_seconds,
     time_value,
 )
 from adprof.verdicts import Source
+from adprof.words import fmt_seconds
 
 
 def analyze_structures(recordings: Mapping[Any, Mapping[str, Any]]) -> dict[Any, Structure]:
@@ -265,7 +265,7 @@ def fmt_growth(result: Result) -> str:
     class the cost's own, with the proxy's beside (``x2.05/unroll [1.83, 2.31]; proxy inductor_loop_body_ops
     x3.69/unroll``)."""
     v = result.verdict
-    proxy = f"; proxy {v.proxy_text}" if v.proxy_text else ""
+    proxy = f"; proxy {words.proxy_text(v)}" if words.proxy_text(v) else ""
     return (v.interval_text or "-") + proxy
 
 
@@ -306,7 +306,7 @@ def program_cell(result: Result) -> str:
     ex = result.verdict.explained
     if ex is None:
         return "-"
-    parts = [t for t in (ex.program_text, ex.ratio_text) if t]
+    parts = [t for t in (words.program_text(ex), words.ratio_text(ex)) if t]
     return "; ".join(parts) or "-"
 
 
@@ -317,7 +317,7 @@ def memory_text(result: Result) -> str:
     if mv is None:
         return "-"
     disagrees = " (peak disagrees)" if mv.peak_agrees is False else ""
-    return mv.summary + disagrees
+    return words.memory_summary(mv) + disagrees
 
 
 def memory_reason(result: Result) -> str:

@@ -2,12 +2,15 @@
 layers that are healthy (one use of the previous value per layer), and the pathological controls.
 
 ``mlp``: y <- tanh(y @ W); ``gated``: y <- y * tanh(y @ W) (4x8, float64); ``linear_relu``: torch.nn.Linear + relu
-(torch only); ``fib``: a Fibonacci-like unroll (each layer adds the two before it: the traced graph is a DAG, the
-value count doubles in a tree-walking transform); ``square``: y <- (y*y)*0.5 (two uses per layer).
+(torch only); ``hooked``: a gradient hook per layer whose pure-Python loop grows with the layer (torch only: a
+quadratic backward that only time sees); ``fib``: a Fibonacci-like unroll (each layer adds the two before it:
+the traced graph is a DAG, the value count doubles in a tree-walking transform); ``square``: y <- (y*y)*0.5
+(two uses per layer).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -56,4 +59,25 @@ def square(xp: Any, x: Any, depth: int) -> Any:
     y = x
     for _ in range(depth):
         y = (y * y) * 0.5
+    return xp.sum(y)
+
+
+def _busy_hook(steps: int, grad: Any) -> None:
+    """A gradient hook that loops ``steps`` times in pure Python (no calls: invisible to call counts)."""
+    s = 0
+    for i in range(steps):
+        s += i
+
+
+@adprof.chain(input_shape=(4, 8), reuse=1, depths=(2, 4, 8, 16, 32, 64))
+def hooked(xp: Any, x: Any, depth: int) -> Any:
+    """torch only: y <- tanh(y @ W) with a gradient hook on layer k's output that loops 200*k times in pure Python:
+    the backward's cost is quadratic in depth while the forward's program, the autograd graph and the Python call
+    counts grow linearly (the pathological control that only time sees)."""
+    w = xp.asarray(_W)
+    y = x
+    for k in range(1, depth + 1):
+        y = xp.tanh(y @ w)
+        if getattr(y, "requires_grad", False):
+            y.register_hook(functools.partial(_busy_hook, 200 * k))
     return xp.sum(y)

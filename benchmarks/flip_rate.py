@@ -7,21 +7,37 @@ Each series is a guard (``python -m adprof guard FILE::CHAIN --backend B --mode 
 ``check ... --memory --json``): healthy and pathological time-decided series on torch eager, JAX compile, torch
 compile and tinygrad, and the memory verdicts of torch traced and eager. Per series and condition it reports how
 often the verdict kind (the memory kind for the memory series) and the exit status agree with their majority, and
-the distinct kinds seen. The busy loop is a ``while True`` process this script starts and ends (by its pid).
+the distinct kinds seen. The busy loop is a ``while True`` process this script starts and ends (by its pid). Every
+run records the load average (1 min) when it ended.
+
+Side by side in one run (issue #35: which measuring techniques resist load on this machine):
+
+* ``--trees main=/work/main,this=.``: each run of a series is made with each source tree in turn (interleaved),
+  e.g. without and with the round-robin passes over fixed depths;
+* ``--reread``: each guard run's JSON is decided again offline (``build_report`` on its own points) under
+  variants of the time reading, from the very same measurements: ``1 pass`` (the first pass over the depths
+  only: no interleaved repeats), ``wall`` (every pass, wall clock, the lower envelope: the least run of each
+  depth), ``cpu`` (the same runs' thread CPU time, ``Point.cpu_samples``), ``wall lq`` / ``cpu lq`` (the lower
+  quartile of each depth's runs instead of the least one: no envelope), ``cpu 1 pass``. Each variant's verdict
+  kind and guard outcome (the default limits, as the guard holds them) are tallied like the runs'.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import copy
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FLIP = str(ROOT / "benchmarks" / "flip_chains.py")
@@ -42,6 +58,7 @@ class Case:
 CASES = [
     Case("torch-eager", "mlp", True, ("guard", f"{FLIP}::mlp", "--backend", "torch", "--mode", "eager")),
     Case("torch-eager", "gated", True, ("guard", f"{FLIP}::gated", "--backend", "torch", "--mode", "eager")),
+    Case("torch-eager", "hooked", False, ("guard", f"{FLIP}::hooked", "--backend", "torch", "--mode", "eager")),
     Case(
         "torch-eager",
         "dense_history",
@@ -85,19 +102,31 @@ CASES = [
 
 @dataclass
 class Tally:
-    """The outcomes of one series under one condition."""
+    """The outcomes of one series under one condition (and one tree or re-read variant)."""
 
     kinds: list[str] = field(default_factory=list)
     codes: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)
 
     @staticmethod
     def agree(xs: list) -> int:
         return collections.Counter(xs).most_common(1)[0][1] if xs else 0
 
 
-def run_case(case: Case, budget: float) -> tuple[str, int, float]:
-    """One run through the real CLI: (the verdict kind, or the memory kind; the exit status; seconds)."""
+@dataclass
+class Outcome:
+    """One run through the real CLI."""
+
+    kind: str
+    code: int
+    seconds: float
+    report: dict[str, Any] | None  # the --json report (None: none was written)
+
+
+def run_case(case: Case, budget: float, root: Path = ROOT) -> Outcome:
+    """One run through the real CLI with ``root``'s source tree (the verdict kind, or the memory kind; the exit
+    status; seconds; the JSON report)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         args = [*case.args, "--json", str(out), "--no-color"]
@@ -110,21 +139,106 @@ def run_case(case: Case, budget: float) -> tuple[str, int, float]:
             capture_output=True,
             text=True,
             timeout=1800,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+            env={**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"},
         )
         secs = time.monotonic() - t0
         try:
-            results = json.loads(out.read_text())["results"]
+            data = json.loads(out.read_text())
+            results = data["results"]
         except (OSError, ValueError, KeyError):
-            return f"no-json({proc.stderr.strip().splitlines()[-1:] or '?'})", proc.returncode, secs
+            return Outcome(f"no-json({proc.stderr.strip().splitlines()[-1:] or '?'})", proc.returncode, secs, None)
         r = results[0]
         kind = (r.get("memory") or {}).get("kind", "-") if case.memory else r["verdict"]
-        return kind, proc.returncode, secs
+        return Outcome(kind, proc.returncode, secs, data)
+
+
+# --------------------------------------------------------------------------- offline re-reads of one run
+
+
+def _first_pass(series: Any) -> None:
+    """Only the first pass over the depths (no interleaved repeats)."""
+    series.points = [p for p in series.points if p.scheduled == ""]
+
+
+def _cpu_clock(series: Any) -> None:
+    """The runs' thread CPU seconds in place of their wall seconds (phases without CPU samples dropped)."""
+    from adprof.model import lower_quartile
+
+    for p in series.points:
+        for ph in list(p.times):
+            cpu = p.cpu_samples.get(ph)
+            if cpu and len(cpu) == len(p.samples.get(ph, cpu)):
+                p.samples[ph] = list(cpu)
+                p.times[ph] = lower_quartile(cpu)
+            else:
+                p.times.pop(ph)
+                p.samples.pop(ph, None)
+        p.extra.pop("backward_calls", None)
+        p.extra.pop("backward_cpu_calls", None)  # the CPU check would compare CPU with itself
+
+
+@contextlib.contextmanager
+def _statistic(percentile: float) -> Iterator[None]:
+    """The per-depth statistic of the noisy fit set to ``percentile`` (0: the lower envelope, the least run), and
+    adprof's own choice of the CPU clock off (a variant reads the wall clock, or swaps the CPU time in itself)."""
+    from adprof.analysis import costs, models
+
+    kept = models.STAT_PERCENTILE, getattr(costs, "CPU_CLOCK_ON", False)
+    models.STAT_PERCENTILE = percentile
+    costs.CPU_CLOCK_ON = False
+    try:
+        yield
+    finally:
+        models.STAT_PERCENTILE, costs.CPU_CLOCK_ON = kept
+
+
+#: The re-read variants: name -> (series edits, the per-depth percentile).
+VARIANTS: dict[str, tuple[tuple[Callable[[Any], None], ...], float]] = {
+    "1 pass": ((_first_pass,), 0),
+    "wall": ((), 0),
+    "wall lq": ((), 25),
+    "cpu": ((_cpu_clock,), 0),
+    "cpu lq": ((_cpu_clock,), 25),
+    "cpu 1 pass": ((_first_pass, _cpu_clock), 0),
+}
+
+
+def reread(report: dict[str, Any], variants: list[str]) -> dict[str, tuple[str, int]]:
+    """Each variant's (verdict kind, guard exit: 0 held, 1 not) of a guard run's report, decided again offline."""
+    from adprof.guard.checks import check_result, tolerance_for
+    from adprof.guard.limits import GuardLimits
+    from adprof.render.jsonout import load_report
+    from adprof.report import build_report
+
+    series = load_report(report).results[0].series
+    out: dict[str, tuple[str, int]] = {}
+    for name in variants:
+        edits, percentile = VARIANTS[name]
+        s = copy.deepcopy(series)
+        for edit in edits:
+            edit(s)
+        if not s.points:
+            out[name] = ("no-points", 2)
+            continue
+        with _statistic(percentile):
+            result = build_report([s], {}).results[0]
+        ok = check_result(result, GuardLimits(), tolerance_for(result)).ok
+        out[name] = (str(result.verdict.kind), 0 if ok else 1)
+    return out
 
 
 def busy_loop() -> subprocess.Popen:
     """A process spinning on a core (this script ends it by its pid)."""
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def parse_trees(text: str) -> dict[str, Path]:
+    """``label=path,label=path`` (empty: this tree as ``this``)."""
+    trees: dict[str, Path] = {}
+    for item in filter(None, text.split(",")):
+        label, _, path = item.partition("=")
+        trees[label] = Path(path or label).resolve()
+    return trees or {"this": ROOT}
 
 
 def main() -> None:
@@ -133,44 +247,88 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated groups, series names or group/name")
     ap.add_argument("--conditions", default="busy,quiet")
     ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--trees", default="", help="label=path,... source trees run side by side (default: this one)")
+    ap.add_argument("--reread", default="", help=f"comma-separated offline re-read variants: {', '.join(VARIANTS)}")
     ap.add_argument("--json", default="")
+    ap.add_argument("--keep", default="", help="a directory: every run's JSON report is kept there")
     a = ap.parse_args()
     only = {x for x in a.only.split(",") if x}
     cases = [c for c in CASES if not only or c.group in only or c.name in only or f"{c.group}/{c.name}" in only]
-    table: dict[tuple[str, str, str], Tally] = {}
+    trees = parse_trees(a.trees)
+    variants = [v for v in a.reread.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown re-read variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    table: dict[tuple[str, str, str, str], Tally] = {}
+    rows: list[dict[str, Any]] = []
+
+    def tally(c: Case, cond: str, how: str, kind: str, code: int, secs: float, load: float) -> None:
+        t = table.setdefault((c.group, c.name, cond, how), Tally())
+        t.kinds.append(kind)
+        t.codes.append(code)
+        t.seconds.append(secs)
+        t.loads.append(load)
+
     for cond in a.conditions.split(","):
         spinner = busy_loop() if cond == "busy" else None
         try:
-            for i in range(a.runs):  # interleaved: one run of every series per round
+            for i in range(a.runs):  # interleaved: one run of every series (and tree) per round
                 for c in cases:
-                    kind, code, secs = run_case(c, a.budget)
-                    t = table.setdefault((c.group, c.name, cond), Tally())
-                    t.kinds.append(kind)
-                    t.codes.append(code)
-                    t.seconds.append(secs)
-                    load = os.getloadavg()[0]
-                    print(f"{cond} run {i + 1} {c.group}/{c.name}: {kind} exit {code} ({secs:.0f} s, load {load:.1f})")
-                    sys.stdout.flush()
+                    for label, root in trees.items():
+                        o = run_case(c, a.budget, root)
+                        load = os.getloadavg()[0]
+                        how = label if len(trees) > 1 else "run"
+                        tally(c, cond, how, o.kind, o.code, o.seconds, load)
+                        row = {"group": c.group, "name": c.name, "condition": cond, "tree": label, "run": i + 1}
+                        row.update(kind=o.kind, code=o.code, seconds=round(o.seconds, 1), load=load)
+                        line = f"{cond} run {i + 1} {c.group}/{c.name} [{label}]: {o.kind} exit {o.code}"
+                        line += f" ({o.seconds:.0f} s, load {load:.1f})"
+                        if variants and o.report is not None and not c.memory:
+                            try:
+                                again = reread(o.report, variants)
+                            except Exception as exc:  # a re-read that fails is reported, never fatal
+                                again = {v: (f"error({type(exc).__name__})", 2) for v in variants}
+                            for v, (k, code) in again.items():
+                                tally(
+                                    c,
+                                    cond,
+                                    f"{label} re-read {v}" if len(trees) > 1 else f"re-read {v}",
+                                    k,
+                                    code,
+                                    0.0,
+                                    load,
+                                )
+                            row["reread"] = {v: list(kc) for v, kc in again.items()}
+                            line += "; " + ", ".join(f"{v}: {k} {code}" for v, (k, code) in again.items())
+                        if a.keep and o.report is not None:
+                            keep = Path(a.keep) / f"{cond}-{c.group}-{c.name}-{label}-{i + 1}.json"
+                            keep.parent.mkdir(parents=True, exist_ok=True)
+                            keep.write_text(json.dumps(o.report))
+                            row["report"] = str(keep)
+                        rows.append(row)
+                        print(line)
+                        sys.stdout.flush()
+                        if a.json:  # written as it goes: a long run stopped early keeps what it measured
+                            Path(a.json).write_text(json.dumps(rows, indent=1))
         finally:
             if spinner is not None:
                 spinner.kill()
                 spinner.wait()
     print()
-    print("| series | healthy | condition | runs | verdict agrees | exit agrees | kinds seen | exits |")
-    print("|---|---|---|---|---|---|---|---|")
-    rows = []
-    for (group, name, cond), t in table.items():
+    print(
+        "| series | healthy | condition | reading | runs | verdict agrees | exit agrees | kinds seen | exits | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (group, name, cond, how), t in table.items():
         case = next(c for c in cases if c.group == group and c.name == name)
         kinds = ", ".join(f"{k} x{n}" for k, n in collections.Counter(t.kinds).most_common())
         exits = ", ".join(f"{k} x{n}" for k, n in collections.Counter(t.codes).most_common())
         n = len(t.kinds)
+        loads = f"{min(t.loads):.1f}-{max(t.loads):.1f}" if t.loads else "-"
         print(
-            f"| {group} {name} | {'yes' if case.healthy else 'no'} | {cond} | {n} | {Tally.agree(t.kinds)}/{n} | "
-            f"{Tally.agree(t.codes)}/{n} | {kinds} | {exits} |"
+            f"| {group} {name} | {'yes' if case.healthy else 'no'} | {cond} | {how} | {n} | {Tally.agree(t.kinds)}/{n} "
+            f"| {Tally.agree(t.codes)}/{n} | {kinds} | {exits} | {loads} |"
         )
-        rows.append({"group": group, "name": name, "condition": cond, "kinds": t.kinds, "codes": t.codes})
-    if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -1141,7 +1141,7 @@ def api_cases() -> list[Case]:
             "try:\n    r = adprof.check('slow.py', profile='fixed', mode='traced', structure=False, budget=40)\n"
             "except adprof.Interrupted as e:\n    print('interrupted with', e.report and len(e.report.results))\n"
             "else:\n    raise AssertionError(f'not interrupted: returned after {time.monotonic() - t0:.1f} s, '\n"
-            "        + str([(x.verdict.kind, x.series.stopped, [p.depth for p in x.series.points]) for x in r.results]))\n"
+            "        + str([(x.verdict.kind, x.series.stop, [p.depth for p in x.series.points]) for x in r.results]))\n"
             "time.sleep(0.5)\n"
             "rep = adprof.check(ok, **FAST)\nassert [r.verdict.kind for r in rep.results] == ['linear']\n",
         ),

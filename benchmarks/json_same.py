@@ -61,6 +61,7 @@ MASKED_KEYS = frozenset(
         "samples",
         "extra",
         "cpu_times",
+        "cpu_samples",
         "confirm_walls",
         "phase_fits",
         "phase_shares",

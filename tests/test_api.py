@@ -197,6 +197,7 @@ TIME_KEYS = {
     "forward_fit",
     "times",
     "cpu_times",
+    "cpu_samples",
     "samples",
     "wall_seconds",
     "seconds",

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis import explain
 from adprof.analysis.classify import decide, sweep_table
 from adprof.model import Point, PointStatus, Result, Series, Stop, StopReason
@@ -216,7 +216,7 @@ def test_censored_points_support_exponential():
     assert v.kind == model.EXPONENTIAL_TRANSFORM
     assert v.counter_fit.censored_depths == [6, 7]
     assert 6 not in v.counter_fit.depths
-    assert s.stopped in v.evidence
+    assert words.stopped_text(s) in v.evidence
 
 
 def test_sweep_table_rows():

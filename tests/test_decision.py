@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.classify import decide
 from adprof.cli import main
 from adprof.model import (
@@ -108,13 +108,13 @@ def _series(values, mode="traced", phase="transform", **kw) -> Series:
 
 def test_stop_sentences_are_renderings_of_the_typed_stop():
     stop = Stop(StopReason.CAP, after=25, phase="transform", seconds=1.62, limit=1.5)
-    assert stop.text() == "stopped after depth 25: transform 1.62 s > 1.5 s cap"
+    assert words.stop_text(stop) == "stopped after depth 25: transform 1.62 s > 1.5 s cap"
     hang = Stop(StopReason.TIMEOUT, after=2, depth=3, phase="record", seconds=0.41, limit=0.4)
-    assert "depth 3 killed in record after the 0.4 s timeout" in hang.text()
-    assert Stop(StopReason.NOT_MEASURED, interrupt="SIGTERM").text() == "not measured: interrupted by SIGTERM"
+    assert "depth 3 killed in record after the 0.4 s timeout" in words.stop_text(hang)
+    assert words.stop_text(Stop(StopReason.NOT_MEASURED, interrupt="SIGTERM")) == "not measured: interrupted by SIGTERM"
     # every reason renders (no reason falls through to a wrong sentence)
     for reason in StopReason:
-        text = Stop(reason, after=4, depth=5, phase="transform", seconds=2.0, limit=1.5).text()
+        text = words.stop_text(Stop(reason, after=4, depth=5, phase="transform", seconds=2.0, limit=1.5))
         assert text and "None" not in text, (reason, text)
 
 

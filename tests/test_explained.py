@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.classify import decide
 from adprof.analysis.explained import RATIO_FLAT, excess, explain_series, ratio_slope
 from adprof.model import Fit, Point, Result, Series
@@ -123,7 +123,7 @@ def test_the_program_grows_superlinearly_is_reported_not_a_finding():
     v = read(s)
     ex = v.explained
     assert v.kind == model.LINEAR and ex is not None and ex.raw_kind == model.SUPERLINEAR_BACKWARD
-    assert ex.basis == "flops" and ex.program_text == "d^2.00: its arithmetic"
+    assert ex.basis == "flops" and words.program_text(ex) == "d^2.00: its arithmetic"
     assert ex.excess_exponent == pytest.approx(1.0, abs=0.02)
     assert "the program grows d^2.00: its arithmetic" in v.cause and not v.remedies
     assert v.interval_text == "d^2.00"  # the rate stays the raw growth against depth
@@ -153,7 +153,7 @@ def test_whose_cost_when_the_forward_grows_the_same_way():
     v = read(s)
     assert v.kind == model.SUPERLINEAR_TRANSFORM
     assert v.explained is not None and v.explained.forward_phase == "record"
-    assert v.explained.whose_text in v.evidence
+    assert words.whose_text(v.explained) in v.evidence
 
 
 def test_ratio_slope_and_flat_threshold():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import adprof
+from adprof import words
 from tests.extras import requires
 
 ROOT = Path(adprof.__file__).resolve().parents[1]  # the checkout under test (its docs and config)
@@ -214,7 +215,10 @@ def test_piped_report_and_check_through_the_cli_cut_no_cell(width, tmp_path):
     report = load_report(json.loads((tmp_path / "r.json").read_text()))
     assert report.results[0].series.stop is not None  # the cap stopped it: its row has a mark
     assert _table_rows(run.stdout)[1:] == _expected_rows(report)
-    assert f"[1] {report.results[0].series.label}: {report.results[0].series.stopped}" in run.stdout.splitlines()
+    assert (
+        f"[1] {report.results[0].series.label}: {words.stopped_text(report.results[0].series)}"
+        in run.stdout.splitlines()
+    )
 
 
 def _hunt_report():
@@ -467,9 +471,14 @@ def test_text_ranges_and_phase_names_read_as_a_person_writes_them():
     assert lines[0].startswith("call 2 cost") and "2..2" not in lines[0], lines
 
     stop = Stop(StopReason.PREDICTED_CAP, after=8, depth=9, phase="backward0", seconds=3.11, limit=1.5)
-    assert stop.text() == "stopped after depth 8: next point (depth 9) predicted backward (call 1) 3.11 s > 1.5 s cap"
+    assert (
+        words.stop_text(stop)
+        == "stopped after depth 8: next point (depth 9) predicted backward (call 1) 3.11 s > 1.5 s cap"
+    )
     killed = Stop(StopReason.BUDGET, after=3, depth=4, phase="forward0+backward0", seconds=2.0, call=0)
-    assert "backward0" not in killed.text() and "forward (call 1)+backward (call 1)" in killed.text()
+    assert "backward0" not in words.stop_text(killed) and "forward (call 1)+backward (call 1)" in words.stop_text(
+        killed
+    )
 
     report, _ = _hunt_report()
     report.findings[0].shrunk.from_size = report.findings[0].shrunk.to_size = 1

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from adprof import model
+from adprof import model, words
 from adprof.cli import main
 from adprof.model import Point, Report, Result, Series, Shard, Stop, StopReason, Verdict
 from adprof.report import MergeError, build_report, merge_reports
@@ -67,9 +67,9 @@ def _one_line_exit_2(code: int, err: str, pattern: str) -> None:
 def test_a_stop_without_its_figures_is_still_a_sentence(reason: StopReason) -> None:
     """report/stop-without-its-figures, stop-unknown-keys: ``{"reason": "cap"}`` (no phase, seconds, limit) in a
     saved report was a TypeError in stop_text (exit 3); every Stop the type allows is written."""
-    text = Stop(reason).text()
+    text = words.stop_text(Stop(reason))
     assert text and "None" not in text
-    assert Stop(StopReason.CAP, after=3, phase="transform", seconds=2.0, limit=1.5).text() == (
+    assert words.stop_text(Stop(StopReason.CAP, after=3, phase="transform", seconds=2.0, limit=1.5)) == (
         "stopped after depth 3: transform 2.00 s > 1.5 s cap"
     )
 

@@ -439,7 +439,7 @@ def test_item10_guard_markdown_and_junit_with_a_lone_surrogate(tmp_path: Path) -
     rep = make_report(result(SURROGATE, kind=model.EXPONENTIAL_TRANSFORM, rate=2.0, interval=(1.9, 2.1)))
     guard = guard_checks(rep, GuardLimits())
     args = argparse.Namespace(junit=str(tmp_path / "g.xml"), markdown=str(tmp_path / "g.md"))
-    assert _write_guard_outputs(guard, args, SafeConsole(stderr=True))
+    assert _write_guard_outputs(guard, rep, 0, args, SafeConsole(stderr=True))
     assert "bad\\udcff" in (tmp_path / "g.md").read_text(encoding="utf-8")
     (tmp_path / "g.xml").read_text(encoding="utf-8")
 

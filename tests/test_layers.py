@@ -17,6 +17,7 @@ LAYER_OF: tuple[tuple[str, str], ...] = (
     ("adprof.constants", "model"),
     ("adprof.model", "model"),
     ("adprof.verdicts", "model"),  # the one table of verdict kinds: model's names are its views
+    ("adprof.words", "model"),  # the sentences of the model's fields: the analysis' evidence and the renderers
     ("adprof.backend_info", "model"),  # what a backend declares, as plain data the analysis reads
     ("adprof.prediction", "model"),  # the next point's cost, predicted one way (schedule, cap, hunt, advice)
     ("adprof.util", "model"),  # standard-library helpers (processes, output files, terminal text)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.memory import FLAT_MAX_EXPONENT, PEAK_RESOLUTION, decide_memory, leak_reading
 from adprof.model import MemoryVerdict, Point, PointStatus, Series
 
@@ -69,7 +69,7 @@ def consistent(mv: MemoryVerdict) -> None:
         lo, hi = mv.fit.interval
         assert lo - 1e-9 <= mv.exponent <= hi + 1e-9
     if mv.kind != model.INCONCLUSIVE and mv.measured:
-        assert mv.summary.startswith(mv.kind)
+        assert words.memory_summary(mv).startswith(mv.kind)
 
 
 # --------------------------------------------------------------------------- laws against depth
@@ -178,7 +178,7 @@ def test_not_measured_says_why_from_the_notes():
     mv = decide_memory(s)
     consistent(mv)
     assert not mv.measured and mv.kind == model.INCONCLUSIVE and not mv.is_finding
-    assert "tinygrad keeps no countable tape" in mv.reason and mv.summary == "not measured"
+    assert "tinygrad keeps no countable tape" in mv.reason and words.memory_summary(mv) == "not measured"
     assert mv.not_measured == s.memory_notes
 
 
@@ -188,7 +188,7 @@ def test_only_the_peak_measured_reads_peak_only_never_a_finding():
     consistent(mv)
     assert mv.decided_by == "peak_bytes" and mv.kind == model.PEAK_ONLY and not mv.is_finding
     assert mv.fit is not None and mv.exponent is not None and mv.exponent > 1.3  # the figure is kept, not the class
-    assert mv.summary.startswith("peak-only d^") and not mv.remedies
+    assert words.memory_summary(mv).startswith("peak-only d^") and not mv.remedies
     assert "torch traced keeps no saved tensors to count" in mv.reason
     assert any("peak bytes read superlinear" in e for e in mv.evidence)
 
@@ -321,4 +321,4 @@ def test_a_change_of_regime_reads_the_law_past_the_knee():
     mv = decide_memory(series_of(lambda d: 1000 * d + (500 * (d - 8) ** 2 if d > 8 else 0), depths))
     consistent(mv)
     assert mv.kind == model.SUPERLINEAR_MEMORY and mv.knee is not None and mv.knee.depth == 8
-    assert mv.exponent == pytest.approx(2.0, abs=0.05) and mv.interval_text.endswith("past 8")
+    assert mv.exponent == pytest.approx(2.0, abs=0.05) and words.memory_interval_text(mv).endswith("past 8")

@@ -171,3 +171,27 @@ def test_a_slow_first_use_is_no_timeout(tmp_path: Any) -> None:
         assert ans["point"]["warmup"]["seconds"] > 5.0
     finally:
         w.kill()
+
+
+@chain(input_shape=(3,))
+def torch_first(xp: Any, x: Any, depth: int) -> Any:
+    y = x
+    for _ in range(depth):
+        y = xp.sin(y)
+    return xp.sum(y)
+
+
+def test_torch_traced_first_use_is_a_warmup_under_its_own_timeout() -> None:
+    """torch traced: the process's first make_fx(grad) and the chain's first use of each op (6 s under load: the
+    point was killed at its 6 s timeout before any depth finished) are a warm-up phase with its own timeout, kept in
+    ``Point.warmup['once']`` (outside the point's wall); later points have none."""
+    pytest.importorskip("torch")
+    from adprof.backends import torch_backend
+
+    phases: list[str] = []
+    first = torch_backend.measure_traced(torch_first, 2, on_phase=lambda name, call: phases.append(name))
+    assert phases[0] == WARMUP_PHASE and "record" in phases[1:]
+    assert first.warmup["once"] > 0 and without_warmup(first, first.warmup["once"] + 0.5) == pytest.approx(0.5)
+    phases.clear()
+    again = torch_backend.measure_traced(torch_first, 3, on_phase=lambda name, call: phases.append(name))
+    assert WARMUP_PHASE not in phases and not again.warmup

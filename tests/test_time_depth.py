@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.classify import decide
 from adprof.analysis.growth import fit_growth
 from adprof.analysis.knee import find_knee
@@ -144,7 +144,7 @@ def test_a_proxy_decides_the_class_and_the_cost_gives_the_rate():
     assert v.rate_fit is not None and v.rate_fit.source == "time" and v.rate_fit.model == "a + c*b^d"
     lo, hi = v.rate_fit.interval
     assert lo <= 2.0 <= hi and hi < 3.7  # the cost's interval holds its rate, not the proxy's
-    assert v.interval_text.startswith("x2.0") and v.proxy_text == "loop_body_ops x3.70/unroll"
+    assert v.interval_text.startswith("x2.0") and words.proxy_text(v) == "loop_body_ops x3.70/unroll"
     assert any("outside the cost's interval" in e for e in v.key_evidence)
     assert v.prediction is not None and v.prediction["value"] == pytest.approx(0.05 * 2.0**9, rel=0.15)
 
@@ -176,7 +176,7 @@ def test_the_engine_counters_are_the_work_their_rate_stands():
             Point(depth=d, times={"transform": 1e-4 * 3**d}, counters={"transform": {"key_comparisons": 2**d}})
         )
     v = decide(s)
-    assert v.rate_fit is None and v.interval_text == "x2.00/layer" and not v.proxy_text
+    assert v.rate_fit is None and v.interval_text == "x2.00/layer" and not words.proxy_text(v)
 
 
 # ------------------------------------------------------------------------------------------------------ knees

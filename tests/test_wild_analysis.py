@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import adprof
-from adprof import model
+from adprof import model, words
 from adprof.analysis import explain
 from adprof.analysis.classify import decide as classify
 from adprof.analysis.growth import interval_text
@@ -87,7 +87,7 @@ def test_a_linear_lower_bound_never_changes_the_verdict(slope, p, seed):
 def test_the_axis_names_every_figure():
     s = _time_series(range(1, 10), lambda d: 1e-3 * 2.0**d, lambda d: 9 * 2.0**d, axis="order", lower_bounds=["nodes"])
     v = classify(s)
-    assert interval_text(v.fit) == "x2.00/order" and v.proxy_text == "nodes x2.00/order"  # the proxy decided
+    assert interval_text(v.fit) == "x2.00/order" and words.proxy_text(v) == "nodes x2.00/order"  # the proxy decided
     assert v.interval_text.startswith("x2.0") and v.interval_text.endswith("]")  # the cost's rate, with its interval
     assert v.rate_fit is not None and v.rate_fit.source == "time" and "/order" in v.interval_text
     assert any("x2.00 per order" in line for line in v.evidence)
@@ -186,4 +186,6 @@ def test_every_renderer_names_the_axis():
     row = data["results"][0]
     assert row["axis"] == "order" and row["proxy_text"] == "nodes x2.00/order" and "/order [" in row["interval_text"]
     back = load_report(data).results[0].verdict
-    assert back.interval_text == row["interval_text"] and back.proxy_text == "nodes x2.00/order"  # fits keep the axis
+    assert (
+        back.interval_text == row["interval_text"] and words.proxy_text(back) == "nodes x2.00/order"
+    )  # fits keep the axis

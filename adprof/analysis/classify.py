@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from adprof import model, verdicts
+from adprof import model, verdicts, words
 from adprof.analysis import explain
 from adprof.analysis.bands import LINEAR_MAX
 from adprof.analysis.costs import (
@@ -89,12 +89,12 @@ from adprof.model import (
     backend_info_of,
     cost_phases,
     counter_value,
-    fit_figure,
     point_wall,
     time_value,
 )
 from adprof.prediction import law_factor
 from adprof.verdicts import Source
+from adprof.words import fit_figure
 
 __all__ = [
     "AMORTIZED_BELOW",
@@ -199,7 +199,7 @@ def _verdict(
             cause=explain.cause(model.ERROR, error=series.error),
         )
     if not series.points:
-        why = series.stopped or "no points measured"
+        why = words.stopped_text(series) or "no points measured"
         return Verdict(
             kind=model.INCONCLUSIVE,
             predicted_base=predicted_base,
@@ -317,14 +317,14 @@ def _model_text(fit: Fit) -> str:
 def _bound_text(j: model.TimeJump, fit: Fit, stop: model.Stop | None, eager: bool) -> str:
     """The sentence of a stopped point read against the deciding model."""
     if stop is not None and stop.depth == j.depth:
-        head = model.killed_head(stop)
+        head = words.killed_head(stop)
     else:
         by = {"budget": "by the budget's end", "timeout": "at its timeout"}.get(j.stopped_by, f"({j.stopped_by})")
         head = f"depth {j.depth} was stopped {by}" + (f" in {j.phase}" if j.phase else "")
     per = " per call" if eager else ""
     return (
-        f"{head} after at least {model.fmt_seconds(j.seconds)}{per}: {j.ratio:.0f}x the "
-        f"{model.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} "
+        f"{head} after at least {words.fmt_seconds(j.seconds)}{per}: {j.ratio:.0f}x the "
+        f"{words.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} "
         "predicts there"
     )
 
@@ -446,7 +446,7 @@ def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
         if stop is not None:
             v.killed = True
             grows = f"{fit.kind} growth" if fit.kind in ("exponential", "superlinear") else "growth past the knee"
-            v.evidence.append(f"{model.killed_text(stop)}: consistent with the {grows}")
+            v.evidence.append(f"{words.killed_text(stop)}: consistent with the {grows}")
         return
     bounds, eager = [j for j in v.jumps if j.bound], series.mode == "eager"
     far = [j for j in bounds if _far(j)]
@@ -468,12 +468,12 @@ def _stopped_points(v: Verdict, series: Series, fit: Fit) -> None:
         got = _kill_prediction(series, stop, fit)
         if got is not None and (stop.seconds is None or got[0] * RUNAWAY_FACTOR >= stop.seconds):
             v.evidence.append(
-                f"{model.killed_head(stop)}, where {_model_text(fit)} predicts "
-                f"{model.fmt_seconds(got[0])}: the kill is what the measured depths predict, not a hang"
+                f"{words.killed_head(stop)}, where {_model_text(fit)} predicts "
+                f"{words.fmt_seconds(got[0])}: the kill is what the measured depths predict, not a hang"
             )
             return
         v.kind, v.killed = model.RUNAWAY, True  # nothing measured below it to predict from: a hang, early
-        v.reason = f"{model.killed_text(stop)}{before}"
+        v.reason = f"{words.killed_text(stop)}{before}"
     else:
         return
     v.key_evidence.insert(0, v.reason)
@@ -489,8 +489,8 @@ def _measured_jumps(v: Verdict, fit: Fit) -> None:
     grew = f" in {j.phase}" if j.phase else ""
     clock = " of CPU time" if j.cpu else ""
     line = (
-        f"depth {j.depth} takes {model.fmt_seconds(j.seconds)}{clock}{grew}: {j.ratio:.0f}x the "
-        f"{model.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} predicts"
+        f"depth {j.depth} takes {words.fmt_seconds(j.seconds)}{clock}{grew}: {j.ratio:.0f}x the "
+        f"{words.fmt_seconds(j.predicted)} that {_model_text(fit)} of depths {_depths_text(j.from_depths)} predicts"
     )
     if not j.confirmed:
         line += " (one run: the budget left no room to re-measure it)"
@@ -678,4 +678,4 @@ def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, stru
             + ("agrees" if v.reuse_agrees else "disagrees")
         )
     if series.stop is not None:
-        v.evidence.append(series.stop.text())
+        v.evidence.append(words.stop_text(series.stop))

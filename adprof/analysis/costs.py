@@ -48,8 +48,42 @@ def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | No
     return float(sum(present)) if present else None
 
 
-def time_repeats(point: Point, phases: tuple[str, ...]) -> list[float] | None:
-    """The repeats of a point's time over phases (summed repeat by repeat), or its single value."""
+#: The thread's CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at
+#: the median point, the fastest run of each timed phase spent at least this share of its wall time on the measuring
+#: thread's CPU (the work runs there; a backend whose work runs in other threads, or waits, keeps the wall clock).
+CPU_COVERS = 0.8
+#: Whether the CPU clock is used where it covers (the flip-rate benchmark measured it: docs/guards.md "flip rates").
+CPU_CLOCK_ON = True
+CPU_CLOCK = "thread CPU (thread_time)"
+
+
+def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
+    """The series' time is read on the thread's CPU clock: every measured point carries ``cpu_samples`` beside the
+    ``samples`` of each timed phase of ``phases``, and at the median point they cover the wall (:data:`CPU_COVERS`)."""
+    if not CPU_CLOCK_ON:
+        return False
+    shares: list[float] = []
+    for p in series.points:
+        timed = [ph for ph in phases if p.times.get(ph) is not None]
+        if p.censored or not timed:
+            continue
+        for ph in timed:
+            walls, cpus = p.samples.get(ph), p.cpu_samples.get(ph)
+            if not walls or not cpus or len(walls) != len(cpus):
+                return False
+            i = min(range(len(walls)), key=walls.__getitem__)
+            shares.append(cpus[i] / walls[i] if walls[i] > 0 else 1.0)
+    return bool(shares) and sorted(shares)[len(shares) // 2] >= CPU_COVERS
+
+
+def time_repeats(point: Point, phases: tuple[str, ...], cpu: bool = False) -> list[float] | None:
+    """The repeats of a point's time over phases (summed repeat by repeat), or its single value; ``cpu``: the
+    thread's CPU seconds of the same repeats (:func:`cpu_clock` said they cover the wall)."""
+    if cpu:
+        lists = [point.cpu_samples.get(p) for p in phases if point.times.get(p) is not None]
+        if lists and all(isinstance(x, list) and x for x in lists) and len({len(x) for x in lists}) == 1:
+            return [float(sum(col)) for col in zip(*lists, strict=True)]
+        return None
     if phases == ("backward",) and "backward" not in point.samples:
         calls = point.extra.get("backward_calls")
         if isinstance(calls, list) and len(calls) >= 4:
@@ -86,9 +120,10 @@ def metric_names(series: Series, phases: tuple[str, ...]) -> list[str]:
 
 
 def series_values(
-    series: Series, phases: tuple[str, ...], source: str, name: str = ""
+    series: Series, phases: tuple[str, ...], source: str, name: str = "", cpu: bool = False
 ) -> tuple[list[int], list[Any], list[bool]]:
-    """``(depths, values, censored)`` of one cost over phases; time values are lists of repeats."""
+    """``(depths, values, censored)`` of one cost over phases; time values are lists of repeats (``cpu``: of the
+    thread's CPU time)."""
     ds, vs, cs = [], [], []
     for p in series.points:
         if source == "counters":
@@ -96,7 +131,7 @@ def series_values(
         elif source == "metric":
             v = metric_value(p, phases, name)
         else:
-            v = time_repeats(p, phases)
+            v = time_repeats(p, phases, cpu)
         if v is None or (not isinstance(v, list) and not math.isfinite(v)):
             continue
         ds.append(p.depth)
@@ -115,7 +150,8 @@ def fit_cost(
     coarse: bool = False,
     family: str | None = None,
 ) -> Fit | None:
-    d, v, c = series_values(series, phases, source, name)
+    cpu = source == "time" and cpu_clock(series, phases)
+    d, v, c = series_values(series, phases, source, name, cpu)
     if not d:
         return None
     label = "+".join(phases)
@@ -124,7 +160,7 @@ def fit_cost(
         "metric": f"{name}: {metric_where(series, phases, name, label)}",
         "time": f"time: {timed_label(series, phases)}",
     }[source]
-    clock = series.clock or "wall (perf_counter)" if source == "time" else ""
+    clock = CPU_CLOCK if cpu else series.clock or "wall (perf_counter)" if source == "time" else ""
     fit = fit_growth(
         d,
         v,
@@ -155,6 +191,8 @@ def cpu_check(series: Series, phases: tuple[str, ...], time_fit: Fit) -> None:
     short ones and time seems to grow superlinearly. Then time cannot decide: ``inconclusive``, saying so.
     (Eager backward of the peers, whose points carry ``backward_cpu_calls``: the thread's CPU seconds.)"""
     if time_fit.kind not in PATHOLOGY_KINDS or phases not in (("backward",), ("backward0",)) or series.mode != "eager":
+        return
+    if time_fit.clock == CPU_CLOCK:  # the CPU time decided already
         return
     warm = phases == ("backward",)  # the steady calls 1.., else call 0 (the cache miss)
     ds, vs, cs = [], [], []

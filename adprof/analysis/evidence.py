@@ -8,8 +8,9 @@ from adprof.analysis.choice import choice_text
 from adprof.analysis.costs import metric_where, next_depth
 from adprof.analysis.explain import phase_name
 from adprof.analysis.growth import halving_reading, interval_text, predict
-from adprof.model import Fit, Series, Verdict, counter_totals, fit_figure, fit_interval
+from adprof.model import Fit, Series, Verdict, counter_totals
 from adprof.verdicts import Source
+from adprof.words import fit_figure, fit_interval
 
 
 def fmt_depths(ds: list[int]) -> str:

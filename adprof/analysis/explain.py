@@ -10,7 +10,7 @@ depth, not amortized by the prepared-program cache. Fixes: traced mode, short ea
 
 from __future__ import annotations
 
-from adprof import model, verdicts
+from adprof import model, verdicts, words
 from adprof.backend_info import (  # the remedies the built-in backends declare, shared with the generic ones
     CACHED_COMPILE as CACHED_COMPILE,
 )
@@ -270,7 +270,7 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", 
             "or a cache that keys on each call)"
         )
         return (
-            f"each {mode or 'eager'} forward+backward leaves {model.fmt_bytes(leak.bytes_per_call)} held after "
+            f"each {mode or 'eager'} forward+backward leaves {words.fmt_bytes(leak.bytes_per_call)} held after "
             f"gc.collect() at depth {leak.depth}: {holder}"
         )
     if mv.kind == model.INCONCLUSIVE:
@@ -291,7 +291,7 @@ def memory_cause(mv: model.MemoryVerdict, *, backend: str = "", mode: str = "", 
             "unfolded into a tree)"
         )
     if mv.kind == model.MEMORY_FLAT:
-        return f"{saved} do not grow with depth ({mv.interval_text or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
+        return f"{saved} do not grow with depth ({words.memory_interval_text(mv) or 'flat'}): {_MEMORY_GROWTH[mv.kind]}"
     growth = _MEMORY_GROWTH.get(mv.kind, mv.kind)
     return f"{saved} grow {figure}: {growth}" if figure else f"{saved} {growth}"
 

@@ -24,21 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from adprof import model
+from adprof import model, words
 from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, power_kind
 from adprof.analysis.growth import fit_growth
 from adprof.constants import EXPONENTIAL_RATIO
-from adprof.model import (
-    PROGRAM_FIGURES,
-    Explained,
-    Fit,
-    MemoryVerdict,
-    Point,
-    Series,
-    Verdict,
-    classified_phases,
-    fit_figure,
-)
+from adprof.model import PROGRAM_FIGURES, Explained, Fit, MemoryVerdict, Point, Series, Verdict, classified_phases
+from adprof.words import fit_figure
 
 #: A gradient/forward ratio stays flat when its log-log slope against depth (Theil-Sen, over every depth) stays
 #: under this: the margin of the linear band (1.15 - 1), so a flat ratio can never turn a linear forward into a
@@ -294,8 +285,8 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
         _time_explained(ex, series, verdict)
     if cost is not None and verdict.kind in model.PATHOLOGIES and not verdict.killed:
         _whose(ex, series, cost, cost.kind)
-        if ex.whose_text:
-            verdict.evidence.append(ex.whose_text)
+        if words.whose_text(ex):
+            verdict.evidence.append(words.whose_text(ex))
     if verdict.memory is not None and not nested:
         _apply_memory(ex, verdict.memory)
     return ex
@@ -310,14 +301,14 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
     kind, p, iv, base = excess(cost, basis)
     ex.excess_kind, ex.excess_exponent, ex.excess_interval, ex.excess_base = kind, p, iv, base
     backward = verdict.kind in _BACKWARD_KINDS or series.mode == "eager"
-    head = f"the program grows {ex.program_text}"
-    line = f"{head}; read against it the cost grows {ex.excess_text or kind} ({kind})"
+    head = f"the program grows {words.program_text(ex)}"
+    line = f"{head}; read against it the cost grows {words.excess_text(ex) or kind} ({kind})"
     flat = ex.ratio_slope is not None and ex.ratio_slope < RATIO_FLAT  # the estimate itself, not its interval
     if kind == "inconclusive" and flat and iv is not None and iv[0] < SUPERLINEAR_MIN:
         # noisy time, undecided against the arithmetic: the gradient against its forward decides (it does not
         # outgrow it: the ratio stays flat), where it does not confidently outgrow the arithmetic either
         kind = ex.excess_kind = "linear"
-        line += f"; against its forward it stays flat ({ex.ratio_text}, slope {ex.ratio_slope:.2f}): linear"
+        line += f"; against its forward it stays flat ({words.ratio_text(ex)}, slope {ex.ratio_slope:.2f}): linear"
     new = _verdict_kind(kind, backward)
     verdict.evidence.insert(0, line)
     verdict.key_evidence.insert(0, line)
@@ -326,8 +317,8 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
     verdict.kind = new
     if new not in model.FINDINGS:
         verdict.cause = f"{head}: the gradient's cost grows with it, not faster ({kind} against it)"
-        if ex.ratio_text:
-            verdict.cause += f"; {ex.ratio_text}"
+        if words.ratio_text(ex):
+            verdict.cause += f"; {words.ratio_text(ex)}"
         verdict.remedies = []
         verdict.reason = "" if new != model.INCONCLUSIVE else verdict.reason
 
@@ -348,14 +339,14 @@ def _apply_memory(ex: Explained, mv: MemoryVerdict) -> None:
     kind, p, _, _ = excess(fit, basis)
     ex.memory_excess_kind, ex.memory_excess_exponent = kind, p
     new = _memory_kind(kind)
-    line = f"the program grows {ex.memory_program_text}; the saved bytes read against it: {kind}"
+    line = f"the program grows {words.memory_program_text(ex)}; the saved bytes read against it: {kind}"
     mv.evidence.insert(0, line)
     if new == mv.kind:
         return
     mv.kind = new
     if new not in model.MEMORY_FINDINGS:
         mv.cause = (
-            f"the program's own memory: it grows {ex.memory_program_text}, and the gradient saves no more than "
+            f"the program's own memory: it grows {words.memory_program_text(ex)}, and the gradient saves no more than "
             "the forward holds"
         )
         mv.reason = ""  # the remedies stay, as advice

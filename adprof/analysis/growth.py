@@ -44,7 +44,8 @@ from adprof.analysis.consistency import check_consistency, halving_pair
 from adprof.analysis.marginal import EMERGING_RATE, RISE_RATE, TAIL, marginal_curve, marginal_reading
 from adprof.analysis.models import BOOTSTRAP, CONFIDENCE, Observation, lower_quartile, predict
 from adprof.analysis.noisy import FLAT_SHARE, OVERHEAD_POINTS, noisy_reading
-from adprof.model import Fit, depth_symbol, fit_figure
+from adprof.model import Fit
+from adprof.words import depth_symbol, fit_figure
 
 __all__ = [
     "BOOTSTRAP",
@@ -294,5 +295,5 @@ def _num(x: float | None) -> float | None:
 
 
 def interval_text(fit: Fit) -> str:
-    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]``, ``flat`` or ``""`` (:func:`adprof.model.fit_figure`)."""
+    """``d^1.72 [1.55, 1.90]``, ``x2.00/layer [1.99, 2.00]``, ``flat`` or ``""`` (:func:`adprof.words.fit_figure`)."""
     return fit_figure(fit)

@@ -41,10 +41,9 @@ from adprof.model import (
     Noun,
     Point,
     Series,
-    fit_figure,
-    fmt_bytes,
 )
 from adprof.util.text import range_text
+from adprof.words import fit_figure, fmt_bytes
 
 #: The phase under which the memory series carries its figure (what the evidence lines name).
 MEMORY_PHASE = "memory"

@@ -175,14 +175,28 @@ def repeat_timed(
     ``on_phase(name, None)`` is called before every run (it resets the parent's phase timeout). Each run
     must do the whole work again: ``fn`` builds fresh objects where the engine caches by identity.
     """
+    samples, _, out = repeat_timed_cpu(fn, name, on_phase, policy, repeats)
+    return samples, out
+
+
+def repeat_timed_cpu(
+    fn: Callable[[], Any],
+    name: str,
+    on_phase: PhaseCallback = no_phase,
+    policy: RepeatPolicy = REPEATS,
+    repeats: int | None = None,
+) -> tuple[list[float], list[float], Any]:
+    """:func:`repeat_timed` with the calling thread's CPU seconds of each run: ``(walls, cpus, last result)``."""
     samples: list[float] = []
+    cpus: list[float] = []
     out: Any = None
     while more_repeats(samples, repeats, policy):
         on_phase(name, None)
         out = None  # the previous result is freed outside the timed block
-        t, out = timed(fn)
+        t, c, out = timed_cpu(fn)
         samples.append(t)
-    return samples, out
+        cpus.append(c)
+    return samples, cpus, out
 
 
 def count_python_calls(fn: Callable[[], Any]) -> tuple[int, Any]:
@@ -228,8 +242,9 @@ def measure_phase(
     With ``python_calls``, one more untimed run under cProfile records ``metrics[name]["python_calls"]``
     (after the timed runs, so the count is of a warm run: the first call at a new depth differs).
     """
-    samples, out = repeat_timed(fn, name, on_phase, policy, repeats)
+    samples, cpus, out = repeat_timed_cpu(fn, name, on_phase, policy, repeats)
     record_samples(pt, name, samples)
+    pt.cpu_samples[name] = cpus  # beside the walls (cpu_times stays the eager calls' own: analysis.jumps reads it)
     if python_calls:
         on_phase(name, None)
         out = None
@@ -494,6 +509,7 @@ __all__ = [
     "record_metric",
     "record_samples",
     "repeat_timed",
+    "repeat_timed_cpu",
     "timed",
     "timed_block",
     "timed_cpu",

@@ -344,6 +344,7 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
             pt.times[f"{name}0"] = metered[0]["seconds"]
             if "cpu_seconds" in metered[0]:
                 pt.cpu_times[f"{name}0"] = metered[0]["cpu_seconds"]
+                pt.cpu_samples[f"{name}0"] = [metered[0]["cpu_seconds"]]
             if "counters" in metered[0]:
                 pt.counters[f"{name}0"] = metered[0]["counters"]
         warm = metered[1:]
@@ -353,6 +354,8 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
             pt.times[name] = chosen["seconds"]
             if "cpu_seconds" in chosen:
                 pt.cpu_times[name] = chosen["cpu_seconds"]
+            if all("cpu_seconds" in c for c in warm):
+                pt.cpu_samples[name] = [c["cpu_seconds"] for c in warm]
             if "counters" in chosen:
                 pt.counters[name] = chosen["counters"]
         pt.extra[f"{name}_calls"] = [c["seconds"] for c in metered]

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from adprof import model
+from adprof import words
 from adprof.analysis.classify import TRUST_CHOICES
 from adprof.backends import KNOWN_BACKENDS
 from adprof.guard import parse_bytes, pyproject_path
@@ -36,6 +36,9 @@ from adprof.util.files import (
 )
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: ``adprof guard``: no limit exceeded, but a time-decided reading too noisy to decide within the budget, after
+#: the guard re-measured it (docs/guards.md); never a pathology's 1.
+EXIT_UNDECIDED = 4
 
 
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_SIGHUP = 130, 143, 129
@@ -241,12 +244,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         help=f"seconds per phase; a series stops past it, or when the next point is predicted "
         f"to pass it; a phase running 4x longer is killed (default {cap:g})",
     )
-    p.add_argument(
-        "--budget",
-        type=option_arg("budget"),
-        default=budget,
-        help=f"seconds of wall time for the whole run, shared by all series (default {budget:g})",
-    )
+    add_budget_option(p, budget, "the whole run, shared by all series")
     p.add_argument(
         "--calls",
         type=option_arg("calls"),
@@ -260,12 +258,7 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         help="measure memory too (saved-for-backward bytes, the peak, bytes retained per eager call), outside the "
         "timed regions; default: on for the backends where it is cheap (docs/memory.md)",
     )
-    p.add_argument(
-        "--jobs",
-        type=option_arg("jobs"),
-        default=default_jobs(),
-        help="parallel worker processes (default: min(2, cores))",
-    )
+    add_jobs_option(p, "parallel worker processes (default: min(2, cores))")
     p.add_argument(
         "--json", metavar="PATH|-", help="write the report as JSON (- for stdout; the tables then go to stderr)"
     )
@@ -284,6 +277,21 @@ def add_common_options(p: argparse.ArgumentParser, cap: float = DEFAULT_CAP, bud
         help="when a deterministic metric reads healthy but wall time confidently grows (the metric may be "
         "blind to the work), decide on this one (default: neither; the verdict is inconclusive)",
     )
+
+
+def add_budget_option(p: argparse.ArgumentParser, default: float, what: str) -> None:
+    """``--budget SECONDS``: the wall time of ``what`` (the whole run, the whole hunt), ``default`` when not given."""
+    p.add_argument(
+        "--budget",
+        type=option_arg("budget"),
+        default=default,
+        help=f"seconds of wall time for {what} (default {default:g})",
+    )
+
+
+def add_jobs_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--jobs N``: worker processes at once (default: :func:`adprof.pipeline.default_jobs`, ``min(2, cores)``)."""
+    p.add_argument("--jobs", type=option_arg("jobs"), default=default_jobs(), help=help)
 
 
 def add_markdown_option(p: argparse.ArgumentParser, what: str = "the summary") -> None:
@@ -379,7 +387,7 @@ def report_errors(report: Report, err: Console) -> None:
     names = [r.series.chain for r in report.results]
     for r in report.results:
         s = r.series
-        msg = s.error or (model.killed_text(s.killed) if s.killed is not None else None)
+        msg = s.error or (words.killed_text(s.killed) if s.killed is not None else None)
         if msg:
             chain = s.chain
             if s.file and names.count(chain) > 1 and len({x.series.file for x in report.results}) > 1:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -11,6 +13,9 @@ from adprof.cli.cmd import cmd_specs, uses_cmd
 from adprof.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FINDING,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+    SIGNALS,
     UsageError,
     add_cmd_options,
     add_common_options,
@@ -18,6 +23,7 @@ from adprof.cli.common import (
     consoles,
     depths_arg,
     finish,
+    json_safe,
     measure_config,
     option_arg,
     report_errors,
@@ -36,11 +42,14 @@ from adprof.guard import (
     LIMIT_KEYS,
     GuardLimits,
     GuardReport,
+    Outcome,
     choose_limits,
     guard_checks,
     plan_guard,
+    settle_noisy,
 )
-from adprof.model import Series
+from adprof.measure import MeasureConfig, SeriesSpec
+from adprof.model import Report, Series
 from adprof.render.guard import guard_text, limits_text
 
 
@@ -51,7 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Measure each chain at fixed depths (its declared ones, or --depths), classify on the "
         "engine's deterministic counters (wall time with a tolerance for jax/torch) and "
         "compare with the limits. Exit 0: every chain holds; 1: a limit is exceeded (a "
-        "diff of limit vs measured is printed); 2: bad target or option. Limits default to "
+        "diff of limit vs measured is printed); 2: bad target or option; 3: internal error; 4: undecided, "
+        "no limit exceeded but a time-decided reading too noisy to decide within the budget (its interval "
+        "spans the limit after the guard re-measured it with more repeats): the line gives the noise and "
+        "the budget that would decide. Limits default to "
         "[tool.adprof.guard] in pyproject.toml, else max base 1.1, max exponent 1.3.",
     )
     guard.add_argument("targets", nargs="*", metavar="FILE[::CHAIN]")
@@ -134,7 +146,22 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
     bad = next((r.series for r in report.results if r.series.bad_input), None)
     if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a failed guard
         raise UsageError(f"--cmd: {bad.error}")
-    guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}")
+    remeasured: dict[tuple[Any, ...], int] = {}
+    if interrupted is None and baseline is None:  # a noisy time reading: re-measured with more repeats first
+        stopped: list[str] = []
+
+        def again(todo: list[SeriesSpec], config: MeasureConfig) -> Report:
+            if stopped or SIGNALS.received is not None:
+                return Report()
+            SIGNALS.reset()  # measuring again: a signal stops it (and the report is still written)
+            more, signal_name = run_specs(todo, config, argv, args, err)
+            if signal_name is not None:
+                stopped.append(signal_name)
+            return more
+
+        remeasured = settle_noisy(report, specs, cfg, limits, again)
+        interrupted = stopped[0] if stopped else None
+    guard = guard_checks(report, limits, baseline, args.tolerance, f"the baseline {args.baseline}", remeasured)
     named = f"baseline {args.baseline}" if baseline is not None else None
     return guard, limits_text(limits, named, args.tolerance), interrupted
 
@@ -145,22 +172,46 @@ def cmd_guard(args: argparse.Namespace, argv: Sequence[str]) -> int:
     guard, limit_text, interrupted = guard_outcome(args, argv, err)
     report = guard.report
     assert report is not None
-    written = write_outputs(report, args, err, skip=("--markdown",))  # --json; --markdown is the guard's table
-    written = _write_guard_outputs(guard, args, err) and written
+    code = guard_exit_status(guard)
+    # --json: the report with the guard's outcome (field "guard"); --markdown is the guard's table
+    written = write_outputs(report, args, err, skip=("--json", "--markdown"))
+    written = _write_guard_outputs(guard, report, code, args, err) and written
     out.print(guard_text(guard), markup=False, highlight=False)
     held = sum(c.ok for c in guard.checks)
-    out.print(f"adprof guard: {held} of {len(guard.checks)} held ({limit_text})", markup=False, highlight=False)
+    undecided = f", {len(guard.undecided)} undecided" if guard.undecided else ""
+    out.print(
+        f"adprof guard: {held} of {len(guard.checks)} held{undecided} ({limit_text})", markup=False, highlight=False
+    )
     report_errors(report, err)
-    code = 0 if guard.ok else EXIT_FINDING
     return finish(report, args, err, interrupted, code if written else EXIT_BAD_INPUT)
 
 
-def _write_guard_outputs(guard: GuardReport, args: argparse.Namespace, err: Console) -> bool:
-    """``--junit`` and ``--markdown`` (``-``: stdout); False (after one line each) when one cannot be written."""
+def guard_exit_status(guard: GuardReport) -> int:
+    """0: every series held; 1 (:data:`EXIT_FINDING`): a limit exceeded (a pathology, a hang, an error, a depth
+    not measured); 4 (:data:`EXIT_UNDECIDED`): none of those, but a time reading too noisy to decide in the
+    budget."""
+    outcome = guard.outcome
+    return {Outcome.HELD: EXIT_OK, Outcome.UNDECIDED: EXIT_UNDECIDED}.get(outcome, EXIT_FINDING)
+
+
+def guard_json_text(guard: GuardReport, report: Report, code: int) -> str:
+    """``adprof guard --json``: the report (docs/json.md) with the field ``guard``: the guard's outcome per series
+    and its exit status (docs/guards.md)."""
+    from adprof.render.guard import guard_to_json
+    from adprof.render.jsonout import report_to_json
+
+    data = {**report_to_json(report), "guard": {**guard_to_json(guard), "exit_status": code}}
+    return json.dumps(json_safe(data), indent=2) + "\n"
+
+
+def _write_guard_outputs(guard: GuardReport, report: Report, code: int, args: argparse.Namespace, err: Console) -> bool:
+    """``--json``, ``--junit`` and ``--markdown`` (``-``: stdout); False (after one line each) when one cannot be
+    written."""
     from adprof.render.guard import guard_markdown, junit_xml
 
     return write_texts(
         [
+            ("--json", getattr(args, "json", None), lambda: guard_json_text(guard, report, code)),
             ("--junit", args.junit, lambda: junit_xml(guard)),
             ("--markdown", args.markdown, lambda: guard_markdown(guard)),
         ],

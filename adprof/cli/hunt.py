@@ -21,6 +21,8 @@ from adprof.cli.common import (
     EXIT_OK,
     SIGNALS,
     UsageError,
+    add_budget_option,
+    add_jobs_option,
     check_outputs,
     consoles,
     exit_status_of,
@@ -53,12 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default="all", help="comma-separated backends, or all (default: every installed one)")
     p.add_argument("--profile", default=None, help="comma-separated engine profiles (default: v08,fixed)")
     p.add_argument("--mode", default=None, help="comma-separated modes (default: every mode of each backend)")
-    p.add_argument(
-        "--budget",
-        type=option_arg("budget"),
-        default=DEFAULT_HUNT_BUDGET,
-        help=f"seconds of wall time for the whole hunt (default {DEFAULT_HUNT_BUDGET:g})",
-    )
+    add_budget_option(p, DEFAULT_HUNT_BUDGET, "the whole hunt")
     p.add_argument(
         "--seed", type=option_arg("seed"), default=0, help="the search's random seed (default 0): same seed, same path"
     )
@@ -69,12 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="stop the search after this many generators (default: its share of the budget)",
     )
-    p.add_argument(
-        "--jobs",
-        type=option_arg("jobs"),
-        default=min(2, os.cpu_count() or 1),
-        help="parallel workers (default 2; at most the machine's cores)",
-    )
+    add_jobs_option(p, "parallel workers (default 2; at most the machine's cores)")
     p.add_argument("--json", metavar="PATH|-", help="write the hunt's report as JSON (- for stdout)")
     p.add_argument("--html", metavar="PATH", help="write the hunt's report as a self-contained HTML page")
     p.add_argument("--verbose", "-v", action="store_true", help="every event and rejected candidate on stderr")

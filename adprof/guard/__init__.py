@@ -31,6 +31,7 @@ from adprof.guard.checks import (
     missing_depths,
     missing_text,
     needed_seconds,
+    series_key,
     tolerance_for,
 )
 from adprof.guard.limits import (
@@ -74,6 +75,7 @@ from adprof.guard.plan import (
     guard_specs,
     guard_targets,
     plan_guard,
+    settle_noisy,
     target_of,
     unguarded_series,
 )
@@ -121,8 +123,10 @@ __all__ = [
     "needed_seconds",
     "parse_bytes",
     "plan_guard",
+    "settle_noisy",
     "pyproject_guard_table",
     "pyproject_path",
+    "series_key",
     "target_of",
     "tolerance_for",
     "unguarded_series",

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from adprof import model, verdicts
 from adprof.analysis.jumps import expected
 from adprof.comparison import DEFAULT_TOLERANCE, SEVERITY, Side, State, classify_time, pair_results
+from adprof.guard import noise
 from adprof.guard.limits import TIME_TOLERANCE, GuardLimits
 from adprof.guard.memory import with_baseline_memory, with_memory
 from adprof.guard.outcome import (
@@ -18,9 +20,16 @@ from adprof.guard.outcome import (
     GuardCheck,
     GuardReport,
     MissingDepths,
+    Outcome,
     Reading,
 )
 from adprof.model import Report, Result, point_wall
+
+
+def series_key(s: Any) -> tuple[Any, ...]:
+    """What pairs a measured series with its spec, and a re-measured series with the first: chain, backend, profile,
+    mode and sweep values (the file is left out: a shipped chain's is renamed after the run)."""
+    return (s.chain, s.backend, s.profile, s.mode, tuple(sorted((k, repr(v)) for k, v in s.params.items())))
 
 
 def missing_depths(result: Result) -> list[int]:
@@ -66,10 +75,50 @@ def tolerance_for(result: Result) -> float:
     return 0.0 if fit is not None and fit.source in ("counters", "metric") else TIME_TOLERANCE
 
 
-def _undecided(result: Result, limits: GuardLimits, tolerance: float, budget: float | None = None) -> GuardCheck | None:
+def _noisy(
+    result: Result,
+    limits: GuardLimits,
+    tolerance: float,
+    fit: model.Fit | None,
+    kind: Reading | None = None,
+    budget: float | None = None,
+) -> GuardCheck | None:
+    """The undecided check of a time-decided reading whose interval reaches under its limit while the reading is
+    over it or inconclusive (:mod:`adprof.guard.noise`), the held check of an inconclusive one whose interval is
+    all under it, else None (``kind``: the rate held, BASE or EXPONENT; None:
+    an inconclusive reading, whose fit says which)."""
+    noisy = noise.noisy_interval(fit)
+    if noisy is None or (kind is not None and noisy[0] is not kind):
+        return None
+    reading, rate, (low, high) = noisy
+    if fit is None or not noise.noise_may_explain(result, fit, reading):
+        return None
+    bound = (limits.max_base if reading is Reading.BASE else limits.max_exponent) * (1 + tolerance)
+    decided = (
+        noise.inconclusive_outcome(low, high, bound) if kind is None else noise.time_outcome(rate, low, high, bound)
+    )
+    v = result.verdict
+    if decided is Outcome.HELD:  # inconclusive, but every plausible rate holds the limit
+        return GuardCheck(
+            result, limits, True, reading, kind=v.kind, rate=rate, bound=bound, tolerance=tolerance,
+            metric=v.metric or "", interval=(low, high),
+        )  # fmt: skip
+    if decided is not Outcome.UNDECIDED:
+        return None
+    noisy_figures = noise.noise_of(result, reading, rate, (low, high), bound, budget=budget)
+    return GuardCheck(
+        result, limits, False, Reading.UNDECIDED, kind=v.kind, rate=rate, bound=bound, tolerance=tolerance,
+        rate_held=False, metric=v.metric or "", noise=noisy_figures,
+    )  # fmt: skip
+
+
+def _undecided(
+    result: Result, limits: GuardLimits, tolerance: float, budget: float | None = None, noisy: bool = False
+) -> GuardCheck | None:
     """The failing check of a result without a growth to compare (a hang, an error, a planned depth not
     measured, inconclusive, a runaway), else None (``budget``: the run's, for the advice on how much more would
-    measure a missing depth)."""
+    measure a missing depth; ``noisy``: an inconclusive time reading whose interval reaches under the limits is
+    undecided, not failed)."""
     v = result.verdict
     metric = v.metric or ""
 
@@ -84,7 +133,8 @@ def _undecided(result: Result, limits: GuardLimits, tolerance: float, budget: fl
     if v.kind != model.RUNAWAY and (missing := missing_depths(result)):  # never pass on the depths before them
         return failed(Reading.MISSING, missing_advice(result, missing, budget))
     if v.kind == model.INCONCLUSIVE:
-        return failed(Reading.INCONCLUSIVE)
+        undecided = _noisy(result, limits, tolerance, v.fit, budget=budget) if noisy else None
+        return undecided or failed(Reading.INCONCLUSIVE)
     if v.kind == model.RUNAWAY:
         return failed(Reading.RUNAWAY)
     return None
@@ -97,7 +147,7 @@ def check_result(
     was not measured fails (``budget``: the run's, for the advice on how much more would measure it)."""
     v = result.verdict
     metric = v.metric or ""
-    failed = _undecided(result, limits, tolerance, budget)
+    failed = _undecided(result, limits, tolerance, budget, noisy=bool(tolerance))
     if failed is not None:
         return failed
     # a verdict read past a knee: its rate is the law of the cost over the line past that depth
@@ -108,10 +158,18 @@ def check_result(
         base = held_base if held_base is not None else float("inf")
         bound = limits.max_base * (1 + tolerance)
         ok = base <= bound
+        if not ok and tolerance and not against:  # time decided, the raw rate: its interval may span the limit
+            undecided = _noisy(result, limits, tolerance, v.reading, Reading.BASE, budget)
+            if undecided is not None:
+                return undecided
         return GuardCheck(result, limits, ok, Reading.BASE, rate=base, bound=bound, rate_held=ok, **common)
     exponent = held_exponent if held_exponent is not None else 1.0
     bound = limits.max_exponent * (1 + tolerance)
     ok = exponent <= bound
+    if not ok and tolerance and not against:  # time decided, the raw rate: its interval may span the limit
+        undecided = _noisy(result, limits, tolerance, v.reading, Reading.EXPONENT, budget)
+        if undecided is not None:
+            return undecided
     return GuardCheck(result, limits, ok, Reading.EXPONENT, rate=exponent, bound=bound, rate_held=ok, **common)
 
 
@@ -168,13 +226,18 @@ def guard_checks(
     baseline: Report | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     baseline_name: str = "the baseline",
+    remeasured: Mapping[tuple[Any, ...], int] | None = None,
 ) -> GuardReport:
     """Every decided result of ``report`` against the limits, or, with a ``baseline`` report, against the
     baseline's own figures of the same series (paired as ``adprof compare`` pairs them; ``limits`` for the
-    series it does not have)."""
+    series it does not have). ``remeasured``: how many times the guard re-measured each undecided series (by
+    :func:`series_key`), which its noise reports."""
     budget = report.budget_seconds
     if baseline is None:
         checks = [with_memory(check_result(r, limits, tolerance_for(r), budget), limits) for r in report.results]
+        for c in checks:
+            if c.noise is not None and remeasured:
+                c.noise.remeasured = remeasured.get(series_key(c.result.series), 0)
         return GuardReport(checks, report=report)
     base_of = {id(n): b for b, n, _ in pair_results(baseline.results, report.results) if n is not None}
     checks = []

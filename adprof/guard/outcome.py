@@ -101,6 +101,8 @@ class Noise:
     seconds: float  # what the series' measuring took
     #: Seconds that would decide (None: no finite estimate, e.g. the rate sits on the limit).
     needed_seconds: float | None = None
+    #: The run's budget (the advice adds the seconds that would decide to it).
+    budget: float | None = None
 
     @property
     def width(self) -> float:
@@ -141,6 +143,8 @@ class GuardCheck:
     time_ok: bool = True
     #: UNDECIDED: the measured noise and the budget that would decide.
     noise: Noise | None = None
+    #: An inconclusive time reading held by its interval (all of it at or under the limit): that interval.
+    interval: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:

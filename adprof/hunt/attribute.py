@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adprof import verdicts
+from adprof import verdicts, words
 from adprof.hunt.checks import verdict_kind
 from adprof.hunt.model import ENGINE_SPECIFIC, IN_THE_PROGRAM, UNDETERMINED, Row
 from adprof.hunt.targets import Target
@@ -53,7 +53,7 @@ def row_of(target: Target, result: Result | None, note: str = "", memory: bool =
         return Row(**base, verdict=NOT_APPLICABLE if note else NOT_MEASURED, note=note)
     series, verdict = result.series, result.verdict
     if not series.points and not series.error:
-        return Row(**base, verdict=NOT_MEASURED, note=series.stopped or "")
+        return Row(**base, verdict=NOT_MEASURED, note=words.stopped_text(series) or "")
     if memory:
         return _memory_row(base, result)
     note = series.error or (one_line_reason(result) if verdict.kind not in (*GROWING, LINEAR) else "")
@@ -72,7 +72,7 @@ def _memory_row(base: dict, result: Result) -> Row:
         why = "; ".join(mv.not_measured.values()) if mv is not None else ""
         return Row(**base, verdict=NOT_MEASURED, note=(mv.reason if mv is not None else "") or why)
     note = mv.reason if kind == INCONCLUSIVE else ""
-    return Row(**base, verdict=kind, figure=mv.interval_text, decided_by=mv.decided_by, note=note)
+    return Row(**base, verdict=kind, figure=words.memory_interval_text(mv), decided_by=mv.decided_by, note=note)
 
 
 def table(

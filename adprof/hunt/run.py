@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adprof import words
 from adprof.hunt import attribute as attr
 from adprof.hunt.checks import CheckRun, check_targets, confirms, verdict_kind
 from adprof.hunt.evaluate import Evaluation, evaluation_of, evaluation_task
@@ -568,7 +569,7 @@ def _figure(result: Result, memory: bool) -> str:
     if not memory:
         return attr.fmt_growth(result)
     mv = result.verdict.memory
-    return mv.interval_text if mv is not None else ""
+    return words.memory_interval_text(mv) if mv is not None else ""
 
 
 def _cut_short(result: Result | None) -> bool:

@@ -66,11 +66,11 @@ from adprof.model import (
     Stop,
     StopReason,
     classified_phases,
-    fit_figure,
     series_label,
     time_value,
 )
 from adprof.prediction import law_factor
+from adprof.words import fit_figure
 
 MIN_CALLS = 3
 #: Rounds of re-measuring the depths that jumped, at the end of a series (a burst of load over several points
@@ -196,6 +196,8 @@ def fastest_per_phase(runs: Sequence[Point]) -> Point:
         kept.times[phase] = best.times[phase]
         if phase in best.samples:
             kept.samples[phase] = list(best.samples[phase])
+        if phase in best.cpu_samples:  # the CPU time of the same runs
+            kept.cpu_samples[phase] = list(best.cpu_samples[phase])
     for phase in kept.cpu_times:  # the CPU time too, where the backend read it
         kept.cpu_times[phase] = min(r.cpu_times[phase] for r in runs if phase in r.cpu_times)
     walls = [r.wall_seconds for r in runs if r.wall_seconds is not None]
@@ -727,6 +729,73 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         series.stop = _time_stop(sched.frontier(series.points, fit), series, fit, cfg.cap)
 
 
+def pass_order(depths: Sequence[int], passes_done: int) -> list[int]:
+    """The depths of the next pass over fixed depths, round-robin: every depth once, alternately from the deepest
+    down (after an odd number of passes: the first pass went up) and from the shallowest up, so that a burst of
+    load, or a drift of the machine, lands on every depth and not on the deepest ones, and never looks like
+    growth."""
+    ordered = sorted(set(depths))
+    return ordered[::-1] if passes_done % 2 == 1 else ordered
+
+
+def time_passes(run: _SeriesRun) -> None:
+    """Fixed depths (a guard's, ``--depths``, the chain's) that time decides: passes over the measured depths,
+    round-robin (:func:`pass_order`), each point a few repeats as the first pass took them; the fit reads the
+    lower envelope of all of them (the least run of each depth, :mod:`adprof.analysis.models`). After
+    :data:`MIN_PASSES` passes, passes end once the decision holds over two passes (``settled``), else at
+    :data:`MAX_PASSES` (:data:`MAX_OPEN_PASSES` while the reading is open and over :data:`OPEN_SHARE` of the
+    share is left), or when the next point does not fit in the budget. A series that stopped at a failure, a
+    kill or the budget gets none; ``Series.schedule_end`` says why they ended."""
+    series, cfg = run.series, run.cfg
+    if series.error or not series.points or cfg.assess is None:
+        return
+    if series.stop is not None and series.stop.reason not in (StopReason.CAP, StopReason.PREDICTED_CAP):
+        return
+    if any(p.censored for p in series.points):
+        return
+    first = series.points[0]
+    if not time_decided(first, run.spec.mode, series.deciding_metrics, run.spec.phases):
+        return
+    over = {p.depth for p in series.points if over_cap(p, cfg.cap) is not None}
+    depths = sorted({p.depth for p in series.points} - over)
+    if len(depths) < 2:
+        return
+    kept_stop, last, done = series.stop, None, 1
+    end = ScheduleEnd.PASSES
+    while True:
+        if done >= MIN_PASSES:
+            t0 = time.monotonic()
+            full = cfg.assess(series, True)
+            run.post_seconds = 2.5 * (time.monotonic() - t0) + 1.0  # the verdict's own fit, and rendering
+            same = full is not None and last is not None and full.kind == last.kind
+            if full is not None and same and settled(full) and not open_reading(full):
+                end = ScheduleEnd.SETTLED
+                break
+            roomy = run.left() > OPEN_SHARE * run.allowance
+            if done >= (MAX_OPEN_PASSES if roomy and not settled(full) else MAX_PASSES):
+                break
+            last = full
+        measured = 0
+        for depth in pass_order(depths, done):
+            step = Step(depth, SWEEP)
+            if run.budget_stop(step, depths[-1]) is not None or len(series.points) >= MAX_POINTS:
+                end = ScheduleEnd.BUDGET
+                break
+            run.say(f"depth {depth} (pass {done + 1})")
+            if not _measure_step(run, step, depths[-1]):  # a failure, a kill: what it set is the evidence
+                if series.stop is None:
+                    series.stop = kept_stop
+                series.schedule_end = ScheduleEnd.BUDGET
+                return
+            measured += 1
+        if end is ScheduleEnd.BUDGET or not measured:
+            end = ScheduleEnd.BUDGET
+            break
+        done += 1
+    series.stop = kept_stop
+    series.schedule_end = end
+
+
 def _measure_step(run: _SeriesRun, step: Step, top: int) -> bool:
     """Measure ``step`` (:meth:`_SeriesRun.measure`), marking the points it adds with why it was scheduled."""
     before = len(run.series.points)
@@ -889,6 +958,8 @@ def run_series(
             sched.explicit = [first.depth, *shapes_within(sched.explicit or [], second.depth, count)]
     if adaptive and sched.explicit is None:
         _fill_open(run)
+    if not adaptive and spec.metric == "time" and spec.cmd is None:
+        time_passes(run)
     if counting:
         worker.count_instructions(False)  # its memory back now, not at the next series
     elif spec.metric == "time":  # counted times are counts at a nominal speed: nothing to confirm

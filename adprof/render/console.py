@@ -14,18 +14,9 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from adprof import model, verdicts
+from adprof import model, verdicts, words
 from adprof.comparison import STATES, Comparison, State, describe_side, memory_changed, profile_text
-from adprof.model import (
-    HalvingRow,
-    Point,
-    Report,
-    Result,
-    Series,
-    counter_totals,
-    fmt_seconds,
-    phase_text,
-)
+from adprof.model import HalvingRow, Point, Report, Result, Series, counter_totals
 from adprof.report import (
     LOADED_MARK,
     LOADED_NOTE,
@@ -47,6 +38,7 @@ from adprof.report import (
     worst_time_text,
 )
 from adprof.util.text import range_text, terminal_safe
+from adprof.words import fmt_seconds, phase_text
 
 #: Narrowest console the report is laid out for: ``COLUMNS=1`` must not hide the verdict.
 MIN_WIDTH = 80
@@ -133,7 +125,7 @@ def _time_caption(report: Report) -> str:
         "growth: the deciding model's base per depth step (x2.00/layer, x2.15/order) or exponent "
         "(time: with its 95% interval)"
     )
-    if any(r.verdict.proxy_text for r in report.results):
+    if any(words.proxy_text(r.verdict) for r in report.results):
         base += "; where a proxy (a work metric, not the cost) decided the class: the time's rate, the proxy's beside"
     if any(r.verdict.knee is not None and r.verdict.kind != "inconclusive" for r in report.results):
         base += "; past N: the law of the cost over the line it followed up to depth N (a change of regime)"
@@ -152,7 +144,7 @@ def stopped_cells(report: Report) -> tuple[list[str], list[str]]:
         if s.error:
             cells.append("error")
         elif s.stop is not None:
-            notes.append(f"[{len(notes) + 1}] {s.label}: {s.stop.text()}")
+            notes.append(f"[{len(notes) + 1}] {s.label}: {words.stop_text(s.stop)}")
             cells.append(f"{s.stop.reason.value} [{len(notes)}]")
         else:
             cells.append("")
@@ -405,8 +397,8 @@ def render_ratio_table(series: Series, console: Console | None = None) -> Table:
             _count(_phase_counter(p, phases, "key_comparisons")),
             _count(_phase_counter(p, phases, "metadata_lookups")),
         )
-    if series.stopped:
-        t.caption = series.stopped
+    if series.stop is not None:
+        t.caption = words.stop_text(series.stop)
     if console is not None:
         console.print(t)
     return t
@@ -445,7 +437,7 @@ def render_halving_result(result: Result, console: Console) -> None:
             highlight=False,
         )
     if s.stop is not None:
-        console.print(s.stop.text(), markup=False, highlight=False)
+        console.print(words.stop_text(s.stop), markup=False, highlight=False)
 
 
 STATE_STYLE = {

@@ -21,7 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from adprof import model
+from adprof import model, words
 from adprof.guard.limits import GuardLimits
 from adprof.guard.outcome import (
     ADVICE_FACTOR,
@@ -34,6 +34,7 @@ from adprof.guard.outcome import (
     MemoryPart,
     MemoryState,
     MissingDepths,
+    Outcome,
     Reading,
     memory_verdict_of,
 )
@@ -53,7 +54,7 @@ def missing_depths_text(result: Result, missing: MissingDepths) -> str:
     """One line: which planned depths are missing, why, and what would measure them."""
     s = result.series
     stop, budget, depths = s.stop, missing.budget, missing.depths
-    why = f" ({stop.text()})" if stop is not None else ""
+    why = f" ({words.stop_text(stop)})" if stop is not None else ""
     head = f"depth{'s' if len(depths) > 1 else ''} {depth_ranges(depths)} not measured{why}"
     if stop is not None and stop.reason in (model.StopReason.CAP, model.StopReason.PREDICTED_CAP):
         need = max(stop.seconds or 0.0, stop.limit or 0.0)
@@ -76,14 +77,15 @@ def missing_depths_text(result: Result, missing: MissingDepths) -> str:
 def measured_text(check: GuardCheck) -> str:
     """What was measured against the time limits: ``base 2.00 per layer``, ``exponent 1.02 past depth 4``,
     ``hang``, ``missing depths``, ..."""
+    within = f" [{check.interval[0]:.2f}, {check.interval[1]:.2f}]" if check.interval is not None else ""
     if check.reading is Reading.BASE:
-        return f"base {check.rate:.2f} per layer{_past(check)}"
+        return f"base {check.rate:.2f} per layer{_past(check)}{within}"
     if check.reading is Reading.EXPONENT:
-        return f"exponent {check.rate if check.rate is not None else 1.0:.2f}{_past(check)}"
+        return f"exponent {check.rate if check.rate is not None else 1.0:.2f}{_past(check)}{within}"
     if check.reading is Reading.UNDECIDED and check.noise is not None:
         n = check.noise
         word = "base" if n.rate_kind is Reading.BASE else "exponent"
-        return f"undecided {word} {n.rate:.2f} [{n.low:.2f}, {n.high:.2f}]"
+        return f"{word} {n.rate:.2f} [{n.low:.2f}, {n.high:.2f}]"
     return check.reading.value
 
 
@@ -104,26 +106,28 @@ def limit_text(check: GuardCheck) -> str:
 
 def _hang_text(result: Result) -> str:
     v, stop = result.verdict, result.series.killed
-    why = v.reason if v.kind == model.RUNAWAY else model.killed_text(stop) if stop is not None else ""
+    why = v.reason if v.kind == model.RUNAWAY else words.killed_text(stop) if stop is not None else ""
     return why or "a point was stopped far past its prediction"
 
 
 def undecided_text(check: GuardCheck) -> str:
-    """The one line of an undecided check: the measured noise and the budget that would decide."""
+    """The one line of an undecided check: the measured noise, and the budget that would decide."""
     n = check.noise
     if n is None:
-        return "undecided: the machine is too noisy to decide"
+        return "too noisy to decide"
     word = "base" if n.rate_kind is Reading.BASE else "exponent"
-    again = f"re-measured {n.remeasured}x, " if n.remeasured else ""
-    spans = f"{word} {n.rate:.2f} [{n.low:.2f}, {n.high:.2f}] spans the limit {n.limit:.2f}"
-    noise = f"{again}{n.repeats} repeats per depth spread {n.spread:.0%}"
-    need = (
-        f"about {n.needed_seconds:.3g} s would decide (this series took {n.seconds:.3g} s): "
-        f"rerun on a quieter machine or with --budget {math.ceil(n.needed_seconds * 1.2):d}"
-        if n.needed_seconds is not None and math.isfinite(n.needed_seconds)
-        else "no budget would decide it: the rate sits on the limit"
+    again = f"re-measured {n.remeasured}x; " if n.remeasured else "not re-measured; "
+    head = (
+        f"too noisy to decide: the {word}'s interval [{n.low:.2f}, {n.high:.2f}] spans the limit {n.limit:.2f}; "
+        f"{again}{n.repeats} repeats per depth, spread {n.spread:.0%}"
     )
-    return f"undecided: too noisy to decide ({spans}; {noise}); {need}"
+    if n.needed_seconds is None or not math.isfinite(n.needed_seconds):
+        return f"{head}; no budget decides it (the {word} sits on the limit)"
+    more = math.ceil(n.needed_seconds * 1.5 + (n.budget or 0.0))
+    return (
+        f"{head}; about {n.needed_seconds:.3g} s of repeats would decide (it took {n.seconds:.3g} s): "
+        f"a quieter machine, or --budget {more:d}"
+    )
 
 
 def reason_text(check: GuardCheck) -> str:
@@ -152,6 +156,12 @@ def reason_text(check: GuardCheck) -> str:
         what = "base" if before.rate_kind == "base" else "exponent"
         return f"{check.kind}: {what} {check.rate:.2f}" + (
             f" <= {ref.top:.2f}" if check.rate_held else f" > {ref.top:.2f}"
+        )
+    if check.interval is not None:  # inconclusive, held by its interval
+        word = "base" if reading is Reading.BASE else "exponent"
+        lo, hi = check.interval
+        return (
+            f"{check.kind}: the {word}'s interval [{lo:.2f}, {hi:.2f}] is under {check.bound:.2f}, whatever the class"
         )
     against = " against its program" if check.excess else ""
     over = "" if check.rate_held else f" > {check.bound:.2f}"
@@ -315,7 +325,9 @@ def evidence_lines(check: GuardCheck) -> list[str]:
     v = check.result.verdict
     lines = [f"{check.label}: {v.kind}" + (f" ({check.metric})" if check.metric else "")]
     if check.memory is not None and v.memory is not None:
-        lines[0] += f"; memory {v.memory.summary}" + (f" ({v.memory.decided_by})" if v.memory.decided_by else "")
+        lines[0] += f"; memory {words.memory_summary(v.memory)}" + (
+            f" ({v.memory.decided_by})" if v.memory.decided_by else ""
+        )
     if check.baseline_ref is not None:
         lines.append("  baseline   " + baseline_text(check))
     lines.append("  - limit    " + limit_text(check))
@@ -409,7 +421,8 @@ def guard_text(guard: GuardReport) -> str:
     """A readable diff of limit vs measured, with the evidence of failures."""
     lines = []
     for c in guard.checks:
-        mark = "ok  " if c.time_ok else "FAIL"  # the time limits' mark; the memory limits' below it
+        # the time limits' mark (UNDECIDED: too noisy to decide, not a pathology); the memory limits' below it
+        mark = "ok  " if c.time_ok else "UNDECIDED" if c.reading is Reading.UNDECIDED else "FAIL"
         loaded = " (loaded)" if c.result.verdict.loaded_machine else ""  # as check marks the row (time decided)
         lines.append(f"{mark} {c.label}{loaded}: {_line(c)}")
         if c.memory is not None:
@@ -485,9 +498,9 @@ def _failure_type(check: GuardCheck) -> str:
 def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
     """The guard's outcome as JUnit XML (see the module docstring)."""
     checks = guard.checks
-    failures = len(guard.failures)
+    failures, errors = len(guard.pathologies), len(guard.undecided)
     total = sum(_seconds(c) for c in checks)
-    counts = {"tests": str(len(checks)), "failures": str(failures), "errors": "0", "skipped": "0"}
+    counts = {"tests": str(len(checks)), "failures": str(failures), "errors": str(errors), "skipped": "0"}
     root = ET.Element("testsuites", {"name": name, **counts, "time": f"{total:.3f}"})
     suite = ET.SubElement(root, "testsuite", {"name": name, **counts, "time": f"{total:.3f}"})
     versions = measured_versions([c.result.series for c in checks])
@@ -501,7 +514,11 @@ def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
             "testcase",
             {"classname": xml_safe(_classname(c)), "name": xml_safe(c.label), "time": f"{_seconds(c):.3f}"},
         )
-        if not c.ok:
+        if c.outcome is Outcome.UNDECIDED:  # not a pathology: an <error> (the guard could not decide), apart
+            attrs = {"message": xml_safe(_failure_message(c)), "type": Outcome.UNDECIDED.value}
+            error = ET.SubElement(case, "error", attrs)
+            error.text = xml_safe("\n".join(evidence_lines(c)))
+        elif not c.ok:
             attrs = {"message": xml_safe(_failure_message(c)), "type": _failure_type(c)}
             failure = ET.SubElement(case, "failure", attrs)
             failure.text = xml_safe("\n".join(evidence_lines(c)))
@@ -512,9 +529,63 @@ def junit_xml(guard: GuardReport, name: str = "adprof guard") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+def _noise_json(check: GuardCheck) -> dict[str, Any] | None:
+    n = check.noise
+    if n is None:
+        return None
+    return {
+        "rate_kind": n.rate_kind.value,
+        "rate": n.rate,
+        "interval": [n.low, n.high],
+        "limit": n.limit,
+        "repeats": n.repeats,
+        "spread": n.spread,
+        "remeasured": n.remeasured,
+        "seconds": n.seconds,
+        "seconds_to_decide": n.needed_seconds,
+    }
+
+
+def guard_to_json(guard: GuardReport) -> dict[str, Any]:
+    """The guard's outcome as a JSON-ready dict: the ``guard`` field of ``adprof guard --json`` (docs/guards.md)."""
+    checks = []
+    for c in guard.checks:
+        s = c.result.series
+        checks.append(
+            {
+                "chain": s.chain,
+                "backend": s.backend,
+                "profile": s.profile,
+                "mode": s.mode,
+                "file": s.file,
+                "outcome": c.outcome.value,
+                "reading": c.reading.value,
+                "verdict": c.result.verdict.kind,
+                "rate": c.rate,
+                "limit": c.bound,
+                "memory_ok": None if c.memory is None else c.memory.ok,
+                "noise": _noise_json(c),
+                "line": _line(c),
+            }
+        )
+    return {
+        "outcome": guard.outcome.value,
+        "held": sum(c.ok for c in guard.checks),
+        "failed": len(guard.pathologies),
+        "undecided": len(guard.undecided),
+        "checks": checks,
+    }
+
+
+def _mark(check: GuardCheck) -> str:
+    """``UNDECIDED`` (too noisy to decide), ``FAIL`` or ``ok``."""
+    return {Outcome.UNDECIDED: "UNDECIDED", Outcome.FAILED: "FAIL"}.get(check.outcome, "ok")
+
+
 def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
     """One row per series: held or failed, the verdict, measured against the limit, why."""
     held = len(guard.checks) - len(guard.failures)
+    undecided = len(guard.undecided)
     rows = []
     memory = any(c.memory is not None for c in guard.checks)
     for c in sorted(guard.checks, key=lambda c: c.ok):  # the failures first
@@ -524,7 +595,11 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
         mem = [mem_kind, memory_measured_text(c), memory_limit_text(c)] if m else ["-"] * 3
         rows.append(
             [
-                strong("FAIL", True) if not c.ok else "ok",
+                strong("UNDECIDED", True)
+                if c.outcome is Outcome.UNDECIDED
+                else strong("FAIL", True)
+                if not c.ok
+                else "ok",
                 chain_label(s),
                 backend_label(s),
                 s.mode,
@@ -535,7 +610,8 @@ def guard_markdown(guard: GuardReport, title: str = "adprof guard") -> str:
                 "; ".join(x for x in (reason_text(c), memory_reason_text(c)) if x),
             ]
         )
-    head = f"### {cell(title)}\n\n{cell(f'{held} of {len(guard.checks)} held')}\n\n"
+    summary = f"{held} of {len(guard.checks)} held" + (f", {undecided} undecided" if undecided else "")
+    head = f"### {cell(title)}\n\n{cell(summary)}\n\n"
     headers = ["result", "chain", "backend/profile", "mode", "verdict", "measured", "limit"]
     headers += ["memory", "memory measured", "memory limit"] if memory else []
     body = table([*headers, "why"], rows)
@@ -557,6 +633,7 @@ __all__ = [
     "undecided_text",
     "evidence_lines",
     "guard_markdown",
+    "guard_to_json",
     "guard_text",
     "junit_xml",
     "limits_text",

@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from adprof import words
 from adprof.comparison import STATES, Comparison, Side, profile_text
 from adprof.model import Report, Result
 from adprof.render.plot import chain_key, chain_svg, group_by_chain, simple_svg  # the page embeds the plots
@@ -112,7 +113,7 @@ def _summary(report: Report) -> str:
             + (f"<td>{_memory_cell(r)}</td>" if memory else "")
             + f"<td>{escape(depth_reached(s))}</td><td>{escape(worst_time_text(s))}</td>"
             + (f'<td class="machine">{escape(machine_host(s))}</td>' if machines else "")
-            + f"<td>{escape(s.error or s.stopped or '')}</td>"
+            + f"<td>{escape(s.error or words.stopped_text(s) or '')}</td>"
             "</tr>"
         )
     loaded = any(r.verdict.loaded_machine for r in report.results)

@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
+from adprof import words
 from adprof.comparison import STATES, Comparison
 from adprof.constants import __version__
 from adprof.model import MEMORY_VERDICTS, VERDICTS, Fit, HalvingRow, MemoryVerdict, Report, Result, Series, Verdict
@@ -24,8 +26,17 @@ SCHEMA = 4
 #: Schemas this adprof reads: 2 (no memory: ``memory`` is null, points carry no ``memory``/``retained``), 3 (no
 #: ``explained``: null; points carry no ``program``) and 4.
 READ_SCHEMAS = (2, 3, 4)
-#: Read from a memory verdict's properties, written beside its fields (the loader ignores them).
-_MEMORY_DERIVED = ("finding", "summary", "interval_text", "exponent", "base", "bytes_per_call")
+#: Read from a memory verdict (its properties, and its sentences), written beside its fields (the loader ignores them).
+_MEMORY_DERIVED: dict[str, Callable[[MemoryVerdict], Any]] = {
+    "finding": lambda mv: mv.is_finding,
+    "summary": words.memory_summary,
+    "interval_text": words.memory_interval_text,
+    "exponent": lambda mv: mv.exponent,
+    "base": lambda mv: mv.base,
+    "bytes_per_call": lambda mv: mv.bytes_per_call,
+}
+#: The verdict's sentences written among :data:`_VERDICT_FIELDS` (the rest are its fields and properties).
+_VERDICT_WORDS: dict[str, Callable[[Verdict], str]] = {"proxy_text": words.proxy_text}
 
 #: Written from the verdict (base and exponent from its reading, :attr:`Verdict.reading`; the next three from its
 #: deciding fit); the settable ones load back.
@@ -67,7 +78,7 @@ def _memory_to(mv: MemoryVerdict | None) -> dict[str, Any] | None:
     if mv is None:
         return None
     out = to_plain(mv)
-    out.update({name: getattr(mv, "is_finding" if name == "finding" else name) for name in _MEMORY_DERIVED})
+    out.update({name: read(mv) for name, read in _MEMORY_DERIVED.items()})
     return out
 
 
@@ -91,11 +102,11 @@ def result_to_json(result: Result) -> dict[str, Any]:
         "verdict": v.kind,
     }
     for name in _VERDICT_FIELDS:
-        val = getattr(v, name)
+        val = _VERDICT_WORDS[name](v) if name in _VERDICT_WORDS else getattr(v, name)
         out[name] = list(val) if isinstance(val, list) else val
     out["finding"] = v.is_finding
     out["stop"] = dataclasses.asdict(s.stop) if s.stop is not None else None
-    out["stopped"] = s.stopped
+    out["stopped"] = words.stopped_text(s)
     out["error"] = s.error
     for name in _SERIES_FIELDS:
         val = getattr(s, name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from adprof import words
 from adprof.comparison import STATES, Comparison, State, describe_side, profile_text
 from adprof.model import FINDINGS, Report
 from adprof.report import (
@@ -81,7 +82,7 @@ def report_markdown(report: Report, title: str = "adprof check") -> str:
     program = shows_program(results)
     for r in results:
         s, v = r.series, r.verdict
-        note = s.error or s.stopped or (one_line_reason(r) if v.presentation == "line" else "")
+        note = s.error or words.stopped_text(s) or (one_line_reason(r) if v.presentation == "line" else "")
         if v.memory_finding or (v.memory is not None and v.memory.measured and v.memory.kind == "inconclusive"):
             note = "; ".join(x for x in (note, f"memory: {memory_reason(r)}") if x)
         rows.append(

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from adprof import words
 from adprof.model import Fit, Report, Result
 from adprof.report import chain_label
 from adprof.util.files import encodable, write_atomic
@@ -88,7 +89,7 @@ def _label(result: Result, memory: bool = False) -> str:
     s, v = result.series, result.verdict
     bp = f"{s.backend}/{s.profile}" if s.profile else s.backend
     if memory and v.memory is not None:
-        return f"{bp} {s.mode} ({v.memory.decided_by or '-'}): {v.memory.summary}".rstrip()
+        return f"{bp} {s.mode} ({v.memory.decided_by or '-'}): {words.memory_summary(v.memory)}".rstrip()
     src = v.fit.source if v.fit is not None else "-"
     return f"{bp} {s.mode} ({src}): {v.kind} {v.interval_text}".rstrip()
 
@@ -135,7 +136,7 @@ def _draw_panel(ax: Any, title: str, results: list[Result], memory: bool = False
         if fwd is not None:  # the forward's program beside the cost, normalized the same way
             _, fvals, _, _ = _normalized(fwd)
             ex = r.verdict.explained
-            what = f"{ex.basis} {ex.program_figure}" if ex is not None else ""
+            what = f"{ex.basis} {words.program_figure(ex)}" if ex is not None else ""
             ax.plot(fwd.depths, fvals, "--", color=color, lw=0.9, alpha=0.7, label=plot_text(f"forward: {what}"[:90]))
         drawn = True
     if drawn:

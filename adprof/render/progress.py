@@ -14,6 +14,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from adprof import words
 from adprof.model import Series
 from adprof.report import analyze_structures
 
@@ -53,7 +54,7 @@ class SeriesProgress:
     def done(self, series: Series) -> None:
         self.progress.advance(self.task)
         if self.verbose and not self.enabled:
-            tail = series.error or series.stopped or ""
+            tail = series.error or words.stopped_text(series) or ""
             self.console.print(
                 f"measured {series.label}: depths {[p.depth for p in series.points]} {tail}",
                 markup=False,

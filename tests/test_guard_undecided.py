@@ -1,0 +1,358 @@
+"""#35: a guard that cannot decide in its budget. A time-decided reading whose interval spans the limit (noise, not a
+pathology) is re-measured with more repeats first; still so, it is ``undecided``: one line with the noise and the
+budget that would decide, apart from a pathology in the text, the JSON (field ``guard``), JUnit (``<error
+type="undecided">``), the exit status (4) and the fixture (skipped). A clear pathology and a clean pass are
+unchanged; a counter-decided series is never undecided. The noise is injected: results made by hand, and a fake
+run path for the command."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adprof import model
+from adprof.cli import main
+from adprof.cli.common import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED
+from adprof.guard import (
+    GuardLimits,
+    Outcome,
+    Reading,
+    check_result,
+    guard_checks,
+    guard_config,
+    series_key,
+    settle_noisy,
+    tolerance_for,
+)
+from adprof.guard import noise as noise_rule
+from adprof.measure import SeriesSpec
+from adprof.model import Report
+from adprof.render.guard import (
+    RenderedGuardReport,
+    guard_markdown,
+    guard_text,
+    guard_to_json,
+    junit_xml,
+    measured_text,
+    reason_text,
+)
+from tests.compare_helpers import result
+
+LIMITS = GuardLimits()  # max exponent 1.3: 1.495 with the time tolerance
+BOUND = LIMITS.max_exponent * 1.15
+
+
+def noisy_result(
+    chain: str = "gated",
+    rate: float = 2.38,
+    interval: tuple[float, float] = (1.25, 4.26),
+    kind: str = model.SUPERLINEAR_BACKWARD,
+    source: str = "time",
+    repeats: int = 5,
+) -> model.Result:
+    """A torch eager series decided on time, ``rate`` with ``interval`` (the issue's first run by default), whose
+    points carry ``repeats`` samples of the backward spread by a third."""
+    r = result(chain, kind, rate, interval, backend="torch", profile=None, mode="eager", source=source)
+    for p in r.series.points:
+        p.samples = {"backward": [1e-3 * p.depth * (1 + 0.33 * i / max(1, repeats - 1)) for i in range(repeats)]}
+        p.wall_seconds = 0.01
+    return r
+
+
+def test_an_interval_spanning_the_limit_is_undecided_not_a_failure():
+    check = check_result(noisy_result(), LIMITS, tolerance_for(noisy_result()), budget=600.0)
+    assert check.reading is Reading.UNDECIDED and check.outcome is Outcome.UNDECIDED and not check.ok
+    n = check.noise
+    assert n is not None and (n.low, n.high, n.rate) == (1.25, 4.26, 2.38) and n.limit == pytest.approx(BOUND)
+    assert n.repeats == 5 and n.spread == pytest.approx(0.33 / 1.165)  # (max - min) / median
+    # the width shrinks like 1/sqrt(repeats): (2.38 - 1.25) / (2.38 - 1.495) = 1.28 -> 1.63x the repeats
+    assert n.needed_seconds == pytest.approx(0.04 * ((2.38 - 1.25) / (2.38 - BOUND)) ** 2)
+    line = reason_text(check)
+    assert "too noisy to decide" in line and "[1.25, 4.26] spans the limit 1.49" in line
+    assert "5 repeats per depth, spread 28%" in line and "would decide" in line and "--budget 601" in line
+    assert measured_text(check) == "exponent 2.38 [1.25, 4.26]"
+
+
+def test_a_clear_pathology_and_a_clean_pass_are_unchanged():
+    clear = noisy_result(rate=2.38, interval=(1.9, 2.9))  # the whole interval above 1.495
+    check = check_result(clear, LIMITS, tolerance_for(clear))
+    assert check.reading is Reading.EXPONENT and check.outcome is Outcome.FAILED
+    assert reason_text(check) == "superlinear-backward: cost ~ depth^2.38 > 1.49"
+    clean = noisy_result(rate=1.02, interval=(0.4, 3.0), kind=model.LINEAR)  # the rate under the limit: held
+    check = check_result(clean, LIMITS, tolerance_for(clean))
+    assert check.ok and check.outcome is Outcome.HELD and check.reading is Reading.EXPONENT
+
+
+def test_a_counter_decided_series_is_never_undecided():
+    counted = noisy_result(interval=(1.25, 4.26), source="counters")
+    check = check_result(counted, LIMITS, tolerance_for(counted))
+    assert check.reading is Reading.EXPONENT and check.outcome is Outcome.FAILED
+
+
+def test_an_inconclusive_time_reading_reaching_under_the_limit_is_undecided():
+    r = noisy_result(rate=1.69, interval=(0.19, 3.99), kind=model.INCONCLUSIVE)
+    check = check_result(r, LIMITS, tolerance_for(r))
+    assert check.outcome is Outcome.UNDECIDED
+    above = noisy_result(rate=2.5, interval=(1.8, 3.2), kind=model.INCONCLUSIVE)  # every plausible rate over it
+    assert check_result(above, LIMITS, tolerance_for(above)).reading is Reading.INCONCLUSIVE
+    counted = noisy_result(rate=1.69, interval=(0.19, 3.99), kind=model.INCONCLUSIVE, source="counters")
+    assert check_result(counted, LIMITS, tolerance_for(counted)).reading is Reading.INCONCLUSIVE
+
+
+def test_an_inconclusive_time_reading_whose_whole_interval_is_under_the_limit_holds_it():
+    # measured on torch eager under load: the class spans linear and superlinear, every plausible rate holds 1.3
+    r = noisy_result(rate=1.06, interval=(0.71, 1.46), kind=model.INCONCLUSIVE)
+    check = check_result(r, LIMITS, tolerance_for(r))
+    assert check.ok and check.outcome is Outcome.HELD and check.reading is Reading.EXPONENT
+    assert measured_text(check) == "exponent 1.06 [0.71, 1.46]"
+    assert reason_text(check) == "inconclusive: the exponent's interval [0.71, 1.46] is under 1.49, whatever the class"
+
+
+def test_noise_is_not_what_keeps_a_jump_or_a_single_reading_from_deciding():
+    jumped = noisy_result()
+    jumped.verdict.jumps = [model.TimeJump(depth=4, seconds=0.08, predicted=0.009, from_depths=[1, 2, 3])]
+    assert check_result(jumped, LIMITS, tolerance_for(jumped)).outcome is Outcome.FAILED  # a jump is a finding
+    once = noisy_result()
+    for p in once.series.points:  # one reading per depth (a program reporting its own seconds): nothing to repeat
+        p.samples = {}
+    assert check_result(once, LIMITS, tolerance_for(once)).outcome is Outcome.FAILED
+    short = noisy_result()
+    short.verdict.fit.depths = [1, 2, 3]  # a span of 3x: more repeats cannot make it read a power law
+    assert check_result(short, LIMITS, tolerance_for(short)).outcome is Outcome.FAILED
+
+
+# --------------------------------------------------------------------------- the rule, over generated intervals
+
+finite = st.floats(0.0, 10.0, allow_nan=False, allow_subnormal=False)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(finite, finite, finite, st.floats(0.1, 5.0, allow_nan=False, allow_subnormal=False))
+def test_the_rule_fails_only_a_whole_interval_above_and_holds_the_rate_under(a, b, c, bound):
+    low, rate, high = sorted((a, b, c))
+    outcome = noise_rule.time_outcome(rate, low, high, bound)
+    if rate <= bound:
+        assert outcome is Outcome.HELD
+    elif low > bound:
+        assert outcome is Outcome.FAILED
+    else:
+        assert outcome is Outcome.UNDECIDED and low <= bound < rate
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(finite, finite, st.floats(0.1, 5.0, allow_nan=False, allow_subnormal=False))
+def test_an_inconclusive_reading_holds_fails_or_is_undecided_by_where_its_interval_lies(a, b, bound):
+    low, high = sorted((a, b))
+    outcome = noise_rule.inconclusive_outcome(low, high, bound)
+    expected = Outcome.HELD if high <= bound else Outcome.FAILED if low > bound else Outcome.UNDECIDED
+    assert outcome is expected
+    assert (outcome is Outcome.UNDECIDED) == (low <= bound < high)  # undecided exactly where it spans the limit
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(finite, finite, finite, st.floats(0.1, 5.0, allow_nan=False, allow_subnormal=False), st.integers(1, 50))
+def test_the_repeats_that_would_decide_leave_the_limit_on_one_side(a, b, c, bound, repeats):
+    low, rate, high = sorted((a, b, c))
+    need = noise_rule.repeats_to_decide(rate, low, high, bound, repeats)
+    if abs(rate - bound) <= 1e-9 * max(1.0, bound):
+        assert need is None
+        return
+    assert need is not None and need >= repeats
+    shrink = math.sqrt(repeats / need) * (1 - 1e-9)  # the interval at that many repeats, around the rate
+    low2, high2 = rate - (rate - low) * shrink, rate + (high - rate) * shrink
+    assert (low2 > bound) if rate > bound else (high2 < bound)
+    assert noise_rule.time_outcome(rate, low2, high2, bound) is not Outcome.UNDECIDED
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(finite, finite, finite, st.sampled_from(["counters", "metric"]))
+def test_no_deterministic_reading_is_ever_undecided(a, b, c, source):
+    low, rate, high = sorted((a, b, c))
+    r = noisy_result(rate=rate, interval=(low, high), kind=model.SUPERLINEAR_BACKWARD, source=source)
+    assert check_result(r, LIMITS, tolerance_for(r)).reading is not Reading.UNDECIDED
+
+
+# --------------------------------------------------------------------------- re-measured first, counted
+
+
+def _spec(r: model.Result) -> SeriesSpec:
+    s = r.series
+    return SeriesSpec(s.file or "", s.chain, s.backend, s.profile, s.mode, max_depth=4, depths=(1, 2, 3, 4))
+
+
+class Runner:
+    """A fake run path: each re-measure returns the series with the next interval of ``intervals``."""
+
+    def __init__(self, *intervals: tuple[float, float] | None) -> None:
+        self.intervals = list(intervals)
+        self.calls: list[list[SeriesSpec]] = []
+
+    def __call__(self, todo, config):
+        self.calls.append(list(todo))
+        interval = self.intervals.pop(0)
+        out = []
+        for spec in todo:
+            r = noisy_result(spec.chain, interval=interval, repeats=spec.repeats or 5)
+            out.append(r)
+        return Report(results=out)
+
+
+def _cfg(budget: float = 600.0):
+    cfg = guard_config(budget=budget)
+    cfg.started = time.monotonic()
+    return cfg
+
+
+def test_a_noisy_series_is_re_measured_with_more_repeats_and_counted():
+    first = noisy_result()
+    report = Report(results=[first, noisy_result("clean", rate=1.0, interval=(0.9, 1.1), kind=model.LINEAR)])
+    runner = Runner((1.3, 3.9), (1.2, 4.0))  # still noisy, twice
+    counts = settle_noisy(report, [_spec(r) for r in report.results], _cfg(), LIMITS, runner)
+    assert [[s.chain for s in call] for call in runner.calls] == [["gated"], ["gated"]]  # only the noisy one
+    assert runner.calls[0][0].repeats >= 5 * noise_rule.REMEASURE_FACTOR  # more repeats of its depths
+    assert runner.calls[1][0].repeats > runner.calls[0][0].repeats
+    assert counts == {series_key(first.series): 2}
+    guard = guard_checks(report, LIMITS, remeasured=counts)
+    undecided, clean = guard.checks
+    assert undecided.outcome is Outcome.UNDECIDED and undecided.noise.remeasured == 2 and clean.ok
+    assert undecided.noise.low == 1.2  # the last re-measure's reading replaced the first
+    assert "re-measured 2x" in reason_text(undecided)
+    assert guard.outcome is Outcome.UNDECIDED and guard.undecided == [undecided] and not guard.pathologies
+
+
+def test_a_re_measure_that_decides_ends_the_undecided_outcome():
+    report = Report(results=[noisy_result()])
+    runner = Runner((2.0, 2.8))  # more repeats: the interval now entirely above the limit
+    counts = settle_noisy(report, [_spec(r) for r in report.results], _cfg(), LIMITS, runner)
+    assert len(runner.calls) == 1 and list(counts.values()) == [1]
+    (check,) = guard_checks(report, LIMITS, remeasured=counts).checks
+    assert check.outcome is Outcome.FAILED and check.reading is Reading.EXPONENT
+
+
+def test_no_re_measure_past_the_budget():
+    report = Report(results=[noisy_result()])
+    runner = Runner((1.3, 3.9))
+    assert settle_noisy(report, [_spec(r) for r in report.results], _cfg(budget=0.5), LIMITS, runner) == {}
+    assert runner.calls == []
+    (check,) = guard_checks(report, LIMITS).checks
+    assert check.outcome is Outcome.UNDECIDED and "not re-measured" in reason_text(check)
+
+
+# --------------------------------------------------------------------------- the text, JSON, JUnit, Markdown
+
+
+def _guard(*results: model.Result) -> RenderedGuardReport:
+    return RenderedGuardReport.of(guard_checks(Report(results=list(results)), LIMITS))
+
+
+def test_the_renderings_report_undecided_apart_from_a_pathology():
+    guard = _guard(noisy_result(), noisy_result("tanh", interval=(1.9, 2.9)), noisy_result("ok", 1.0, (0.9, 1.1)))
+    undecided, failed, held = guard.checks
+    text = guard_text(guard)
+    assert "UNDECIDED gated [torch, eager]" in text.splitlines()[0] or text.splitlines()[0].startswith("UNDECIDED")
+    assert text.splitlines()[1].startswith("FAIL") and text.splitlines()[2].startswith("ok")
+    data = guard_to_json(guard)
+    assert (data["outcome"], data["held"], data["failed"], data["undecided"]) == ("failed", 1, 1, 1)
+    by = {c["chain"]: c for c in data["checks"]}
+    assert by["gated"]["outcome"] == "undecided" and by["gated"]["noise"]["interval"] == [1.25, 4.26]
+    assert by["gated"]["noise"]["repeats"] == 5 and by["tanh"]["outcome"] == "failed" and by["tanh"]["noise"] is None
+    root = ET.fromstring(junit_xml(guard))
+    suite = root.find("testsuite")
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "1")
+    cases = {c.get("name").split(" ")[0]: c for c in suite.iter("testcase")}
+    assert cases["gated"].find("failure") is None and cases["gated"].find("error").get("type") == "undecided"
+    assert "too noisy to decide" in cases["gated"].find("error").get("message")
+    assert cases["tanh"].find("failure") is not None and cases["tanh"].find("error") is None
+    assert "1 of 3 held, 1 undecided" in guard_markdown(guard) and "**UNDECIDED**" in guard_markdown(guard)
+    assert held.ok and failed.outcome is Outcome.FAILED and undecided.outcome is Outcome.UNDECIDED
+
+
+def test_a_memory_failure_beside_noisy_time_is_a_failure():
+    r = noisy_result()
+    guard = guard_checks(Report(results=[r]), GuardLimits(max_memory_exponent=1.2))
+    (check,) = guard.checks
+    assert check.reading is Reading.UNDECIDED and not check.memory.ok  # memory not measured: it fails
+    assert check.outcome is Outcome.FAILED and guard.outcome is Outcome.FAILED
+
+
+# --------------------------------------------------------------------------- the command: exit status, JSON, JUnit
+
+
+@pytest.fixture
+def fake_run(monkeypatch):
+    """``adprof guard`` on results made by hand: the plan and the run path replaced (the re-measure counted)."""
+    import adprof.cli.guard as cli_guard
+
+    state = {"results": [], "runs": []}
+
+    def plan(targets, backend, profile, mode, depths, cfg, notes):
+        return [_spec(r) for r in state["results"]], []
+
+    def run_specs(specs, cfg, argv, args, err, **kw):
+        state["runs"].append([s.repeats for s in specs])
+        if not any(s.repeats for s in specs):  # the first run (a re-measure sets the repeats)
+            return Report(results=[dataclasses.replace(r) for r in state["results"]], budget_seconds=cfg.budget), None
+        return Report(results=[noisy_result(s.chain, repeats=s.repeats) for s in specs]), None
+
+    monkeypatch.setattr(cli_guard, "plan_guard", plan)
+    monkeypatch.setattr(cli_guard, "run_specs", run_specs)
+    return state
+
+
+def test_the_command_exits_4_on_undecided_with_the_json_field_and_junit_error(fake_run, tmp_path, capsys):
+    fake_run["results"] = [noisy_result(), noisy_result("ok", 1.0, (0.9, 1.1), kind=model.LINEAR)]
+    out_json, out_xml = tmp_path / "g.json", tmp_path / "g.xml"
+    code = main(["guard", "c.py", "--json", str(out_json), "--junit", str(out_xml)])
+    assert code == EXIT_UNDECIDED == 4 and len({EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL, code}) == 5
+    assert len(fake_run["runs"]) == 1 + noise_rule.REMEASURE_ROUNDS  # measured, then re-measured twice
+    assert fake_run["runs"][1][0] > 5  # more repeats
+    stdout = capsys.readouterr().out
+    assert "adprof guard: 1 of 2 held, 1 undecided" in stdout and "re-measured 2x" in stdout
+    data = json.loads(out_json.read_text())
+    assert data["guard"]["outcome"] == "undecided" and data["guard"]["exit_status"] == 4
+    assert data["results"][0]["chain"] == "gated"  # the report itself is unchanged around the field
+    assert [c["outcome"] for c in data["guard"]["checks"]] == ["undecided", "held"]
+    assert data["guard"]["checks"][0]["noise"]["remeasured"] == 2
+    suite = ET.parse(out_xml).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("errors")) == ("0", "1")
+
+
+def test_the_command_still_exits_1_on_a_clear_pathology_beside_noise(fake_run, capsys):
+    fake_run["results"] = [noisy_result(), noisy_result("tanh", interval=(1.9, 2.9))]
+    assert main(["guard", "c.py"]) == EXIT_FINDING
+    fake_run["results"] = [noisy_result("ok", 1.0, (0.9, 1.1), kind=model.LINEAR)]
+    assert main(["guard", "c.py"]) == EXIT_OK
+
+
+def test_the_help_documents_exit_4(capsys):
+    with pytest.raises(SystemExit):
+        main(["guard", "--help"])
+    assert "4: undecided" in " ".join(capsys.readouterr().out.split())
+
+
+# --------------------------------------------------------------------------- the fixture: skipped with the reason
+
+
+def test_the_fixture_skips_an_undecided_guard_and_fails_a_pathology(pytestconfig, monkeypatch):
+    import adprof.pytest_plugin as plugin
+
+    guard = plugin.ScalingGuard(pytestconfig, {})
+    outcome = {"results": [noisy_result()]}
+
+    def targets(chains, limits, **kw):
+        report = Report(results=outcome["results"])
+        return RenderedGuardReport.of(guard_checks(report, limits)), report
+
+    monkeypatch.setattr(plugin, "guard_targets", targets)
+    with pytest.raises(pytest.skip.Exception, match="adprof guard: undecided: gated .*too noisy to decide"):
+        guard.scaling("c.py::gated")
+    outcome["results"] = [noisy_result(), noisy_result("tanh", interval=(1.9, 2.9))]
+    with pytest.raises(pytest.fail.Exception, match="scaling limit exceeded"):
+        guard.scaling("c.py::gated")
