@@ -17,8 +17,10 @@ RISE_RATE = 0.5  # exact: d(local power)/d(ln x) above which the local power "ke
 EMERGING_RATE = 0.4
 TAIL = 3
 #: Exact values that do not rise at every step and stay within this share of their level are a flat cost with jitter
-#: (a few Python calls more or less in one run).
-JITTER = 1e-4
+#: (a few Python calls more or less in one run: 86,657 / 86,658 / 86,659; or a worker's earlier work changing how many
+#: calls a cache saves: 4,467 / 4,483 backward calls of JAX eager, 0.36%). A cost growing by under 1% over the
+#: depths measured is no pathology, and a growth that rises at every step is never read as jitter.
+JITTER = 1e-2
 
 
 def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
@@ -29,8 +31,8 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     pos = m > 1e-12 * scale
     level, spread = float(np.min(v)), float(np.max(v) - np.min(v))
     if not pos.all() and level > 0 and spread <= JITTER * level:
-        # a count that does not keep rising and moves by a few parts in ten thousand (86,657 / 86,658 / 86,659
-        # Python calls): jitter of a flat cost, not one growing step
+        # a count that does not keep rising and moves by under a percent (86,657 / 86,658 / 86,659 Python calls):
+        # jitter of a flat cost, not one growing step
         fit.kind, fit.exponent, fit.interval = "linear", 0.0, [0.0, 0.0]
         fit.notes.append(f"flat: the value moves by {spread:g} on {level:g} without rising steadily (jitter)")
         return
