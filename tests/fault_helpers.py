@@ -28,8 +28,9 @@ TAG_VAR = "ADPROF_FAULT_TAG"
 DIR_VAR = "ADPROF_FAULT_DIR"
 #: Seconds allowed on top of "budget + one cap" (interpreter and worker start-up, rendering, a loaded machine).
 SLACK = 6.0
-#: Exit codes adprof documents: ok, finding, bad input, SIGINT, SIGTERM (3 is an internal error: never right).
-DOCUMENTED_EXITS = {0, 1, 2, 130, 143}
+#: Exit codes adprof documents: ok, finding, bad input, undecided (a guard that noise kept from deciding), SIGINT,
+#: SIGTERM (3 is an internal error: never right).
+DOCUMENTED_EXITS = {0, 1, 2, 4, 130, 143}
 
 TRACEBACK = "Traceback (most recent call last)"
 
