@@ -153,14 +153,20 @@ def fastest(point: Point, phases: Sequence[str]) -> float | None:
     return float(sum(present)) if present else None
 
 
+def _pairwise_slopes(depths: Sequence[int], ratios: Sequence[float]) -> list[float]:
+    """The sorted log-log slopes of the ratio between every two depths ([] with fewer than :data:`MIN_DEPTHS`
+    positive ones, or depths that do not grow)."""
+    pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
+    if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
+        return []
+    pts = [(math.log(d), math.log(r)) for d, r in pairs]
+    return sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
+
+
 def ratio_slope(depths: Sequence[int], ratios: Sequence[float]) -> float | None:
     """Theil-Sen log-log slope of the ratio over every depth (at least three): the median of the pairwise slopes,
     which the widest pairs steady and one slow run moves little."""
-    pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
-    if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
-        return None
-    pts = [(math.log(d), math.log(r)) for d, r in pairs]
-    slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
+    slopes = _pairwise_slopes(depths, ratios)
     if not slopes:
         return None
     mid = len(slopes) // 2  # Theil-Sen: the median of the pairwise slopes (one slow run moves it little)
@@ -176,14 +182,10 @@ def ratio_slope_low(depths: Sequence[int], ratios: Sequence[float]) -> float | N
     ``(N - z sqrt(var S)) / 2`` of the ``N`` sorted ones, ``var S`` Kendall's ``n(n-1)(2n+5)/18``. Exact ratios give
     the slope itself; a timed ratio is called growing only where its slope is confidently over :data:`RATIO_FLAT`
     (one slow run of a few milliseconds moves it, not the reading)."""
-    pairs = [(d, r) for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0]
-    if len(pairs) < MIN_DEPTHS or pairs[-1][0] <= pairs[0][0]:
-        return None
-    pts = [(math.log(d), math.log(r)) for d, r in pairs]
-    slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if x2 > x1)
+    slopes = _pairwise_slopes(depths, ratios)
     if not slopes:
         return None
-    n = len(pts)
+    n = sum(1 for d, r in zip(depths, ratios, strict=True) if d > 0 and r > 0)
     c = RATIO_Z * math.sqrt(n * (n - 1) * (2 * n + 5) / 18.0)
     rank = int((len(slopes) - c) / 2.0)
     return slopes[min(max(rank, 0), len(slopes) - 1)]
