@@ -394,3 +394,23 @@ def test_a_model_reading_a_runaway_through_a_quadratic_arithmetic_is_bounded_by_
     read, raw = with_program.model_prediction(fit, 128), bare.model_prediction(fit, 128)
     assert read is not None and raw is not None
     assert read <= 2 * 4 * _quadratic(64) < raw
+
+
+def test_noisy_unit_steps_charge_the_next_point_no_more_than_the_points_own_law():
+    """JAX compile of attention over seq_len: compile 0.55 / 0.30 / 0.32 / 0.64 s at depths 8, 10, 11, 12 (noise:
+    its program is flat). The marginal cost's rate between 10-11 and 11-12 is x30/layer, and that extrapolation
+    charged depth 13 with 31.8 s and stopped a healthy series. What the step is expected to cost stays under twice
+    the steepest law through the measured points (x1.9/layer here); the step itself may stay cautious."""
+    from adprof.measure import bounds
+
+    costs = {8: 0.55, 10: 0.30, 11: 0.32, 12: 0.64}
+    pts = [Point(depth=d, times={"transform": 0.01, "compile": c}) for d, c in costs.items()]
+    pts.append(Point(depth=12, times={"transform": 0.01, "compile": 0.70}))  # depth 12 confirmed, as measured
+    sched = TimeSchedule(8, 256, "compile", 60.0, 120.0)
+    step = sched.next_step(pts, None)
+    assert step is not None and step.expected is not None and step.depth > 12
+    depths = sorted(costs)
+    low = [costs[d] + 0.01 for d in depths]
+    bound = bounds.law_bound(depths, low, step.depth)
+    assert bound is not None and step.expected <= bound * (1 + 1e-9), (step, bound)
+    assert step.expected >= low[-1]  # never charged less than the deepest point cost
