@@ -2,11 +2,16 @@
 installs only ``dev``: every such test must skip cleanly there).
 
 ``requires("jax", "torch")`` is a ``skipif`` marker; ``require(...)`` skips from inside a test or at module level.
+``run_cli(...)`` runs the command line as a user types it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +57,16 @@ def require(*modules: str) -> None:
     reason = missing_reason(*modules)
     if reason is not None:
         pytest.skip(reason, allow_module_level=True)
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m adprof ARGS`` as a user runs it (this checkout's code, a wide terminal), its output captured."""
+    repo = Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        [sys.executable, "-m", "adprof", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(repo), "COLUMNS": "200"},
+    )

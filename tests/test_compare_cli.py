@@ -6,12 +6,11 @@ The default run does it on one chain; ``-m slow`` on the whole of probes/chains.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from extras import run_cli
 
 from adprof import model
 from adprof.cli import main
@@ -21,14 +20,7 @@ CHAINS = str(REPO / "probes" / "chains.py")
 
 
 def adprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adprof", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
-    )
+    return run_cli(*args, cwd=cwd, timeout=600)
 
 
 def _check(tmp_path: Path, target: str, profile: str, name: str, *extra: str) -> dict:

@@ -5,27 +5,18 @@ Deterministic: verdict kinds and exit codes, never wall time."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from extras import requires
+from extras import requires, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 FLIP = str(REPO / "benchmarks" / "flip_chains.py")
 
 
 def adprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adprof", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
-    )
+    return run_cli(*args, cwd=cwd, timeout=900)
 
 
 @pytest.mark.slow

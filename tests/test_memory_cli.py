@@ -5,13 +5,12 @@ The engine's run in the default suite; the peers' (torch, JAX) are slow studies 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from extras import requires
+from extras import requires, run_cli
 
 from adprof.render.jsonout import load_report
 
@@ -21,14 +20,7 @@ WILD = str(REPO / "probes" / "wild.py")
 
 
 def adprof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adprof", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
-    )
+    return run_cli(*args, cwd=cwd, timeout=600)
 
 
 def memory_of(path: Path) -> dict[str, dict]:
