@@ -147,6 +147,23 @@ def test_the_rule_fails_only_a_whole_interval_above_and_holds_the_rate_under(a, 
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
+@given(finite, finite, finite, st.floats(0.1, 5.0, allow_nan=False, allow_subnormal=False), st.floats(0.0, 0.5))
+def test_a_rate_over_the_widened_limit_whose_interval_is_all_over_the_limit_itself_fails(a, b, c, limit, tol):
+    # torch eager `hooked` (quadratic) under a busy loop at load 14: d^1.76 [1.41, 2.19] against 1.3 (+15%: 1.495)
+    # was undecided (exit 4); every plausible rate is over 1.3 and the rate is over 1.495: a pathology, decided
+    low, rate, high = sorted((a, b, c))
+    bound = limit * (1 + tol)
+    outcome = noise_rule.time_outcome(rate, low, high, bound, limit)
+    if rate <= bound:
+        assert outcome is Outcome.HELD  # never a healthy rate failed: the rate under the widened limit holds
+    elif low > limit:
+        assert outcome is Outcome.FAILED
+    else:
+        assert outcome is Outcome.UNDECIDED and low <= limit
+    assert noise_rule.time_outcome(1.76, 1.41, 2.19, 1.495, 1.3) is Outcome.FAILED
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(finite, finite, st.floats(0.1, 5.0, allow_nan=False, allow_subnormal=False))
 def test_an_inconclusive_reading_holds_fails_or_is_undecided_by_where_its_interval_lies(a, b, bound):
     low, high = sorted((a, b))
@@ -356,3 +373,10 @@ def test_the_fixture_skips_an_undecided_guard_and_fails_a_pathology(pytestconfig
     outcome["results"] = [noisy_result(), noisy_result("tanh", interval=(1.9, 2.9))]
     with pytest.raises(pytest.fail.Exception, match="scaling limit exceeded"):
         guard.scaling("c.py::gated")
+
+
+def test_a_time_decided_pathology_over_the_limit_by_its_whole_interval_fails_without_a_re_measure():
+    r = noisy_result(rate=1.76, interval=(1.41, 2.19), kind=model.SUPERLINEAR_BACKWARD)
+    assert check_result(r, LIMITS, tolerance_for(r)).outcome is Outcome.FAILED
+    r = noisy_result(rate=1.76, interval=(1.25, 2.19), kind=model.SUPERLINEAR_BACKWARD)  # reaches under 1.3
+    assert check_result(r, LIMITS, tolerance_for(r)).outcome is Outcome.UNDECIDED

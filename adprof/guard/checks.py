@@ -93,9 +93,12 @@ def _noisy(
     reading, rate, (low, high) = noisy
     if fit is None or not noise.noise_may_explain(result, fit, reading):
         return None
-    bound = (limits.max_base if reading is Reading.BASE else limits.max_exponent) * (1 + tolerance)
+    limit = limits.max_base if reading is Reading.BASE else limits.max_exponent
+    bound = limit * (1 + tolerance)
     decided = (
-        noise.inconclusive_outcome(low, high, bound) if kind is None else noise.time_outcome(rate, low, high, bound)
+        noise.inconclusive_outcome(low, high, bound)
+        if kind is None
+        else noise.time_outcome(rate, low, high, bound, limit)
     )
     v = result.verdict
     if decided is Outcome.HELD:  # inconclusive, but every plausible rate holds the limit

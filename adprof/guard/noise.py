@@ -5,7 +5,8 @@ Where time decides (no deterministic counter or metric), a rate's interval measu
 (:func:`time_outcome`) against the limit (widened by the time tolerance):
 
 - the rate at or under the limit: the limit holds (as before);
-- the whole interval above the limit: a pathology, clearly decided (exit 1);
+- the whole interval above the limit (or the rate above it and the whole interval above the limit before the
+  tolerance): a pathology, clearly decided (exit 1);
 - an inconclusive time reading (no class) whose whole interval is at or under the limit: the limit holds;
 - the rate above the limit with the interval's bottom under it (the interval spans the limit), or an inconclusive
   time reading whose interval spans the limit: undecided. The guard re-measures it first
@@ -40,12 +41,14 @@ MAX_REPEATS = 64
 BUDGET_SAFETY = 1.5
 
 
-def time_outcome(rate: float, low: float, high: float, bound: float) -> Outcome:
-    """The decision of a time-decided rate against its limit ``bound``, by its interval ``[low, high]``: held when
-    the rate is at or under the limit, failed when the whole interval is above it, else undecided."""
+def time_outcome(rate: float, low: float, high: float, bound: float, limit: float | None = None) -> Outcome:
+    """The decision of a time-decided rate against its limit ``bound`` (widened by the time tolerance), by its
+    interval ``[low, high]``: held when the rate is at or under the limit, failed when the whole interval is above
+    it, or when the rate is over it and the whole interval above ``limit`` itself (the limit before the tolerance:
+    the interval already measures the noise that the tolerance is for), else undecided."""
     if rate <= bound:
         return Outcome.HELD
-    if low > bound:
+    if low > bound or (limit is not None and low > limit):
         return Outcome.FAILED
     return Outcome.UNDECIDED
 
