@@ -48,21 +48,41 @@ def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | No
     return float(sum(present)) if present else None
 
 
-#: The thread's CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at
-#: the median point, the fastest run of each timed phase spent at least this share of its wall time on the measuring
-#: thread's CPU (the work runs there; a backend whose work runs in other threads, or waits, keeps the wall clock).
+#: The CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at the
+#: median point, the fastest run of each timed phase spent at least this share of its wall time on the CPU (the
+#: measuring thread's, or the process's where the backend measured that: ``Point.extra["cpu_clock"]``) or, where the
+#: run's run-queue wait is known (``Point.extra["run_waits"]``), on the CPU or preempted waiting for it (a loaded
+#: machine). The work runs there; a backend whose work runs elsewhere (another process, a device) or waits keeps the
+#: wall clock.
 CPU_COVERS = 0.8
 #: Whether the CPU clock is used where it covers (the flip-rate benchmark measured it: docs/guards.md "flip rates").
 CPU_CLOCK_ON = True
 CPU_CLOCK = "thread CPU (thread_time)"
+PROCESS_CPU_CLOCK = "process CPU (process_time)"
+CPU_CLOCKS = (CPU_CLOCK, PROCESS_CPU_CLOCK)
 
 
-def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
-    """The series' time is read on the thread's CPU clock: every measured point carries ``cpu_samples`` beside the
-    ``samples`` of each timed phase of ``phases``, and at the median point they cover the wall (:data:`CPU_COVERS`)."""
+def _phase_clock(point: Point, phase: str) -> str:
+    """Whose CPU time a phase's ``cpu_samples`` are: the process's (``extra["cpu_clock"]``) or the thread's."""
+    named = point.extra.get("cpu_clock")
+    return str(named.get(phase, "thread")) if isinstance(named, dict) else "thread"
+
+
+def _waits(point: Point, phase: str, runs: int) -> list[float] | None:
+    """The run-queue wait of each run of a phase (``extra["run_waits"]``), None where not known for every run."""
+    waits = point.extra.get("run_waits")
+    w = waits.get(phase) if isinstance(waits, dict) else None
+    return [float(x) for x in w] if isinstance(w, list) and len(w) == runs else None
+
+
+def cpu_clock_name(series: Series, phases: tuple[str, ...]) -> str | None:
+    """The CPU clock the series' time is read on (:data:`CPU_CLOCK` or :data:`PROCESS_CPU_CLOCK`), or None (the
+    wall clock): every measured point carries ``cpu_samples`` beside the ``samples`` of each timed phase of
+    ``phases``, all of one clock, and at the median point they cover the wall (:data:`CPU_COVERS`)."""
     if not CPU_CLOCK_ON:
-        return False
+        return None
     shares: list[float] = []
+    clocks: set[str] = set()
     for p in series.points:
         timed = [ph for ph in phases if p.times.get(ph) is not None]
         if p.censored or not timed:
@@ -70,10 +90,20 @@ def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
         for ph in timed:
             walls, cpus = p.samples.get(ph), p.cpu_samples.get(ph)
             if not walls or not cpus or len(walls) != len(cpus):
-                return False
+                return None
+            clocks.add(_phase_clock(p, ph))
+            waits = _waits(p, ph, len(walls))
             i = min(range(len(walls)), key=walls.__getitem__)
-            shares.append(cpus[i] / walls[i] if walls[i] > 0 else 1.0)
-    return bool(shares) and sorted(shares)[len(shares) // 2] >= CPU_COVERS
+            used = cpus[i] + (waits[i] if waits is not None else 0.0)
+            shares.append(used / walls[i] if walls[i] > 0 else 1.0)
+    if len(clocks) != 1 or not shares or sorted(shares)[len(shares) // 2] < CPU_COVERS:
+        return None
+    return PROCESS_CPU_CLOCK if clocks == {"process"} else CPU_CLOCK
+
+
+def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
+    """The series' time is read on a CPU clock (:func:`cpu_clock_name`)."""
+    return cpu_clock_name(series, phases) is not None
 
 
 def time_repeats(point: Point, phases: tuple[str, ...], cpu: bool = False) -> list[float] | None:
@@ -150,7 +180,8 @@ def fit_cost(
     coarse: bool = False,
     family: str | None = None,
 ) -> Fit | None:
-    cpu = source == "time" and cpu_clock(series, phases)
+    cpu_name = cpu_clock_name(series, phases) if source == "time" else None
+    cpu = cpu_name is not None
     d, v, c = series_values(series, phases, source, name, cpu)
     if not d:
         return None
@@ -160,7 +191,7 @@ def fit_cost(
         "metric": f"{name}: {metric_where(series, phases, name, label)}",
         "time": f"time: {timed_label(series, phases)}",
     }[source]
-    clock = CPU_CLOCK if cpu else series.clock or "wall (perf_counter)" if source == "time" else ""
+    clock = cpu_name if cpu_name is not None else series.clock or "wall (perf_counter)" if source == "time" else ""
     fit = fit_growth(
         d,
         v,
@@ -192,7 +223,7 @@ def cpu_check(series: Series, phases: tuple[str, ...], time_fit: Fit) -> None:
     (Eager backward of the peers, whose points carry ``backward_cpu_calls``: the thread's CPU seconds.)"""
     if time_fit.kind not in PATHOLOGY_KINDS or phases not in (("backward",), ("backward0",)) or series.mode != "eager":
         return
-    if time_fit.clock == CPU_CLOCK:  # the CPU time decided already
+    if time_fit.clock in CPU_CLOCKS:  # the CPU time decided already
         return
     warm = phases == ("backward",)  # the steady calls 1.., else call 0 (the cache miss)
     ds, vs, cs = [], [], []

@@ -1,0 +1,125 @@
+"""Issue #35, compile modes: a compile whose work runs on the compiler's own threads (XLA) is read on the process's
+CPU clock where CPU time and run-queue wait make up its wall time, so preemption on a loaded machine does not move
+the reading (``adprof.util.cpu``, ``adprof.analysis.costs.cpu_clock_name``).
+
+The series are built from fake points (no wall time is read or asserted on).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adprof.analysis.costs import CPU_CLOCK, PROCESS_CPU_CLOCK, cpu_clock_name, fit_cost
+from adprof.model import Point, Series
+from adprof.util.cpu import PROCESS, process_cpu, record_process_cpu
+
+PHASES = ("transform", "lower", "compile")
+DEPTHS = (8, 12, 16, 24, 32, 45, 54, 64)
+REPEATS = 3
+
+
+def _cpu(d: int, ph: str) -> float:
+    """A compile's CPU seconds: linear trace and lowering, an XLA compile that turns superlinear (jax#2777)."""
+    return {"transform": 0.01 * d, "lower": 0.003 * d, "compile": 0.02 * d + 2e-6 * d**3.5}[ph]
+
+
+def _series(slow: list[list[float]], waits: bool = True, clock: str = PROCESS) -> Series:
+    """JAX compile points: each run's wall time is its CPU time times (1 + slowdown), the slowdown spent preempted
+    (the run-queue wait, recorded where ``waits``)."""
+    points = []
+    for d, row in zip(DEPTHS, slow, strict=True):
+        p = Point(depth=d)
+        for ph in PHASES:
+            cpus = [_cpu(d, ph) * (1 + 0.002 * k) for k in range(REPEATS)]
+            walls = [c * (1 + s) for c, s in zip(cpus, row, strict=True)]
+            p.samples[ph] = walls
+            p.times[ph] = min(walls)
+            p.cpu_samples[ph] = cpus
+            p.extra.setdefault("cpu_clock", {})[ph] = clock
+            if waits:
+                p.extra.setdefault("run_waits", {})[ph] = [w - c for w, c in zip(walls, cpus, strict=True)]
+        points.append(p)
+    return Series("unrolled_loop", "jax", None, "compile", points=points, axis="unroll")
+
+
+SLOWDOWNS = st.lists(
+    st.lists(st.floats(min_value=0.0, max_value=9.0, allow_subnormal=False), min_size=REPEATS, max_size=REPEATS),
+    min_size=len(DEPTHS),
+    max_size=len(DEPTHS),
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(slow=SLOWDOWNS)
+def test_a_preempted_compile_reads_the_process_cpu_time_whatever_the_load(slow):
+    """Every run may be preempted (up to 10x its CPU time, a load of 20 on 2 cores): the reading is the one the
+    quiet machine gives, the least CPU seconds of each depth."""
+    s = _series(slow)
+    assert cpu_clock_name(s, PHASES) == PROCESS_CPU_CLOCK
+    fit = fit_cost(s, PHASES, "time", bootstrap=False)
+    quiet = fit_cost(_series([[0.0] * REPEATS for _ in DEPTHS]), PHASES, "time", bootstrap=False)
+    assert fit is not None and quiet is not None and fit.clock == PROCESS_CPU_CLOCK
+    assert fit.values == pytest.approx([sum(_cpu(d, ph) for ph in PHASES) for d in DEPTHS])
+    assert (fit.kind, fit.exponent) == (quiet.kind, quiet.exponent)
+
+
+def test_without_the_run_queue_wait_a_preempted_compile_keeps_the_wall_clock():
+    """No wait recorded (an older report, a kernel without schedstats): CPU time that does not cover the wall may be
+    work elsewhere, so the wall clock reads it, as before."""
+    s = _series([[3.0] * REPEATS for _ in DEPTHS], waits=False)
+    assert cpu_clock_name(s, PHASES) is None
+    fit = fit_cost(s, PHASES, "time", bootstrap=False)
+    assert fit is not None and fit.clock not in (CPU_CLOCK, PROCESS_CPU_CLOCK)
+
+
+def test_work_that_waits_for_another_process_keeps_the_wall_clock():
+    """The wall is mostly neither CPU nor run-queue wait (a compiler subprocess, I/O): the CPU time does not cover
+    the work."""
+    s = _series([[3.0] * REPEATS for _ in DEPTHS])
+    for p in s.points:
+        p.extra["run_waits"] = {ph: [0.1 * w for w in p.samples[ph]] for ph in PHASES}
+    assert cpu_clock_name(s, PHASES) is None
+
+
+def test_the_thread_clock_is_named_as_before_and_clocks_never_mix():
+    quiet = [[0.0] * REPEATS for _ in DEPTHS]
+    assert cpu_clock_name(_series(quiet, clock="thread"), PHASES) == CPU_CLOCK
+    mixed = _series(quiet)
+    mixed.points[0].extra["cpu_clock"] = {}  # this point's CPU samples are the thread's
+    assert cpu_clock_name(mixed, PHASES) is None
+
+
+def test_process_cpu_sees_the_work_of_other_threads():
+    """The CPU time of a thread started inside the block is the process's (the calling thread only waits)."""
+    spent: list[float] = []
+
+    def work() -> None:
+        c0 = time.thread_time()
+        sum(i * i for i in range(300_000))
+        spent.append(time.thread_time() - c0)
+
+    with process_cpu() as used:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    assert spent and used["cpu_seconds"] is not None and used["cpu_seconds"] >= 0.9 * spent[0] > 0
+    assert used["wait_seconds"] is None or used["wait_seconds"] >= 0.0
+
+
+def test_record_process_cpu_keeps_runs_that_match_their_samples_one_to_one():
+    p = Point(depth=4, samples={"compile": [1.0, 1.2], "lower": [0.5, 0.4]})
+    used = {
+        "compile": {"cpu": [0.2, 0.3], "wait": [0.7, 0.9]},
+        "lower": {"cpu": [0.1], "wait": [0.2]},  # not one per run: left out
+    }
+    record_process_cpu(p, used)
+    assert p.cpu_samples == {"compile": [0.2, 0.3]}
+    assert p.extra["cpu_clock"] == {"compile": PROCESS} and p.extra["run_waits"] == {"compile": [0.7, 0.9]}
+    q = Point(depth=4, samples={"compile": [1.0]})
+    record_process_cpu(q, {"compile": {"cpu": [0.2], "wait": [None]}})
+    assert q.cpu_samples == {"compile": [0.2]} and "run_waits" not in q.extra
