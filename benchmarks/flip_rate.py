@@ -84,6 +84,13 @@ CASES = [
         False,
         ("guard", f"{WILD}::fibonacci_compile", "--backend", "torch", "--mode", "compile", "--budget", "300"),
     ),
+    # the zoo's time-decided cases as `adprof check probes/wild.py` reads them (their documented verdicts: docs/wild.md)
+    Case(
+        "zoo",
+        "unrolled_loop",
+        False,
+        ("check", f"{WILD}::unrolled_loop", "--backend", "jax", "--mode", "compile", "--budget", "360"),
+    ),
     Case("tinygrad", "mlp", True, ("guard", f"{FLIP}::mlp", "--backend", "tinygrad", "--mode", "eager")),
     *(
         Case(
