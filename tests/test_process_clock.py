@@ -123,3 +123,40 @@ def test_record_process_cpu_keeps_runs_that_match_their_samples_one_to_one():
     q = Point(depth=4, samples={"compile": [1.0]})
     record_process_cpu(q, {"compile": {"cpu": [0.2], "wait": [None]}})
     assert q.cpu_samples == {"compile": [0.2]} and "run_waits" not in q.extra
+
+
+@settings(max_examples=20, deadline=None)
+@given(slow=st.lists(st.floats(min_value=0.0, max_value=12.0, allow_subnormal=False), min_size=6, max_size=6))
+def test_torch_compile_codegen_rate_is_read_on_the_thread_cpu_whatever_the_preemption(slow):
+    """pytorch#148073's Fibonacci unroll: Inductor's codegen grows x3.7 per unroll; one compile per depth, each
+    preempted at random (busy runs read x2.74 [2.29, 3.32] and x5.05 [4.14, 6.29] on the wall clock). On the thread's
+    CPU clock, with the run-queue wait making up the wall, the rate is the quiet machine's."""
+    cpu = {d: 0.05 + 0.004 * 3.7**d for d in range(1, 7)}
+
+    def series(slowdowns: list[float]) -> Series:
+        points = []
+        for (d, c), s in zip(cpu.items(), slowdowns, strict=True):
+            p = Point(depth=d, times={"inductor_codegen": c * (1 + s)}, samples={"inductor_codegen": [c * (1 + s)]})
+            p.cpu_samples = {"inductor_codegen": [c]}
+            p.extra["run_waits"] = {"inductor_codegen": [c * s]}
+            points.append(p)
+        return Series("fibonacci_compile", "torch", None, "compile", points=points, axis="unroll")
+
+    phases = ("inductor_codegen",)
+    busy, quiet = series(slow), series([0.0] * 6)
+    assert cpu_clock_name(busy, phases) == CPU_CLOCK
+    a = fit_cost(busy, phases, "time", bootstrap=False, family="exponential")
+    b = fit_cost(quiet, phases, "time", bootstrap=False, family="exponential")
+    assert a is not None and b is not None and a.base == pytest.approx(b.base) and a.clock == CPU_CLOCK
+
+
+def test_torch_compile_records_the_codegen_cpu_one_per_repeat():
+    torch_compile = pytest.importorskip("adprof.backends.torch_compile")
+    p = Point(depth=3, samples={"inductor_codegen": [3.5, 3.4]})
+    torch_compile._record_codegen_cpu(p, [0.27, 0.26], [3.4, 3.2])
+    assert p.cpu_samples == {"inductor_codegen": [0.27, 0.26]} and p.extra["run_waits"] == {
+        "inductor_codegen": [3.4, 3.2]
+    }
+    q = Point(depth=3, samples={"inductor_codegen": [3.5]})
+    torch_compile._record_codegen_cpu(q, [None], [None])  # Inductor's compile was not timed (another torch)
+    assert not q.cpu_samples and "run_waits" not in q.extra

@@ -45,6 +45,16 @@ def run_queue_wait() -> float | None:
     return total / 1e9 if seen else None
 
 
+def thread_run_queue_wait() -> float | None:
+    """Seconds the calling thread has spent runnable but not running so far (``/proc/thread-self/schedstat``), or
+    None where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
 def process_cpu() -> Iterator[dict[str, float | None]]:
     """Around the ``with`` body: yields a dict that gets ``cpu_seconds`` (the process's CPU time, every thread) and
@@ -74,4 +84,4 @@ def record_process_cpu(pt: Point, used: Mapping[str, Mapping[str, Sequence[float
             pt.extra.setdefault("run_waits", {})[ph] = [float(w) for w in waits if w is not None]
 
 
-__all__ = ["PROCESS", "process_cpu", "record_process_cpu", "run_queue_wait"]
+__all__ = ["PROCESS", "process_cpu", "record_process_cpu", "run_queue_wait", "thread_run_queue_wait"]
