@@ -160,3 +160,33 @@ def test_torch_compile_records_the_codegen_cpu_one_per_repeat():
     q = Point(depth=3, samples={"inductor_codegen": [3.5]})
     torch_compile._record_codegen_cpu(q, [None], [None])  # Inductor's compile was not timed (another torch)
     assert not q.cpu_samples and "run_waits" not in q.extra
+
+
+def test_the_time_schedule_of_a_chain_with_its_own_cap_reads_that_cap(monkeypatch):
+    """probes/wild.py::unrolled_loop declares cap=8 (its compiles take seconds): without --cap, its adaptive time
+    schedule was built with the default 1.5 s and stopped at depth 24-30 (a compile phase over 1.5 s on a loaded
+    machine), short of the superlinear region past 50. The schedule reads the chain's own cap, as its points do."""
+    from adprof.measure import series as series_mod
+    from adprof.measure.config import MeasureConfig
+    from adprof.measure.series import SeriesSpec, run_series
+
+    seen: list[tuple[float, float]] = []
+    monkeypatch.setattr(series_mod, "_run_time_series", lambda run, sched: seen.append((sched.cap, sched.timeout)))
+
+    class Worker:
+        def count_instructions(self, counting: bool) -> None:
+            return None
+
+        def request(self, req, timeout, on_event=None, hard_deadline=None, first_timeout=None):
+            d = int(req["depth"])
+            times = {ph: 0.01 * d for ph in PHASES}
+            return {"ok": True, "point": {"depth": d, "times": times, "samples": {k: [v] for k, v in times.items()}}}
+
+    spec = SeriesSpec("wild.py", "unrolled_loop", "jax", None, "compile", 128, time_range=(8, 128), cap=8.0)
+    cfg = MeasureConfig(cap=1.5, budget=60.0)  # the CLI's default cap, --cap not given
+    run_series(spec, Worker(), cfg, allowance=60.0)  # type: ignore[arg-type]
+    assert seen and seen[0][0] == 8.0 and seen[0][1] == MeasureConfig(cap=8.0).timeout
+    seen.clear()
+    given = MeasureConfig(cap=5.0, budget=60.0, cap_given=True)  # --cap 5 wins over the chain's
+    run_series(spec, Worker(), given, allowance=60.0)  # type: ignore[arg-type]
+    assert seen and seen[0][0] == 5.0
