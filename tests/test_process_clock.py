@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adprof.analysis.costs import CPU_CLOCK, PROCESS_CPU_CLOCK, cpu_clock_name, fit_cost
-from adprof.model import Point, Series
+from adprof.model import Point, Series, wait_key
 from adprof.util.cpu import PROCESS, process_cpu, record_process_cpu
 
 PHASES = ("transform", "lower", "compile")
@@ -42,7 +42,7 @@ def _series(slow: list[list[float]], waits: bool = True, clock: str = PROCESS) -
             p.cpu_samples[ph] = cpus
             p.extra.setdefault("cpu_clock", {})[ph] = clock
             if waits:
-                p.extra.setdefault("run_waits", {})[ph] = [w - c for w, c in zip(walls, cpus, strict=True)]
+                p.extra[wait_key(ph)] = [w - c for w, c in zip(walls, cpus, strict=True)]
         points.append(p)
     return Series("unrolled_loop", "jax", None, "compile", points=points, axis="unroll")
 
@@ -82,7 +82,8 @@ def test_work_that_waits_for_another_process_keeps_the_wall_clock():
     the work."""
     s = _series([[3.0] * REPEATS for _ in DEPTHS])
     for p in s.points:
-        p.extra["run_waits"] = {ph: [0.1 * w for w in p.samples[ph]] for ph in PHASES}
+        for ph in PHASES:
+            p.extra[wait_key(ph)] = [0.1 * w for w in p.samples[ph]]
     assert cpu_clock_name(s, PHASES) is None
 
 
@@ -119,10 +120,11 @@ def test_record_process_cpu_keeps_runs_that_match_their_samples_one_to_one():
     }
     record_process_cpu(p, used)
     assert p.cpu_samples == {"compile": [0.2, 0.3]}
-    assert p.extra["cpu_clock"] == {"compile": PROCESS} and p.extra["run_waits"] == {"compile": [0.7, 0.9]}
+    assert p.extra["cpu_clock"] == {"compile": PROCESS} and p.extra[wait_key("compile")] == [0.7, 0.9]
+    assert wait_key("lower") not in p.extra
     q = Point(depth=4, samples={"compile": [1.0]})
     record_process_cpu(q, {"compile": {"cpu": [0.2], "wait": [None]}})
-    assert q.cpu_samples == {"compile": [0.2]} and "run_waits" not in q.extra
+    assert q.cpu_samples == {"compile": [0.2]} and wait_key("compile") not in q.extra
 
 
 @settings(max_examples=20, deadline=None)
@@ -138,7 +140,7 @@ def test_torch_compile_codegen_rate_is_read_on_the_thread_cpu_whatever_the_preem
         for (d, c), s in zip(cpu.items(), slowdowns, strict=True):
             p = Point(depth=d, times={"inductor_codegen": c * (1 + s)}, samples={"inductor_codegen": [c * (1 + s)]})
             p.cpu_samples = {"inductor_codegen": [c]}
-            p.extra["run_waits"] = {"inductor_codegen": [c * s]}
+            p.extra[wait_key("inductor_codegen")] = [c * s]
             points.append(p)
         return Series("fibonacci_compile", "torch", None, "compile", points=points, axis="unroll")
 
@@ -154,12 +156,11 @@ def test_torch_compile_records_the_codegen_cpu_one_per_repeat():
     torch_compile = pytest.importorskip("adprof.backends.torch_compile")
     p = Point(depth=3, samples={"inductor_codegen": [3.5, 3.4]})
     torch_compile._record_codegen_cpu(p, [0.27, 0.26], [3.4, 3.2])
-    assert p.cpu_samples == {"inductor_codegen": [0.27, 0.26]} and p.extra["run_waits"] == {
-        "inductor_codegen": [3.4, 3.2]
-    }
+    assert p.cpu_samples == {"inductor_codegen": [0.27, 0.26]}
+    assert p.extra[wait_key("inductor_codegen")] == [3.4, 3.2]
     q = Point(depth=3, samples={"inductor_codegen": [3.5]})
     torch_compile._record_codegen_cpu(q, [None], [None])  # Inductor's compile was not timed (another torch)
-    assert not q.cpu_samples and "run_waits" not in q.extra
+    assert not q.cpu_samples and wait_key("inductor_codegen") not in q.extra
 
 
 def test_the_time_schedule_of_a_chain_with_its_own_cap_reads_that_cap(monkeypatch):

@@ -20,6 +20,7 @@ from adprof.model import (
     classified_phases,
     counter_value,
     time_value,
+    wait_key,
 )
 from adprof.prediction import cost_ratio
 from adprof.verdicts import Source
@@ -50,10 +51,10 @@ def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | No
 
 #: The CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at the
 #: median point, the fastest run of each timed phase spent at least this share of its wall time on the CPU (the
-#: measuring thread's, or the process's where the backend measured that: ``Point.extra["cpu_clock"]``) or, where the
-#: run's run-queue wait is known (``Point.extra["run_waits"]``), on the CPU or preempted waiting for it (a loaded
-#: machine). The work runs there; a backend whose work runs elsewhere (another process, a device) or waits keeps the
-#: wall clock.
+#: measuring thread's, or the process's where the backend measured that: ``Point.extra["cpu_clock"]``), or runnable and
+#: waiting for a core (preempted by the machine's load, where the point kept its run-queue waits:
+#: :func:`adprof.model.wait_key`): the work runs there. A backend whose work runs elsewhere (another process, a
+#: device), or sleeps, keeps the wall clock.
 CPU_COVERS = 0.8
 #: Whether the CPU clock is used where it covers (the flip-rate benchmark measured it: docs/guards.md "flip rates").
 CPU_CLOCK_ON = True
@@ -62,23 +63,25 @@ PROCESS_CPU_CLOCK = "process CPU (process_time)"
 CPU_CLOCKS = (CPU_CLOCK, PROCESS_CPU_CLOCK)
 
 
+def covered_share(wall: float, cpu: float, wait: float | None = None) -> float:
+    """The share of a run's ``wall`` seconds its thread spent on a core (``cpu``) or waiting for one (``wait``, the
+    run-queue delay: load, not the work's own waiting; None when not measured)."""
+    if wall <= 0:
+        return 1.0
+    return (cpu + (wait or 0.0)) / wall
+
+
 def _phase_clock(point: Point, phase: str) -> str:
     """Whose CPU time a phase's ``cpu_samples`` are: the process's (``extra["cpu_clock"]``) or the thread's."""
     named = point.extra.get("cpu_clock")
     return str(named.get(phase, "thread")) if isinstance(named, dict) else "thread"
 
 
-def _waits(point: Point, phase: str, runs: int) -> list[float] | None:
-    """The run-queue wait of each run of a phase (``extra["run_waits"]``), None where not known for every run."""
-    waits = point.extra.get("run_waits")
-    w = waits.get(phase) if isinstance(waits, dict) else None
-    return [float(x) for x in w] if isinstance(w, list) and len(w) == runs else None
-
-
 def cpu_clock_name(series: Series, phases: tuple[str, ...]) -> str | None:
     """The CPU clock the series' time is read on (:data:`CPU_CLOCK` or :data:`PROCESS_CPU_CLOCK`), or None (the
     wall clock): every measured point carries ``cpu_samples`` beside the ``samples`` of each timed phase of
-    ``phases``, all of one clock, and at the median point they cover the wall (:data:`CPU_COVERS`)."""
+    ``phases``, all of one clock, and at the median point they cover the wall (:data:`CPU_COVERS`,
+    :func:`covered_share`)."""
     if not CPU_CLOCK_ON:
         return None
     shares: list[float] = []
@@ -92,10 +95,11 @@ def cpu_clock_name(series: Series, phases: tuple[str, ...]) -> str | None:
             if not walls or not cpus or len(walls) != len(cpus):
                 return None
             clocks.add(_phase_clock(p, ph))
-            waits = _waits(p, ph, len(walls))
+            waits = p.extra.get(wait_key(ph))
+            if not isinstance(waits, list) or len(waits) != len(walls):
+                waits = None
             i = min(range(len(walls)), key=walls.__getitem__)
-            used = cpus[i] + (waits[i] if waits is not None else 0.0)
-            shares.append(used / walls[i] if walls[i] > 0 else 1.0)
+            shares.append(covered_share(walls[i], cpus[i], None if waits is None else float(waits[i])))
     if len(clocks) != 1 or not shares or sorted(shares)[len(shares) // 2] < CPU_COVERS:
         return None
     return PROCESS_CPU_CLOCK if clocks == {"process"} else CPU_CLOCK

@@ -58,14 +58,14 @@ from adprof.backends.base import (
     no_phase,
     record_metric,
     record_samples,
+    run_queue_wait,
     timed,
 )
 from adprof.backends.builtin import TORCH_COMPILE_PHASES
 from adprof.backends.peer_common import check_finite, check_output, failure, first_time
 from adprof.chain import Chain
-from adprof.model import Point
+from adprof.model import Point, wait_key
 from adprof.util import procs
-from adprof.util.cpu import thread_run_queue_wait
 
 #: ``compile_times()`` keys summed into each phase (``inductor_codegen`` = ``compile_fx_inner`` minus the C++).
 DYNAMO_KEYS = ("bytecode_tracing", "build_guards")
@@ -122,11 +122,11 @@ def _time_inner_compiles() -> None:
 
     @functools.wraps(original)
     def on_cpu_clock(*args: Any, **kwargs: Any) -> Any:
-        w0, c0 = thread_run_queue_wait(), time.thread_time()
+        w0, c0 = run_queue_wait(), time.thread_time()
         try:
             return original(*args, **kwargs)
         finally:
-            c1, w1 = time.thread_time(), thread_run_queue_wait()
+            c1, w1 = time.thread_time(), run_queue_wait()
             _inner_cpu["cpu"] = (_inner_cpu["cpu"] or 0.0) + (c1 - c0)
             waited = _inner_cpu["wait"]
             _inner_cpu["wait"] = None if waited is None or w0 is None or w1 is None else waited + max(0.0, w1 - w0)
@@ -346,13 +346,13 @@ def _measure(
 def _record_codegen_cpu(pt: Point, cpus: list[float | None], waits: list[float | None]) -> None:
     """``inductor_codegen``'s CPU seconds beside its walls (``cpu_samples``: the calling thread's CPU time in Inductor's
     compile; the C++ compile runs in gcc's own process, not on it), and the thread's run-queue waits
-    (``extra["run_waits"]``), one per repeat; nothing where a repeat has none."""
+    (``extra[wait_key(phase)]``), one per repeat; nothing where a repeat has none."""
     ph = "inductor_codegen"
     if not cpus or len(cpus) != len(pt.samples.get(ph, ())) or any(c is None for c in cpus):
         return
     pt.cpu_samples[ph] = [float(c) for c in cpus if c is not None]
     if all(w is not None for w in waits) and len(waits) == len(cpus):
-        pt.extra.setdefault("run_waits", {})[ph] = [float(w) for w in waits if w is not None]
+        pt.extra[wait_key(ph)] = [float(w) for w in waits if w is not None]
 
 
 def _compile_calls(

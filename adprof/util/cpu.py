@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from adprof.model import wait_key
+
 if TYPE_CHECKING:
     from adprof.model import Point
 
@@ -26,7 +28,7 @@ TASKS = "/proc/self/task"
 PROCESS = "process"
 
 
-def run_queue_wait() -> float | None:
+def process_run_queue_wait() -> float | None:
     """Seconds the threads of this process have spent runnable but not running so far (the second field of each
     thread's ``schedstat``, summed; threads that ended are not counted), or None where the kernel does not say."""
     try:
@@ -45,26 +47,16 @@ def run_queue_wait() -> float | None:
     return total / 1e9 if seen else None
 
 
-def thread_run_queue_wait() -> float | None:
-    """Seconds the calling thread has spent runnable but not running so far (``/proc/thread-self/schedstat``), or
-    None where the kernel does not say."""
-    try:
-        with open("/proc/thread-self/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 @contextlib.contextmanager
 def process_cpu() -> Iterator[dict[str, float | None]]:
     """Around the ``with`` body: yields a dict that gets ``cpu_seconds`` (the process's CPU time, every thread) and
     ``wait_seconds`` (the run-queue wait of its threads, None where unknown) when the body ends."""
     out: dict[str, float | None] = {}
-    w0, c0 = run_queue_wait(), time.process_time()
+    w0, c0 = process_run_queue_wait(), time.process_time()
     try:
         yield out
     finally:
-        c1, w1 = time.process_time(), run_queue_wait()
+        c1, w1 = time.process_time(), process_run_queue_wait()
         out["cpu_seconds"] = c1 - c0
         out["wait_seconds"] = max(0.0, w1 - w0) if w0 is not None and w1 is not None else None
 
@@ -72,7 +64,7 @@ def process_cpu() -> Iterator[dict[str, float | None]]:
 def record_process_cpu(pt: Point, used: Mapping[str, Mapping[str, Sequence[float | None]]]) -> None:
     """Store each phase's process CPU seconds (``used[phase]["cpu"]``, one per timed run, as :func:`process_cpu`
     gave them) as ``pt.cpu_samples[phase]`` beside its walls, the phase marked ``extra["cpu_clock"][phase] =
-    "process"``, and the runs' run-queue waits (``used[phase]["wait"]``) as ``extra["run_waits"][phase]`` where
+    "process"``, and the runs' run-queue waits (``used[phase]["wait"]``) as ``extra[wait_key(phase)]`` where
     every run has one. A phase whose runs do not match its samples one to one is left out."""
     for ph, u in used.items():
         cpus, waits = list(u.get("cpu") or ()), list(u.get("wait") or ())
@@ -81,7 +73,7 @@ def record_process_cpu(pt: Point, used: Mapping[str, Mapping[str, Sequence[float
         pt.cpu_samples[ph] = [float(c) for c in cpus if c is not None]
         pt.extra.setdefault("cpu_clock", {})[ph] = PROCESS
         if len(waits) == len(cpus) and all(w is not None for w in waits):
-            pt.extra.setdefault("run_waits", {})[ph] = [float(w) for w in waits if w is not None]
+            pt.extra[wait_key(ph)] = [float(w) for w in waits if w is not None]
 
 
-__all__ = ["PROCESS", "process_cpu", "record_process_cpu", "run_queue_wait", "thread_run_queue_wait"]
+__all__ = ["PROCESS", "process_cpu", "process_run_queue_wait", "record_process_cpu"]
