@@ -191,3 +191,28 @@ def test_the_time_schedule_of_a_chain_with_its_own_cap_reads_that_cap(monkeypatc
     given = MeasureConfig(cap=5.0, budget=60.0, cap_given=True)  # --cap 5 wins over the chain's
     run_series(spec, Worker(), given, allowance=60.0)  # type: ignore[arg-type]
     assert seen and seen[0][0] == 5.0
+
+
+def test_a_reading_on_the_cpu_clock_spends_no_repeats_on_a_minimum_only_the_wall_clock_makes_shaky():
+    """The zoo's unrolled_loop under load: the fit read the process's CPU time, firm at every depth, while the wall
+    minimum of its deepest depth rested on few fast runs: 8 repeats of depth 53 spent the budget short of the tail."""
+    from adprof.constants import PROCESS_CPU_CLOCK as PROCESS_CLOCK
+    from adprof.measure.time_schedule import REPEAT, TimeSchedule
+    from adprof.model import Fit
+
+    def point(d: int, wall: float) -> Point:
+        cpu = 0.01 * d  # firm: the same CPU seconds in every run
+        return Point(
+            depth=d, times={"transform": wall}, samples={"transform": [wall]}, cpu_samples={"transform": [cpu]}
+        )
+
+    depths = [1, 2, 3, 256, 512, 1024, 2048, 4096]
+    pts = [point(d, 0.4 + 0.00015 * d) for d in depths for _ in range(2)]
+    pts += [point(4096, 1.55), point(4096, 1.35)]  # the wall minimum of 4096 rests on two fast runs of four
+    fit = Fit(metric="t", kind="inconclusive", model="a + c*d^p", exponent=1.05, overhead=0.4, scale=0.6)
+    fit.depths, fit.interval = depths, [0.7, 1.45]
+    step = TimeSchedule(1, 4096, "traced", 1.5, 6.0).next_step(pts, fit)
+    assert step is not None and step.why == REPEAT and step.depth == 4096  # on the wall clock: shaky
+    fit.clock = PROCESS_CLOCK
+    step = TimeSchedule(1, 4096, "traced", 1.5, 6.0).next_step(pts, fit)
+    assert step is None or step.why != REPEAT

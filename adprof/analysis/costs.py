@@ -9,7 +9,7 @@ from typing import Any
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
 from adprof.analysis.span import require_span
-from adprof.constants import NOMINAL_CLOCK
+from adprof.constants import CPU_CLOCK, CPU_CLOCKS, NOMINAL_CLOCK, PROCESS_CPU_CLOCK
 from adprof.model import (
     COUNTER_KEYS,
     Decider,
@@ -58,9 +58,6 @@ def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | No
 CPU_COVERS = 0.8
 #: Whether the CPU clock is used where it covers (the flip-rate benchmark measured it: docs/guards.md "flip rates").
 CPU_CLOCK_ON = True
-CPU_CLOCK = "thread CPU (thread_time)"
-PROCESS_CPU_CLOCK = "process CPU (process_time)"
-CPU_CLOCKS = (CPU_CLOCK, PROCESS_CPU_CLOCK)
 
 
 def covered_share(wall: float, cpu: float, wait: float | None = None) -> float:
