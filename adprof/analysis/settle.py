@@ -9,7 +9,8 @@ those compiles is of a different kernel program. Measured (torch 2.13, attention
 1.53M / 1.43M / 1.71M / 1.86M / 1.47M at sizes 1-6, then 1,261,426 / 1,261,531 / 1,261,422 / 1,270,747 at
 8 / 16 / 32 / 64; the ops Inductor traces into its loop bodies: 181 / 135 / 194 / 207 / 206, then 99 at every size
 from 8 (115 / 115 at sizes 2 and 4, 99 from 6, with ``unroll_reductions_threshold = 1``). Every point is a fresh
-static compile (Dynamo is reset before each): no recompile and no dynamic shape is involved. Read over all the sizes, such a count is neither a law nor a constant (``only one growing step``).
+static compile (Dynamo is reset before each): no recompile and no dynamic shape is involved. Read over all the
+sizes, such a count is neither a law nor a constant (``only one growing step``).
 
 The rule (:func:`settled_from`), where the backend declares that its compile specializes small shapes
 (``BackendInfo.specializes_shapes``):
