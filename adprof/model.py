@@ -63,6 +63,12 @@ class CensorReason(StrEnum):
 WARMUP_PHASE = "warm-up"
 
 
+def wait_key(phase: str) -> str:
+    """The :attr:`Point.extra` key of a phase's run-queue waits, one per repeat in the order of ``samples``: the
+    seconds the measuring thread was runnable but waiting for a core (``/proc/thread-self/schedstat``)."""
+    return f"{phase}_wait"
+
+
 @dataclass
 class Point:
     """One measured depth of one (chain, backend, profile, mode).
