@@ -5,7 +5,8 @@ layers that are healthy (one use of the previous value per layer), and the patho
 (torch only); ``hooked``: a gradient hook per layer whose pure-Python loop grows with the layer (torch only: a
 quadratic backward that only time sees); ``fib``: a Fibonacci-like unroll (each layer adds the two before it:
 the traced graph is a DAG, the value count doubles in a tree-walking transform); ``square``: y <- (y*y)*0.5
-(two uses per layer).
+(two uses per layer); ``concat_history``: each layer concatenates every earlier output (saved bytes quadratic in
+depth: the memory control of torch traced's saved bytes).
 """
 
 from __future__ import annotations
@@ -51,6 +52,19 @@ def linear_relu(xp: Any, x: Any, depth: int) -> Any:
     for _ in range(depth):
         y = torch.relu(layer(y))
     return y.sum()
+
+
+@adprof.chain(input_shape=(4, 8), depths=(2, 4, 8, 16))
+def concat_history(xp: Any, x: Any, depth: int) -> Any:
+    """y_k <- the mean over blocks of tanh(concat(y_0..y_{k-1}) * c_k) (4x8, float64): each layer concatenates every
+    earlier output (a naive DenseNet layer), and its tanh keeps the concatenation's 4x8k result for the backward, so
+    the saved-for-backward bytes grow as 128 d(d+1) (pathological against depth; its forward's intermediates grow
+    as d^2 too, so against them it is the program's own memory, docs/classification.md)."""
+    history = [x]
+    for k in range(depth):
+        z = xp.tanh(xp.concat(history, axis=1) * (1.0 / (k + 2)))
+        history.append(xp.mean(xp.reshape(z, (4, k + 1, 8)), axis=1))
+    return xp.sum(history[-1])
 
 
 @adprof.chain(input_shape=(3, 3), reuse=2, max_depth=14)

@@ -183,13 +183,13 @@ def test_not_measured_says_why_from_the_notes():
 
 
 def test_only_the_peak_measured_reads_peak_only_never_a_finding():
-    notes = {"saved_bytes": "torch traced keeps no saved tensors to count"}
+    notes = {"saved_bytes": "torch compile keeps its saved tensors out of sight"}
     mv = decide_memory(series_of(None, DOUBLING, peak=lambda d: 2e6 + 5e4 * d * d, backend="torch", notes=notes))
     consistent(mv)
     assert mv.decided_by == "peak_bytes" and mv.kind == model.PEAK_ONLY and not mv.is_finding
     assert mv.fit is not None and mv.exponent is not None and mv.exponent > 1.3  # the figure is kept, not the class
     assert words.memory_summary(mv).startswith("peak-only d^") and not mv.remedies
-    assert "torch traced keeps no saved tensors to count" in mv.reason
+    assert "torch compile keeps its saved tensors out of sight" in mv.reason
     assert any("peak bytes read superlinear" in e for e in mv.evidence)
 
 

@@ -35,11 +35,12 @@ from typing import Any
 
 from adprof.backends import program
 from adprof.backends.base import DEFAULT_CALLS, PhaseCallback, PointFailure, measure_phase, no_phase
-from adprof.backends.memory import Retained
+from adprof.backends.memory import SAVED, Retained, memory_time
 from adprof.backends.peer_common import (
     chain_binder,
     check_finite,
     check_output,
+    describe_exception,
     failure,
     first_time,
     loss_calls,
@@ -136,10 +137,79 @@ def op_count(gm: Any) -> int:
     return sum(1 for node in gm.graph.nodes if node.op == "call_function")
 
 
+#: Ops that read only their input's shape and dtype (the backward's seed ``ones_like(loss)``): no value is kept for
+#: them.
+_SHAPE_ONLY = frozenset(
+    {"ones_like", "zeros_like", "empty_like", "full_like", "new_ones", "new_zeros", "new_empty", "new_full"}
+)
+
+
+def _value_bytes(value: Any) -> int:
+    """``numel * element_size`` of a node's value (``meta["val"]``: a tensor, or a tuple of them)."""
+    if isinstance(value, torch.Tensor):
+        return int(value.numel()) * int(value.element_size())
+    if isinstance(value, list | tuple):
+        return sum(_value_bytes(v) for v in value)
+    return 0
+
+
+def joint_saved(gm: Any) -> dict[Any, int]:
+    """The forward values the backward reads in the joint graph of ``make_fx(torch.func.grad_and_value(f))``, each
+    with its bytes (its ``meta["val"]``'s ``numel * element_size``).
+
+    The graph holds the ops in the order they ran: the forward, ending at the loss (the output's value), then the
+    backward. A value is saved when a backward op reads it: a placeholder (the input) or a forward op's result, a
+    view resolved to the value it views (its storage: ``expand`` of a scalar keeps 8 bytes), each once; a constant
+    (``get_attr``: a weight made inside the chain) once per constant, as eager mode's hooks count a weight once.
+    Reads of shape only (:data:`_SHAPE_ONLY`, the seed ``ones_like(loss)``) keep nothing. The keys: nodes, or
+    ``("constant", target)``."""
+    nodes = list(gm.graph.nodes)
+    loss = nodes[-1].args[0][1]  # output: (grad, value)
+    end = nodes.index(loss) + 1
+    forward = set(nodes[:end])
+    saved: dict[Any, int] = {}
+    for node in nodes[end:]:
+        if node.op != "call_function":
+            continue
+        name = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
+        if name in _SHAPE_ONLY:
+            continue
+        for arg in node.all_input_nodes:
+            if arg.op != "get_attr" and arg not in forward:
+                continue
+            base = arg
+            while (
+                base.op == "call_function"
+                and getattr(base.target, "is_view", False)
+                and base.all_input_nodes
+                and base.all_input_nodes[0] in forward
+            ):
+                base = base.all_input_nodes[0]
+            key = ("constant", base.target) if base.op == "get_attr" else base
+            saved[key] = _value_bytes(base.meta.get("val"))
+    return saved
+
+
+def traced_saved_bytes(f: Any, x: Any) -> tuple[int, int]:
+    """Saved-for-backward bytes of ``f`` at ``x`` in traced mode, and how many values: the joint graph of
+    ``make_fx(torch.func.grad_and_value(f))(x)`` read by :func:`joint_saved` (shapes and dtypes of its values;
+    deterministic)."""
+    gm = make_fx(torch.func.grad_and_value(f))(x)
+    saved = joint_saved(gm)
+    return sum(saved.values()), len(saved)
+
+
 def measure_traced(
-    chain: Chain, depth: int, *, on_phase: PhaseCallback = no_phase, repeats: int | None = None
+    chain: Chain,
+    depth: int,
+    *,
+    on_phase: PhaseCallback = no_phase,
+    repeats: int | None = None,
+    memory: bool = False,
 ) -> Point:
-    """``make_fx(f)`` (record) and ``make_fx(torch.func.grad(f))`` (transform): repeats and python_calls."""
+    """``make_fx(f)`` (record) and ``make_fx(torch.func.grad(f))`` (transform): repeats and python_calls.
+    With ``memory``, after the drop: ``saved_bytes``, the forward values the backward reads in the joint graph
+    (:func:`traced_saved_bytes`; how many in ``extra["saved_values"]``)."""
     pt = Point(depth=depth)
     x = _input(chain)
     f = _fn(chain, depth)
@@ -181,6 +251,15 @@ def measure_traced(
         measure_drop(pt, holder, on_phase)
     except (Exception, RecursionError, MemoryError) as exc:
         raise failure(exc, chain, depth, phase, pt) from None
+    if memory:  # fxmem (#35): untimed, after the drop
+        on_phase("memory", None)
+        try:
+            with memory_time(pt):
+                saved, values = traced_saved_bytes(_fn(chain, depth), x)
+            pt.memory[SAVED] = float(saved)
+            pt.extra["saved_values"] = values
+        except (Exception, RecursionError, MemoryError) as exc:
+            pt.extra["memory_error"] = describe_exception(exc, chain)
     return pt
 
 
@@ -430,8 +509,10 @@ __all__ = [
     "measure_traced",
     "read_program",
     "autograd_nodes",
+    "joint_saved",
     "op_count",
     "storage_bytes",
     "storage_key",
+    "traced_saved_bytes",
     "xp",
 ]
