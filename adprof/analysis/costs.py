@@ -8,6 +8,7 @@ from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
+from adprof.analysis.settle import settle
 from adprof.analysis.span import require_span
 from adprof.constants import CPU_CLOCK, CPU_CLOCKS, NOMINAL_CLOCK, PROCESS_CPU_CLOCK
 from adprof.model import (
@@ -186,6 +187,9 @@ def fit_cost(
     d, v, c = series_values(series, phases, source, name, cpu)
     if not d:
         return None
+    settled = None
+    if source != "time" and backend_info_of(series).specializes_shapes:  # read from the depth the count settles on
+        d, v, c, settled = settle(d, v, c, program_ops(series, d))
     label = "+".join(phases)
     metric = {
         "counters": f"counters[{label}]: " + "+".join(backend_info_of(series).deciding_counters or COUNTER_KEYS),
@@ -207,11 +211,20 @@ def fit_cost(
         family=family,
     )
     fit.axis = series.axis
+    fit.settled = settled
     if source == "metric":
         fit.metric_name = name
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
     return require_span(fit) if source == "time" and family is None else fit  # a class's rate: the class decided
+
+
+def program_ops(series: Series, depths: list[int]) -> list[float | None]:
+    """The program's size (``Point.program["ops"]``) at each of ``depths`` (None where a point carries none)."""
+    ops: dict[int, float | None] = {}
+    for p in series.points:
+        ops.setdefault(p.depth, (p.program or {}).get("ops"))
+    return [ops.get(d) for d in depths]
 
 
 PATHOLOGY_KINDS = ("exponential", "superlinear", "mild")
