@@ -119,8 +119,9 @@ def _series(backend, chain, mode):
     name = backend.__name__.rsplit(".", 1)[-1].removesuffix("_backend")
     key = "transform" if mode == "traced" else "backward"
     best: dict[int, Point] = {}
-    # a deterministic metric decides where the backend declares one: one sweep is enough
-    sweeps = (DEPTHS,) if series_fields(name, mode)["deciding_metrics"] else (DEPTHS, DEPTHS[::-1], DEPTHS)
+    # three sweeps even where a deterministic metric decides: the verdict also reads the times for jumps, and one
+    # sweep under load showed a 7x record time at one depth (an unconfirmed jump: inconclusive)
+    sweeps = (DEPTHS, DEPTHS[::-1], DEPTHS)
     for d in (d for sweep in sweeps for d in sweep):
         pt = backend.measure_point(chain, mode, d, None, calls=6)
         if d not in best or pt.times[key] < best[d].times[key]:
@@ -135,7 +136,7 @@ _PEER_CASES = [
         m,
         c,
         id=f"{c.name}-{bid}",
-        marks=() if (c.name, bid) in {("mul", "jax-traced"), ("mul", "torch-eager")} else pytest.mark.slow,
+        marks=() if (c.name, bid) == ("mul", "jax-traced") else pytest.mark.slow,
     )
     for b, m, bid in ((jb, "traced", "jax-traced"), (tb, "eager", "torch-eager"))
     for c in [v for ch in chains.STANDARD for v in ch.variants()]
@@ -144,8 +145,8 @@ _PEER_CASES = [
 
 @pytest.mark.parametrize(("backend", "mode", "chain"), _PEER_CASES)
 def test_standard_chains_are_linear_on_the_peers(backend, mode, chain):
-    """Every standard chain is linear on JAX traced and torch eager (two representative cases run
-    by default, all with ``-m slow``). Where a deterministic metric decides (JAX traced: Python call
+    """Every standard chain is linear on JAX traced and torch eager (one representative case runs
+    by default, JAX traced's mul; all with ``-m slow``). Where a deterministic metric decides (JAX traced: Python call
     counts) the verdict is exactly linear; where wall time decides (torch eager: the C++ backward) a
     loaded machine may widen the interval to inconclusive, but never to a pathology."""
     s = _series(backend, chain, mode)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adprof.analysis.classify import assess_series
-from adprof.analysis.costs import CPU_CLOCK, cpu_clock, fit_cost
+from adprof.analysis.costs import CPU_CLOCK, covered_share, cpu_clock, fit_cost
 from adprof.analysis.growth import fit_growth
 from adprof.backends import base
 from adprof.backends.peer_common import eager_summary
@@ -22,7 +22,7 @@ from adprof.measure import series as series_mod
 from adprof.measure.config import MeasureConfig
 from adprof.measure.series import MAX_OPEN_PASSES, SeriesSpec, pass_order, point_from_dict, run_series
 from adprof.measure.time_schedule import MIN_PASSES, SWEEP
-from adprof.model import Point, ScheduleEnd, Series
+from adprof.model import Point, ScheduleEnd, Series, wait_key
 from adprof.plain import to_plain
 
 DEPTHS = (2, 4, 8, 16, 32)
@@ -218,3 +218,82 @@ def test_the_wall_clock_where_cpu_time_is_missing_or_does_not_cover_it():
     assert fit is not None and fit.clock != CPU_CLOCK and fit.values == pytest.approx([min(walls[d]) for d in depths])
     short = {d: c[:1] for d, c in threads.items()}  # not one CPU reading per run: never mixed
     assert not cpu_clock(_timed_series(walls, {d: [w[0]] for d, w in walls.items()} | short), ("backward",))
+
+
+# --------------------------------------------------------------------------- the run-queue wait: load, not the work's
+
+
+def _waited_series(cpus: dict[int, list[float]], busy: list[float], waits_share: list[float], sleeps: list[float]):
+    """Points whose every run spent ``cpu`` on the core, ``busy * cpu`` waiting for a core (preempted: kept as the
+    run-queue wait) and ``sleep * cpu`` neither (the work waiting on something else)."""
+    points = []
+    for (d, cs), b, k, z in zip(cpus.items(), busy, waits_share, sleeps, strict=True):
+        waits = [c * b * k for c in cs]
+        walls = [c * (1 + b + z) for c in cs]
+        p = Point(depth=d, times={"backward": min(walls)}, samples={"backward": walls})
+        p.cpu_samples = {"backward": list(cs)}
+        p.extra[wait_key("backward")] = waits
+        points.append(p)
+    return Series("c", "tinygrad", None, "eager", points=points)
+
+
+LOADS = st.lists(st.floats(min_value=0.0, max_value=20.0, allow_subnormal=False), min_size=5, max_size=5)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(busy=LOADS)
+def test_a_long_call_preempted_on_a_loaded_machine_reads_its_cpu_time_when_its_waits_are_kept(busy):
+    # calls longer than a scheduler slice are preempted in every run at a load of 10+ on 2 cores (tinygrad's 40-500
+    # ms backward: wall 4-7x the CPU time): the wall never covers the CPU time, the run-queue wait says why
+    depths = [2, 4, 8, 16, 32]
+    cpus = {d: [0.02 * d * (1 + 0.01 * i) for i in range(5)] for d in depths}
+    s = _waited_series(cpus, busy, [1.0] * 5, [0.0] * 5)
+    assert cpu_clock(s, ("backward",))
+    fit = fit_cost(s, ("backward",), "time", bootstrap=False)
+    assert fit is not None and fit.clock == CPU_CLOCK
+    assert fit.values == pytest.approx([min(cpus[d]) for d in depths])
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(busy=LOADS, sleep=st.floats(min_value=0.3, max_value=20.0, allow_subnormal=False))
+def test_a_call_that_waits_on_something_else_than_a_core_keeps_the_wall_clock(busy, sleep):
+    # the work in other threads, a sleep, I/O: neither on the core nor runnable; the load's waits do not hide it
+    depths = [2, 4, 8, 16, 32]
+    cpus = {d: [0.02 * d] * 3 for d in depths}
+    s = _waited_series(cpus, busy, [1.0] * 5, [sleep * (1 + b) for b in busy])
+    assert not cpu_clock(s, ("backward",))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    wall=st.floats(min_value=1e-6, max_value=1e3, allow_subnormal=False),
+    cpu=st.floats(min_value=0.0, max_value=1.0, allow_subnormal=False),
+    wait=st.floats(min_value=0.0, max_value=1.0, allow_subnormal=False),
+)
+def test_the_covered_share_counts_the_wait_only_where_it_was_measured(wall, cpu, wait):
+    c, w = cpu * wall, wait * (1 - cpu) * wall
+    assert covered_share(wall, c) == pytest.approx(cpu)
+    assert covered_share(wall, c, w) == pytest.approx(cpu + wait * (1 - cpu))
+    assert covered_share(wall, c, w) >= covered_share(wall, c)
+
+
+def test_timed_block_keeps_the_threads_run_queue_wait_where_the_kernel_says():
+    with base.timed_block() as t:
+        sum(range(1000))
+    if base.run_queue_wait() is None:
+        assert "wait_seconds" not in t
+    else:
+        assert t["wait_seconds"] >= 0.0
+
+
+def test_eager_summary_keeps_each_calls_wait_beside_its_samples_and_they_survive_json():
+    fwd = [{"seconds": 0.3 + i, "cpu_seconds": 0.1, "wait_seconds": 0.01 * i} for i in range(5)]
+    bwd = [{"seconds": 0.5 + i, "cpu_seconds": 0.2, "wait_seconds": 0.02 * i} for i in range(5)]
+    pt = eager_summary(Point(depth=3), fwd, bwd)
+    for name, calls in (("forward", fwd), ("backward", bwd)):
+        assert pt.extra[wait_key(name)] == [c["wait_seconds"] for c in calls[1:]]
+        assert len(pt.extra[wait_key(name)]) == len(pt.samples[name])
+        assert pt.extra[wait_key(f"{name}0")] == [calls[0]["wait_seconds"]]
+    assert point_from_dict(to_plain(pt)).extra == pt.extra
+    older = eager_summary(Point(depth=3), [{"seconds": 1.0, "cpu_seconds": 1.0}] * 3, [])  # no waits: no key
+    assert wait_key("forward") not in older.extra

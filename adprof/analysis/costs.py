@@ -8,6 +8,7 @@ from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
+from adprof.analysis.settle import settle
 from adprof.analysis.span import require_span
 from adprof.constants import NOMINAL_CLOCK
 from adprof.model import (
@@ -20,6 +21,7 @@ from adprof.model import (
     classified_phases,
     counter_value,
     time_value,
+    wait_key,
 )
 from adprof.prediction import cost_ratio
 from adprof.verdicts import Source
@@ -50,16 +52,27 @@ def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | No
 
 #: The thread's CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at
 #: the median point, the fastest run of each timed phase spent at least this share of its wall time on the measuring
-#: thread's CPU (the work runs there; a backend whose work runs in other threads, or waits, keeps the wall clock).
+#: thread's CPU, or runnable and waiting for a core (preempted by the machine's load, where the point kept its
+#: run-queue waits: :func:`adprof.model.wait_key`): the work runs there. A backend whose work runs in other threads,
+#: or sleeps, keeps the wall clock.
 CPU_COVERS = 0.8
 #: Whether the CPU clock is used where it covers (the flip-rate benchmark measured it: docs/guards.md "flip rates").
 CPU_CLOCK_ON = True
 CPU_CLOCK = "thread CPU (thread_time)"
 
 
+def covered_share(wall: float, cpu: float, wait: float | None = None) -> float:
+    """The share of a run's ``wall`` seconds its thread spent on a core (``cpu``) or waiting for one (``wait``, the
+    run-queue delay: load, not the work's own waiting; None when not measured)."""
+    if wall <= 0:
+        return 1.0
+    return (cpu + (wait or 0.0)) / wall
+
+
 def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
     """The series' time is read on the thread's CPU clock: every measured point carries ``cpu_samples`` beside the
-    ``samples`` of each timed phase of ``phases``, and at the median point they cover the wall (:data:`CPU_COVERS`)."""
+    ``samples`` of each timed phase of ``phases``, and at the median point they cover the wall (:data:`CPU_COVERS`,
+    :func:`covered_share`)."""
     if not CPU_CLOCK_ON:
         return False
     shares: list[float] = []
@@ -71,8 +84,11 @@ def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
             walls, cpus = p.samples.get(ph), p.cpu_samples.get(ph)
             if not walls or not cpus or len(walls) != len(cpus):
                 return False
+            waits = p.extra.get(wait_key(ph))
+            if not isinstance(waits, list) or len(waits) != len(walls):
+                waits = None
             i = min(range(len(walls)), key=walls.__getitem__)
-            shares.append(cpus[i] / walls[i] if walls[i] > 0 else 1.0)
+            shares.append(covered_share(walls[i], cpus[i], None if waits is None else float(waits[i])))
     return bool(shares) and sorted(shares)[len(shares) // 2] >= CPU_COVERS
 
 
@@ -154,6 +170,9 @@ def fit_cost(
     d, v, c = series_values(series, phases, source, name, cpu)
     if not d:
         return None
+    settled = None
+    if source != "time" and backend_info_of(series).specializes_shapes:  # read from the depth the count settles on
+        d, v, c, settled = settle(d, v, c, program_ops(series, d))
     label = "+".join(phases)
     metric = {
         "counters": f"counters[{label}]: " + "+".join(backend_info_of(series).deciding_counters or COUNTER_KEYS),
@@ -175,11 +194,20 @@ def fit_cost(
         family=family,
     )
     fit.axis = series.axis
+    fit.settled = settled
     if source == "metric":
         fit.metric_name = name
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
     return require_span(fit) if source == "time" and family is None else fit  # a class's rate: the class decided
+
+
+def program_ops(series: Series, depths: list[int]) -> list[float | None]:
+    """The program's size (``Point.program["ops"]``) at each of ``depths`` (None where a point carries none)."""
+    ops: dict[int, float | None] = {}
+    for p in series.points:
+        ops.setdefault(p.depth, (p.program or {}).get("ops"))
+    return [ops.get(d) for d in depths]
 
 
 PATHOLOGY_KINDS = ("exponential", "superlinear", "mild")

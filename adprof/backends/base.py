@@ -125,22 +125,42 @@ def no_phase(name: str, call: int | None) -> None:
 # --------------------------------------------------------------------------- statistics and timing
 
 
+#: The calling thread's scheduler statistics (Linux: on-CPU ns, ns waiting on a run queue, slices).
+SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def run_queue_wait() -> float | None:
+    """Seconds the calling thread has waited on a run queue (runnable, preempted: the machine's load) since it
+    started, from :data:`SCHEDSTAT`; None where the kernel does not say (not Linux, no sched_info)."""
+    try:
+        with open(SCHEDSTAT, "rb") as f:
+            return int(f.read().split()[1]) * 1e-9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 @contextlib.contextmanager
 def timed_block() -> Iterator[dict[str, Any]]:
-    """Time the ``with`` body: yields a dict that gets ``seconds`` (:func:`time.perf_counter`) and
+    """Time the ``with`` body: yields a dict that gets ``seconds`` (:func:`time.perf_counter`),
     ``cpu_seconds`` (the calling thread's CPU time, ``time.thread_time``: a call preempted on a loaded machine
-    takes longer on the wall clock, not on its CPU clock) when it ends; young gc generations collected
-    before, gc disabled during, started on a fresh scheduler slice (:data:`YIELD_BEFORE`)."""
+    takes longer on the wall clock, not on its CPU clock) and, where the kernel says, ``wait_seconds`` (the
+    thread's time runnable but waiting for a core, :func:`run_queue_wait`: what the load added to the wall) when
+    it ends; young gc generations collected before, gc disabled during, started on a fresh scheduler slice
+    (:data:`YIELD_BEFORE`)."""
     out: dict[str, Any] = {}
     gc.collect(1)
     time.sleep(YIELD_BEFORE)
     gc.disable()
+    w0 = run_queue_wait()
     c0, t0 = time.thread_time(), time.perf_counter()
     try:
         yield out
     finally:
         out["seconds"] = time.perf_counter() - t0
         out["cpu_seconds"] = time.thread_time() - c0
+        w1 = run_queue_wait()
+        if w0 is not None and w1 is not None:
+            out["wait_seconds"] = max(w1 - w0, 0.0)
         gc.enable()
 
 
@@ -313,7 +333,9 @@ class Backend:
     * ``unsupported_ops``: ops of hunt's generator language the backend lacks; ``no_nested_grad``: modes that
       cannot nest the chain's own gradient (``xp.grad``); ``named_by_profile``: tables name the engine by its
       profile (``v08``), not the backend; ``hunt_plans[mode]``: how hunt searches, checks and attributes a
-      generator in that mode (:class:`~adprof.backend_info.HuntPlan`; absent: a peer's whose points are cheap).
+      generator in that mode (:class:`~adprof.backend_info.HuntPlan`; absent: a peer's whose points are cheap);
+      ``specializes_shapes[mode]``: how the mode's compile specializes small shapes, in words (its exact counts are
+      then read from the depth they settle on where the program is the same at every depth).
     """
 
     name: ClassVar[str] = ""
@@ -360,6 +382,7 @@ class Backend:
     no_nested_grad: ClassVar[tuple[str, ...]] = ()
     named_by_profile: ClassVar[bool] = False
     hunt_plans: ClassVar[Mapping[str, HuntPlan]] = {}
+    specializes_shapes: ClassVar[Mapping[str, str]] = {}
 
     _prepared: bool = False
 
@@ -401,6 +424,7 @@ class Backend:
             nests_grad=mode not in self.no_nested_grad,
             named_by_profile=self.named_by_profile,
             hunt=self.hunt_plans.get(mode, HuntPlan()),
+            specializes_shapes=self.specializes_shapes.get(mode, ""),
         )
 
     def series_fields(self, mode: str) -> dict[str, Any]:
@@ -511,6 +535,7 @@ __all__ = [
     "repeat_timed",
     "repeat_timed_cpu",
     "timed",
+    "run_queue_wait",
     "timed_block",
     "timed_cpu",
 ]

@@ -38,7 +38,7 @@ from adprof.backends.base import (
 from adprof.backends.instructions import CountingUnavailable, counted_phase, counter
 from adprof.backends.memory import NO_MEMORY, SAVED, CallMemory, memory_calls
 from adprof.chain import Chain
-from adprof.model import WARMUP_PHASE, Point, lower_quartile_index
+from adprof.model import WARMUP_PHASE, Point, lower_quartile_index, wait_key
 
 
 def not_installed(backend: str, exc: ImportError, packages: str) -> ImportError:
@@ -345,6 +345,8 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
             if "cpu_seconds" in metered[0]:
                 pt.cpu_times[f"{name}0"] = metered[0]["cpu_seconds"]
                 pt.cpu_samples[f"{name}0"] = [metered[0]["cpu_seconds"]]
+            if "wait_seconds" in metered[0]:
+                pt.extra[wait_key(f"{name}0")] = [metered[0]["wait_seconds"]]
             if "counters" in metered[0]:
                 pt.counters[f"{name}0"] = metered[0]["counters"]
         warm = metered[1:]
@@ -356,6 +358,8 @@ def eager_summary(pt: Point, fwd: list[dict[str, Any]], bwd: list[dict[str, Any]
                 pt.cpu_times[name] = chosen["cpu_seconds"]
             if all("cpu_seconds" in c for c in warm):
                 pt.cpu_samples[name] = [c["cpu_seconds"] for c in warm]
+            if all("wait_seconds" in c for c in warm):  # what the load added (analysis.costs.cpu_clock)
+                pt.extra[wait_key(name)] = [c["wait_seconds"] for c in warm]
             if "counters" in chosen:
                 pt.counters[name] = chosen["counters"]
         pt.extra[f"{name}_calls"] = [c["seconds"] for c in metered]
