@@ -104,6 +104,9 @@ class BackendInfo:
     named_by_profile: bool = False
     #: How ``adprof hunt`` searches, checks and attributes a generator here.
     hunt: HuntPlan = field(default_factory=HuntPlan)
+    #: How this mode's compile specializes small shapes, in words ("" : it does not): where a series' program is
+    #: the same at every depth, its exact counts are read from the depth they settle on (:mod:`adprof.analysis.settle`).
+    specializes_shapes: str = ""
 
     @property
     def counters_decide(self) -> bool:

@@ -33,3 +33,8 @@ NOMINAL_INSTRUCTION_RATE = 1e10
 #: ``Series.clock`` of a series whose times are its instruction counts at that nominal speed (the peers'
 #: counted points): no clock was read.
 NOMINAL_CLOCK = f"nominal (instructions / {NOMINAL_INSTRUCTION_RATE:.3g} per s)"
+#: ``Fit.clock`` of a time fit read on the measuring thread's CPU time, or on the process's (every thread: a compiler's
+#: own threads), where it covers the wall (:func:`adprof.analysis.costs.cpu_clock_name`).
+CPU_CLOCK = "thread CPU (thread_time)"
+PROCESS_CPU_CLOCK = "process CPU (process_time)"
+CPU_CLOCKS = (CPU_CLOCK, PROCESS_CPU_CLOCK)

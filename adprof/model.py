@@ -306,6 +306,20 @@ def series_label(
 
 
 @dataclass
+class Settled:
+    """Depths an exact reading left out because the compiler specialized their small shapes
+    (:mod:`adprof.analysis.settle`): the program is the same at every depth, and the count is constant from
+    :attr:`depth` on, within the exact reading's jitter; below it, each compile was a different program's."""
+
+    dropped: list[int] = field(default_factory=list)  # the depths left out, ascending
+    depth: int = 0  # the first depth of the settled count
+    ops: float = 0.0  # the program's size (``Point.program["ops"]``), the same at every depth
+    level: float = 0.0  # the settled count's lowest value
+    spread: float = 0.0  # the settled values' spread over their level (at most the jitter allowed)
+    dropped_values: list[float] = field(default_factory=list)  # the count at each dropped depth
+
+
+@dataclass
 class Fit:
     """Growth fit of one cost series against depth."""
 
@@ -369,6 +383,9 @@ class Fit:
     #: The work metric's name where :attr:`source` is ``metric`` (``python_calls``, ``saved_bytes``), else "": what
     #: decisions read (never the :attr:`metric` sentence).
     metric_name: str = ""
+    #: The depths left out of an exact reading below the depth its count settles on, where the backend's compile
+    #: specializes small shapes and the program is the same at every depth (None: every depth was read).
+    settled: Settled | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         # the enum fields stay enums whoever sets them (a fit's kind is reassigned as the reading goes)

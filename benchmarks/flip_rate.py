@@ -87,6 +87,13 @@ CASES = [
         False,
         ("guard", f"{WILD}::fibonacci_compile", "--backend", "torch", "--mode", "compile", "--budget", "300"),
     ),
+    # the zoo's time-decided cases as `adprof check probes/wild.py` reads them (their documented verdicts: docs/wild.md)
+    Case(
+        "zoo",
+        "unrolled_loop",
+        False,
+        ("check", f"{WILD}::unrolled_loop", "--backend", "jax", "--mode", "compile", "--budget", "360"),
+    ),
     # tinygrad's backward costs 40-500 ms a call at depths 2-16 under load (depth 64 alone is past a 60 s budget)
     Case(
         "tinygrad",

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from params import property_twins
 
 from adprof import model, words
 from adprof.analysis import explain
@@ -314,13 +315,7 @@ def _time_series(values: dict[int, float]) -> Series:
     return Series(chain="gen", backend="jax", profile=None, mode="traced", points=pts, statistic="lower quartile of 5")
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    p=st.floats(1.4, 2.5, allow_subnormal=False),
-    overhead=st.floats(0.0, 3.0, allow_subnormal=False),
-    depths=st.sampled_from([[8, 11, 16, 23, 32, 45, 64, 91, 128], [2, 4, 8, 16, 32, 64, 128, 256], KNEE_DEPTHS]),
-)
-def test_an_overhead_plus_a_power_law_reads_its_own_law_not_a_knee(p, overhead, depths):
+def _an_overhead_plus_a_power_law_reads_its_own_law_not_a_knee(p, overhead, depths):
     """``a + (d/top)^p`` is flat while the overhead dominates, then grows: one law fits every depth exactly, so the
     verdict is that law's exponent, not a "change of regime" past the flat part (1 + (d/128)^1.5 read d^1.61
     past 23 while its deciding fit said d^1.50)."""
@@ -328,6 +323,22 @@ def test_an_overhead_plus_a_power_law_reads_its_own_law_not_a_knee(p, overhead, 
     v = decide(_time_series({d: overhead + (d / top) ** p for d in depths}))
     assert v.knee is None, (v.kind, v.evidence[:1])
     assert v.fit is not None and v.exponent == v.fit.exponent
+
+
+# 10 examples by default, 40 under -m slow
+test_an_overhead_plus_a_power_law_reads_its_own_law_not_a_knee, test_an_overhead_plus_a_power_law_many = property_twins(
+    _an_overhead_plus_a_power_law_reads_its_own_law_not_a_knee,
+    {
+        "p": st.floats(1.4, 2.5, allow_subnormal=False),
+        "overhead": st.floats(0.0, 3.0, allow_subnormal=False),
+        "depths": st.sampled_from([[8, 11, 16, 23, 32, 45, 64, 91, 128], [2, 4, 8, 16, 32, 64, 128, 256], KNEE_DEPTHS]),
+    },
+    quick=10,
+    many=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def test_a_line_then_a_quadratic_onset_is_still_a_change_of_regime():

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from fault_helpers import scaled_budget
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/chains_bad"
@@ -101,7 +103,8 @@ def test_failing_chains_are_rows_and_the_good_one_is_still_reported():
 
 
 def test_hanging_chain_is_killed_and_the_other_reported():
-    t0 = time.monotonic()
+    """The hang is killed by its own phase timeout (4 x cap = 1 s), not by the budget's end (20 s): the message says
+    which killed it, whatever the load (a wall-time bound would also count the interpreter's start-up)."""
     p = adprof(
         "check",
         f"{BAD}/hang.py",
@@ -116,11 +119,12 @@ def test_hanging_chain_is_killed_and_the_other_reported():
         "--json",
         "-",
     )
-    assert time.monotonic() - t0 < 20
     assert p.returncode == 1
     by = {r["chain"]: r for r in rows(p)}
     assert by["good"]["verdict"] == "linear"
-    assert by["hangs"]["verdict"] == "error" and "killed" in by["hangs"]["error"]
+    hang = by["hangs"]["error"]
+    assert by["hangs"]["verdict"] == "error" and re.search(r"did not finish within [\d.]+ s \(killed\)", hang), hang
+    assert "budget ran out" not in hang  # the phase timeout killed it, not the budget's deadline
     assert "adprof: chain hangs:" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -167,7 +171,9 @@ def test_explicit_depths_and_outputs(tmp_path):
 
 
 def test_ratio_table():
-    p = adprof("ratio", "probes/chains.py::mul", "--cap", "0.02")
+    # the cap stops the exponential after a few depths; scaled by the machine's slowdown, so a loaded machine measures
+    # as many depths (at 0.02 s, a load of 19 measured one: not classified)
+    p = adprof("ratio", "probes/chains.py::mul", "--cap", f"{scaled_budget(0.02):.3f}")
     assert p.returncode == 1, p.stderr
     assert "per-layer ratios" in p.stdout and "derivative ops" in p.stdout
     assert "stopped after depth" in p.stdout and "exponential-transform" in p.stdout
@@ -190,7 +196,7 @@ def test_whole_check_respects_a_small_budget():
     assert p.returncode == 1, p.stderr
     data = json.loads(p.stdout)
     assert data["elapsed_seconds"] <= 6
-    assert wall < 6 + 4  # interpreter start-up and imports come on top of the budget
+    assert wall < 6 + scaled_budget(4)  # interpreter start-up and imports come on top (slower under load)
     assert len(data["results"]) == 52  # 13 chain variants x 2 profiles x 2 modes, all reported
     assert any("budget" in n for n in data["notes"]) or any(
         r["stopped"] and "budget" in r["stopped"] for r in data["results"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fault_helpers import SLACK, TRACEBACK, describe, kill_tagged, leftovers, start_adprof
+from fault_helpers import TRACEBACK, describe, kill_tagged, leftovers, scaled_budget, slack, start_adprof
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -187,9 +187,9 @@ class Case:
     def bound(self) -> float:
         """Seconds the run may take: budget + one cap (the budget wins over a larger cap) + slack."""
         if not self.options_valid():
-            return 20.0  # bad input is rejected before measuring (or after one load of the file)
+            return scaled_budget(20.0)  # bad input is rejected before measuring (or after one load of the file)
         budget, cap = float(self.budget), float(self.cap)
-        return budget + min(cap, budget) + SLACK
+        return budget + min(cap, budget) + slack()
 
 
 FIELDS = {
@@ -453,7 +453,7 @@ def test_cli_fuzz_cmd(case: CmdCase) -> None:
                         os.kill(proc.pid, signal.SIGTERM)
                         out, err = proc.communicate(timeout=15)
                 else:
-                    out, err = proc.communicate(timeout=float(case.budget) + float(case.cap) + SLACK + 15)
+                    out, err = proc.communicate(timeout=float(case.budget) + float(case.cap) + slack() + 15)
                 code: int | None = proc.returncode
             except subprocess.TimeoutExpired:
                 kill_tagged(tag)

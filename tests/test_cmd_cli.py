@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from fault_helpers import scaled_budget
 from test_cmd_runner import FAKE, PROBE, _pids_with, needs_probe, needs_valgrind, unique_marker
 
 from adprof.cli import main
@@ -295,12 +296,16 @@ def test_bad_command_is_an_error_series(capsys, tmp_path, marker, behaviour, mes
 
 
 def test_hang_is_killed_and_the_series_stopped(capsys, tmp_path, marker):
-    rc, out, err, report = run(capsys, tmp_path, "check", "--cmd", fake("hang-deep", marker), "--cap", "0.25")
+    # the timeout (4 x cap) must cover a healthy depth's interpreter start: scaled by the machine's slowdown, so that
+    # a loaded machine tests the same property (healthy depths finish, the hanging one is killed at its timeout)
+    cap = round(scaled_budget(0.25), 2)
+    rc, out, err, report = run(capsys, tmp_path, "check", "--cmd", fake("hang-deep", marker), "--cap", str(cap))
     r = only_result(report)
     depths = [p["depth"] for p in r["points"]]
     assert depths == [1, 2, 3, 4, 5] and r["points"][-1]["status"] == "killed"
     assert r["stop"]["reason"] == "timeout" and r["stop"]["depth"] == 5 and r["finding"]
-    assert not r["error"] and r["stopped"].startswith("stopped after depth 4: depth 5 killed after the 1.0 s timeout")
+    killed = f"stopped after depth 4: depth 5 killed after the {4 * cap:.1f} s timeout"
+    assert not r["error"] and r["stopped"].startswith(killed), r["stopped"]
     assert r["verdict"] == "runaway"  # a hang after healthy depths is a finding, never linear
     assert r["verdict"] != "error"  # the finished depths are still classified
     # the marker fixture asserts that no process of the command is left

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from params import property_twins
 
 from adprof import model, words
 from adprof.analysis.classify import decide
@@ -294,13 +295,7 @@ def test_the_pytest_guard_measures_in_a_supervised_worker(pytester):
     result.stdout.fnmatch_lines(["*FAIL hang7 [[]engine/fixed, traced[]]: hang*depth 7 killed*", "*module level*"])
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(min_value=5, max_value=14),
-    burst=st.floats(min_value=1.0, max_value=200.0),
-    noise=st.lists(st.floats(min_value=1.0, max_value=1.9), min_size=14, max_size=14),
-)
-def test_one_slow_point_never_contradicts_exact_counters(n, burst, noise):
+def _one_slow_point_never_contradicts_exact_counters(n, burst, noise):
     """A load burst on the deepest point (any size) and right-skewed noise elsewhere: the counters decide."""
     s = Series("c", "engine", "fixed", "traced")
     for d in range(1, n + 1):
@@ -308,3 +303,17 @@ def test_one_slow_point_never_contradicts_exact_counters(n, burst, noise):
         s.points.append(Point(depth=d, times={"transform": t}, counters={"transform": {"key_comparisons": 10 * d}}))
     v = decide(s)
     assert v.kind == model.LINEAR, v.reason
+
+
+# 10 examples by default, 40 under -m slow
+test_one_slow_point_never_contradicts_exact_counters, test_one_slow_point_many = property_twins(
+    _one_slow_point_never_contradicts_exact_counters,
+    {
+        "n": st.integers(min_value=5, max_value=14),
+        "burst": st.floats(min_value=1.0, max_value=200.0),
+        "noise": st.lists(st.floats(min_value=1.0, max_value=1.9), min_size=14, max_size=14),
+    },
+    quick=10,
+    many=40,
+    deadline=None,
+)

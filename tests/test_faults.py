@@ -23,7 +23,6 @@ import pytest
 from extras import require
 from fault_helpers import (
     FAULTS,
-    SLACK,
     TRACEBACK,
     assert_cause,
     assert_clean,
@@ -35,6 +34,7 @@ from fault_helpers import (
     rows,
     run_adprof,
     scaled_budget,
+    slack,
     start_adprof,
     stated_seconds,
 )
@@ -69,7 +69,7 @@ def _check_hang(tmp_path: Path, marks: Path, structure: bool) -> None:
     cap, budget = 0.3, 20.0
     opts = FAST if structure else NOSTRUCT
     args = ["check", fault("hang_at7.py"), *opts, "--cap", str(cap), "--budget", str(budget), "--json", str(out)]
-    run = run_adprof(args, tmp_path, timeout=budget + cap + SLACK + 20, mark_dir=marks)
+    run = run_adprof(args, tmp_path, timeout=budget + cap + slack() + 20, mark_dir=marks)
     assert_clean(run)
     assert run.marked("hang7"), "the chain never reached its hanging depth (test set-up)"
     assert run.code == 1, f"a chain killed at its timeout must be a finding (exit 1)\n{run.summary()}"
@@ -209,7 +209,7 @@ def test_markup_in_messages_is_printed_verbatim(tmp_path: Path, structure: bool)
 def test_budget_bounds_a_hanging_structure_probe(tmp_path: Path) -> None:
     cap, budget = 2.5, scaled_budget(1.0)  # a worker must start within it, and a loaded machine starts one slower
     args = ["check", fault("stuck.py"), *FAST, "--cap", str(cap), "--budget", str(budget)]
-    run = run_adprof(args, tmp_path, timeout=budget + cap + SLACK + 30)
+    run = run_adprof(args, tmp_path, timeout=budget + cap + slack() + 30)
     assert_clean(run)
     assert run.code == 1, run.summary()
     line = assert_cause(run, r"stuck")
@@ -233,7 +233,7 @@ def test_budget_bounds_the_run(tmp_path: Path, cap: float, budget: float, extra:
     opts = ["--profile", "fixed", "--no-color"] + (extra or ["--mode", "traced"])
     args = ["check", fault(chain), *opts, "--cap", f"{cap:g}", "--budget", str(budget)]
     bound_cap = min(cap, budget)
-    run = run_adprof(args, tmp_path, timeout=budget + bound_cap + SLACK + 40)
+    run = run_adprof(args, tmp_path, timeout=budget + bound_cap + slack() + 40)
     assert_clean(run)
     assert_within(run, budget, bound_cap)
     for line in run.adprof_lines():
@@ -501,7 +501,7 @@ def test_budget_message_matches_the_time_spent(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     budget = 10.0
     args = ["check", fault("sweep240.py"), *NOSTRUCT, "--cap", "0.3", "--budget", str(budget), "--json", str(out)]
-    run = run_adprof(args, tmp_path, timeout=budget + 0.3 + SLACK + 30)
+    run = run_adprof(args, tmp_path, timeout=budget + 0.3 + slack() + 30)
     assert_clean(run)
     assert_within(run, budget, 0.3)
     report = load_json(out)

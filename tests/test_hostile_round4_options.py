@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from params import property_twins
 
 import adprof
 from adprof.chain import ChainError
@@ -409,12 +410,7 @@ def test_the_issue_case_large_problem_sizes_decide():
     decide(timed)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(
-    depths=st.lists(st.integers(1, 10**7), min_size=2, max_size=10, unique=True).map(sorted),
-    data=st.data(),
-)
-def test_analysis_never_raises_over_depths_of_any_size(depths, data):
+def _analysis_never_raises_over_depths_of_any_size(depths, data):
     """decide() and decide_memory() over depth grids up to 1e7 and arbitrary positive costs never raise."""
     from adprof.analysis.classify import decide
     from adprof.analysis.memory import decide_memory
@@ -427,6 +423,18 @@ def test_analysis_never_raises_over_depths_of_any_size(depths, data):
     decide(exact)
     decide_memory(exact)
     decide(timed)
+
+
+# 10 examples by default, 40 under -m slow
+test_analysis_never_raises_over_depths_of_any_size, test_analysis_never_raises_many = property_twins(
+    _analysis_never_raises_over_depths_of_any_size,
+    {"depths": st.lists(st.integers(1, 10**7), min_size=2, max_size=10, unique=True).map(sorted), "data": st.data()},
+    quick=10,
+    many=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def test_an_analysis_crash_keeps_the_measurements(tmp_path, monkeypatch, capsys):

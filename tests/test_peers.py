@@ -113,14 +113,13 @@ def test_torch_namespace_shim():
     assert u.shape == (2, 2) and vt.shape == (2, 3)
 
 
-def _series(backend, chain, mode):
+def _series(backend, chain, mode, three: bool = True):
     """Points at DEPTHS, swept up, down and up again; per depth the cheapest of the three (a load
-    burst on a shared machine hits one sweep, not all)."""
+    burst on a shared machine hits one sweep, not all). ``three=False``: one sweep."""
     name = backend.__name__.rsplit(".", 1)[-1].removesuffix("_backend")
     key = "transform" if mode == "traced" else "backward"
     best: dict[int, Point] = {}
-    # a deterministic metric decides where the backend declares one: one sweep is enough
-    sweeps = (DEPTHS,) if series_fields(name, mode)["deciding_metrics"] else (DEPTHS, DEPTHS[::-1], DEPTHS)
+    sweeps = (DEPTHS, DEPTHS[::-1], DEPTHS) if three else (DEPTHS,)
     for d in (d for sweep in sweeps for d in sweep):
         pt = backend.measure_point(chain, mode, d, None, calls=6)
         if d not in best or pt.times[key] < best[d].times[key]:
@@ -135,7 +134,7 @@ _PEER_CASES = [
         m,
         c,
         id=f"{c.name}-{bid}",
-        marks=() if (c.name, bid) in {("mul", "jax-traced"), ("mul", "torch-eager")} else pytest.mark.slow,
+        marks=() if (c.name, bid) == ("mul", "jax-traced") else pytest.mark.slow,
     )
     for b, m, bid in ((jb, "traced", "jax-traced"), (tb, "eager", "torch-eager"))
     for c in [v for ch in chains.STANDARD for v in ch.variants()]
@@ -144,12 +143,19 @@ _PEER_CASES = [
 
 @pytest.mark.parametrize(("backend", "mode", "chain"), _PEER_CASES)
 def test_standard_chains_are_linear_on_the_peers(backend, mode, chain):
-    """Every standard chain is linear on JAX traced and torch eager (two representative cases run
-    by default, all with ``-m slow``). Where a deterministic metric decides (JAX traced: Python call
+    """Every standard chain is linear on JAX traced and torch eager (one representative case runs
+    by default, JAX traced's mul; all with ``-m slow``). Where a deterministic metric decides (JAX traced: Python call
     counts) the verdict is exactly linear; where wall time decides (torch eager: the C++ backward) a
     loaded machine may widen the interval to inconclusive, but never to a pathology."""
-    s = _series(backend, chain, mode)
+    metric = bool(series_fields(backend.__name__.rsplit(".", 1)[-1].removesuffix("_backend"), mode)["deciding_metrics"])
+    # where a deterministic metric decides, one sweep is enough quiet; the verdict also reads the times for jumps,
+    # and under load one sweep showed a 7x record time at one depth (an unconfirmed jump: inconclusive): then the
+    # verdict is read again on three fresh sweeps, as where time decides
+    s = _series(backend, chain, mode, three=not metric)
     v = decide(s)
+    if metric and v.kind != LINEAR:
+        s = _series(backend, chain, mode)
+        v = decide(s)
     key = "transform" if mode == "traced" else "backward"
     why = (v.kind, [(p.depth, p.times[key]) for p in s.points], v.evidence)
     if v.fit is not None and v.fit.source == "time":

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from params import property_twins
 
 from adprof import model, words
 from adprof.analysis.classify import decide
@@ -213,14 +214,7 @@ def test_exact_knees_are_found_where_they_are_and_read_by_the_law_past_them(knee
         assert k.after.kind == "exponential" and k.after.base == pytest.approx(2.0, abs=0.05)
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    knee=st.sampled_from([16, 32, 48]),
-    law=st.sampled_from(["p2", "exp"]),
-    noise=st.sampled_from([0.0, 0.05, 0.15]),
-    seed=st.integers(0, 2**16),
-)
-def test_a_noisy_knee_is_never_read_linear(knee, law, noise, seed):
+def _a_noisy_knee_is_never_read_linear(knee, law, noise, seed):
     rng = random.Random(seed)
     top = knee + 40 if law == "exp" else 4 * knee
     depths = sorted({round(2 ** (k / 3)) for k in range(0, 40) if 2 ** (k / 3) <= top})
@@ -243,6 +237,21 @@ def test_a_noisy_knee_is_never_read_linear(knee, law, noise, seed):
             v.knee.after.base if v.knee.after.kind == "exponential" else None,
             v.knee.after.exponent,
         )
+
+
+# 8 examples by default, 25 under -m slow
+test_a_noisy_knee_is_never_read_linear, test_a_noisy_knee_many = property_twins(
+    _a_noisy_knee_is_never_read_linear,
+    {
+        "knee": st.sampled_from([16, 32, 48]),
+        "law": st.sampled_from(["p2", "exp"]),
+        "noise": st.sampled_from([0.0, 0.05, 0.15]),
+        "seed": st.integers(0, 2**16),
+    },
+    quick=8,
+    many=25,
+    deadline=None,
+)
 
 
 @pytest.mark.parametrize("b", [1.5, 2.0, 3.0])

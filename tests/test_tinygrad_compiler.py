@@ -83,7 +83,8 @@ def test_every_mode_runs_without_a_compiler(tmp_path, fake_compilers):
     assert sorted(r["mode"] for r in report["results"]) == sorted(BACKEND_MODES["tinygrad"])
     for r in report["results"]:
         assert r["error"] is None, r["error"]
-        # the depths asked for, in order; time decides here, so round-robin passes may measure them again (#35)
-        assert [p["depth"] for p in r["points"]][:3] == [1, 2, 3]
+        # the depths asked for, in order; time decides here, so round-robin passes (#35) and re-measures of a noisy
+        # depth (under load: 1, 2, 2, 3) may measure them again
+        assert list(dict.fromkeys(p["depth"] for p in r["points"]))[:3] == [1, 2, 3]
         assert {p["depth"] for p in r["points"]} == {1, 2, 3}
     assert not log.exists(), log.read_text()

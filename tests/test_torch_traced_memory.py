@@ -173,3 +173,18 @@ def test_guard_reads_concat_historys_memory_from_saved_bytes_on_torch_traced(tmp
     ex = results["concat_history"]["explained"]
     assert ex["memory_raw_kind"] == "superlinear-memory" and results["concat_history"]["memory"]["kind"] == "linear"
     assert "saved-for-backward bytes limited to depth^1.2 but grow as depth^1.9" in run.stdout
+
+
+def test_standard_chains_save_the_same_bytes_per_layer_on_torch_traced():
+    """probes/chains.py: the standard chains keep exactly the same bytes per layer (all of them, reuse's variants too,
+    measured by hand on 2026-12-05: the same bytes as eager's hooks except svd2/svd3, where eager counts a view of a
+    saved factor apart and the joint graph resolves it to the factor: 24 bytes fewer per layer, still linear)."""
+    require("torch")
+    from adprof.backends import torch_backend as tb
+
+    names = ("linear", "matmul", "sin", "mul", "svd2")
+    standard = [c for c in load_chains(str(ROOT / "probes" / "chains.py")) if c.name in names]
+    for ch in standard:
+        values = [tb.traced_saved_bytes(tb._fn(ch, d), tb._input(ch))[0] for d in (1, 2, 3)]
+        steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+        assert len(set(steps)) == 1 and steps[0] > 0, (ch.name, ch.params, values)

@@ -93,6 +93,9 @@ def test_jax_compile_phases_come_from_jax_monitoring():
     assert all(src.startswith("jax.monitoring /jax/core/compile/") for src in pt.extra["phase_seconds_from"].values())
     assert all(pt.times[ph] > 0 for ph in ("transform", "lower", "compile"))
     assert pt.metrics["transform"]["jaxpr_eqns"] > 0
+    # XLA compiles on its own threads: the process's CPU time of every run sits beside its wall time (issue #35)
+    assert pt.extra["cpu_clock"] == dict.fromkeys(("transform", "lower", "compile"), "process")
+    assert all(len(pt.cpu_samples[ph]) == len(pt.samples[ph]) for ph in ("transform", "lower", "compile"))
 
 
 def test_torch_compile_phases_are_attributed_from_compile_times():

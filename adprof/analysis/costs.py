@@ -8,8 +8,9 @@ from typing import Any
 
 from adprof.analysis.growth import fit_growth, interval_text, predict
 from adprof.analysis.knee import MIN_AFTER, find_knee
+from adprof.analysis.settle import settle
 from adprof.analysis.span import require_span
-from adprof.constants import NOMINAL_CLOCK
+from adprof.constants import CPU_CLOCK, CPU_CLOCKS, NOMINAL_CLOCK, PROCESS_CPU_CLOCK
 from adprof.model import (
     COUNTER_KEYS,
     Decider,
@@ -49,15 +50,15 @@ def metric_value(point: Point, phases: tuple[str, ...], name: str) -> float | No
     return float(sum(present)) if present else None
 
 
-#: The thread's CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at
-#: the median point, the fastest run of each timed phase spent at least this share of its wall time on the measuring
-#: thread's CPU, or runnable and waiting for a core (preempted by the machine's load, where the point kept its
-#: run-queue waits: :func:`adprof.model.wait_key`): the work runs there. A backend whose work runs in other threads,
-#: or sleeps, keeps the wall clock.
+#: The CPU time reads a time-decided cost in place of the wall clock (issue #35) where it covers the wall: at the
+#: median point, the fastest run of each timed phase spent at least this share of its wall time on the CPU (the
+#: measuring thread's, or the process's where the backend measured that: ``Point.extra["cpu_clock"]``), or runnable and
+#: waiting for a core (preempted by the machine's load, where the point kept its run-queue waits:
+#: :func:`adprof.model.wait_key`): the work runs there. A backend whose work runs elsewhere (another process, a
+#: device), or sleeps, keeps the wall clock.
 CPU_COVERS = 0.8
 #: Whether the CPU clock is used where it covers (the flip-rate benchmark measured it: docs/guards.md "flip rates").
 CPU_CLOCK_ON = True
-CPU_CLOCK = "thread CPU (thread_time)"
 
 
 def covered_share(wall: float, cpu: float, wait: float | None = None) -> float:
@@ -68,13 +69,21 @@ def covered_share(wall: float, cpu: float, wait: float | None = None) -> float:
     return (cpu + (wait or 0.0)) / wall
 
 
-def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
-    """The series' time is read on the thread's CPU clock: every measured point carries ``cpu_samples`` beside the
-    ``samples`` of each timed phase of ``phases``, and at the median point they cover the wall (:data:`CPU_COVERS`,
+def _phase_clock(point: Point, phase: str) -> str:
+    """Whose CPU time a phase's ``cpu_samples`` are: the process's (``extra["cpu_clock"]``) or the thread's."""
+    named = point.extra.get("cpu_clock")
+    return str(named.get(phase, "thread")) if isinstance(named, dict) else "thread"
+
+
+def cpu_clock_name(series: Series, phases: tuple[str, ...]) -> str | None:
+    """The CPU clock the series' time is read on (:data:`CPU_CLOCK` or :data:`PROCESS_CPU_CLOCK`), or None (the
+    wall clock): every measured point carries ``cpu_samples`` beside the ``samples`` of each timed phase of
+    ``phases``, all of one clock, and at the median point they cover the wall (:data:`CPU_COVERS`,
     :func:`covered_share`)."""
     if not CPU_CLOCK_ON:
-        return False
+        return None
     shares: list[float] = []
+    clocks: set[str] = set()
     for p in series.points:
         timed = [ph for ph in phases if p.times.get(ph) is not None]
         if p.censored or not timed:
@@ -82,13 +91,21 @@ def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
         for ph in timed:
             walls, cpus = p.samples.get(ph), p.cpu_samples.get(ph)
             if not walls or not cpus or len(walls) != len(cpus):
-                return False
+                return None
+            clocks.add(_phase_clock(p, ph))
             waits = p.extra.get(wait_key(ph))
             if not isinstance(waits, list) or len(waits) != len(walls):
                 waits = None
             i = min(range(len(walls)), key=walls.__getitem__)
             shares.append(covered_share(walls[i], cpus[i], None if waits is None else float(waits[i])))
-    return bool(shares) and sorted(shares)[len(shares) // 2] >= CPU_COVERS
+    if len(clocks) != 1 or not shares or sorted(shares)[len(shares) // 2] < CPU_COVERS:
+        return None
+    return PROCESS_CPU_CLOCK if clocks == {"process"} else CPU_CLOCK
+
+
+def cpu_clock(series: Series, phases: tuple[str, ...]) -> bool:
+    """The series' time is read on a CPU clock (:func:`cpu_clock_name`)."""
+    return cpu_clock_name(series, phases) is not None
 
 
 def time_repeats(point: Point, phases: tuple[str, ...], cpu: bool = False) -> list[float] | None:
@@ -165,17 +182,21 @@ def fit_cost(
     coarse: bool = False,
     family: str | None = None,
 ) -> Fit | None:
-    cpu = source == "time" and cpu_clock(series, phases)
+    cpu_name = cpu_clock_name(series, phases) if source == "time" else None
+    cpu = cpu_name is not None
     d, v, c = series_values(series, phases, source, name, cpu)
     if not d:
         return None
+    settled = None
+    if source != "time" and backend_info_of(series).specializes_shapes:  # read from the depth the count settles on
+        d, v, c, settled = settle(d, v, c, program_ops(series, d))
     label = "+".join(phases)
     metric = {
         "counters": f"counters[{label}]: " + "+".join(backend_info_of(series).deciding_counters or COUNTER_KEYS),
         "metric": f"{name}: {metric_where(series, phases, name, label)}",
         "time": f"time: {timed_label(series, phases)}",
     }[source]
-    clock = CPU_CLOCK if cpu else series.clock or "wall (perf_counter)" if source == "time" else ""
+    clock = cpu_name if cpu_name is not None else series.clock or "wall (perf_counter)" if source == "time" else ""
     fit = fit_growth(
         d,
         v,
@@ -190,11 +211,20 @@ def fit_cost(
         family=family,
     )
     fit.axis = series.axis
+    fit.settled = settled
     if source == "metric":
         fit.metric_name = name
     if source == "time" and series.statistic:
         fit.statistic = series.statistic
     return require_span(fit) if source == "time" and family is None else fit  # a class's rate: the class decided
+
+
+def program_ops(series: Series, depths: list[int]) -> list[float | None]:
+    """The program's size (``Point.program["ops"]``) at each of ``depths`` (None where a point carries none)."""
+    ops: dict[int, float | None] = {}
+    for p in series.points:
+        ops.setdefault(p.depth, (p.program or {}).get("ops"))
+    return [ops.get(d) for d in depths]
 
 
 PATHOLOGY_KINDS = ("exponential", "superlinear", "mild")
@@ -207,7 +237,7 @@ def cpu_check(series: Series, phases: tuple[str, ...], time_fit: Fit) -> None:
     (Eager backward of the peers, whose points carry ``backward_cpu_calls``: the thread's CPU seconds.)"""
     if time_fit.kind not in PATHOLOGY_KINDS or phases not in (("backward",), ("backward0",)) or series.mode != "eager":
         return
-    if time_fit.clock == CPU_CLOCK:  # the CPU time decided already
+    if time_fit.clock in CPU_CLOCKS:  # the CPU time decided already
         return
     warm = phases == ("backward",)  # the steady calls 1.., else call 0 (the cache miss)
     ds, vs, cs = [], [], []

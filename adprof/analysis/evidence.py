@@ -8,7 +8,7 @@ from adprof.analysis.choice import choice_text
 from adprof.analysis.costs import metric_where, next_depth
 from adprof.analysis.explain import phase_name
 from adprof.analysis.growth import halving_reading, interval_text, predict
-from adprof.model import Fit, Series, Verdict, counter_totals
+from adprof.model import Fit, Series, Verdict, backend_info_of, counter_totals
 from adprof.verdicts import Source
 from adprof.words import fit_figure, fit_interval
 
@@ -36,6 +36,21 @@ def describe_fit(fit: Fit, label: str, plural: bool = False) -> str:
             return f"{label} flat {over}: no measurable growth"
         return f"{label} linear, {text} {over}"
     return f"{label} inconclusive {over}: {fit.reason or '; '.join(fit.notes) or 'not enough points'}"
+
+
+def describe_settled(fit: Fit, series: Series, label: str) -> str | None:
+    """The line of depths left out below a settled count (``Fit.settled``), or None."""
+    st = fit.settled
+    if st is None or not st.dropped:
+        return None
+    why = backend_info_of(series).specializes_shapes or "the compile specializes small shapes"
+    dropped = ", ".join(str(d) for d in st.dropped)
+    values = " / ".join(f"{x:,.0f}" for x in st.dropped_values)
+    return (
+        f"depths {dropped} left out of {label}: {why}; the program is the same {st.ops:g} ops at every depth, and "
+        f"the count settles from depth {st.depth} on ({st.level:,.0f}, within {100 * st.spread:.2f}%; {values} "
+        "at the depths left out)"
+    )
 
 
 def describe_halving(fit: Fit) -> str | None:
@@ -98,6 +113,9 @@ def fit_evidence(v: Verdict, series: Series, fit: Fit, label: str, call0_note: s
     """The deciding fit's lines (and the key ones among them), its notes, and its prediction (``plural``: the label
     is a plural noun)."""
     v.evidence.append(describe_fit(fit, label, plural))
+    settled = describe_settled(fit, series, label)
+    if settled:
+        v.evidence.append(settled)
     v.evidence.append(decided_by(fit, series, label))
     choice = describe_choice(fit)
     if choice:

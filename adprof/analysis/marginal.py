@@ -30,7 +30,7 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
     scale = max(float(np.max(np.abs(v))), 1e-300)
     pos = m > 1e-12 * scale
     level, spread = float(np.min(v)), float(np.max(v) - np.min(v))
-    if not pos.all() and level > 0 and spread <= JITTER * level:
+    if jitter(d, v):
         # a count that does not keep rising and moves by under a percent (86,657 / 86,658 / 86,659 Python calls):
         # jitter of a flat cost, not one growing step
         fit.kind, fit.exponent, fit.interval = "linear", 0.0, [0.0, 0.0]
@@ -89,6 +89,17 @@ def marginal_reading(d: np.ndarray, v: np.ndarray, fit: Fit) -> None:
         fit.kind, fit.reason = "inconclusive", "too few growing steps to tell an exponential from a power law"
         return
     fit.kind, fit.reason = power_kind(p, *fit.interval)
+
+
+def jitter(d: np.ndarray, v: np.ndarray) -> bool:
+    """Exact values that do not rise at every step and stay within :data:`JITTER` of their (positive) level: a flat
+    cost with jitter."""
+    if len(v) < 2:
+        return False
+    m = np.diff(v) / np.diff(d)
+    scale = max(float(np.max(np.abs(v))), 1e-300)
+    level, spread = float(np.min(v)), float(np.max(v) - np.min(v))
+    return bool(not (m > 1e-12 * scale).all() and level > 0 and spread <= JITTER * level)
 
 
 def second_difference_bases(d: np.ndarray, v: np.ndarray, n: int) -> np.ndarray | None:

@@ -333,7 +333,9 @@ class Backend:
     * ``unsupported_ops``: ops of hunt's generator language the backend lacks; ``no_nested_grad``: modes that
       cannot nest the chain's own gradient (``xp.grad``); ``named_by_profile``: tables name the engine by its
       profile (``v08``), not the backend; ``hunt_plans[mode]``: how hunt searches, checks and attributes a
-      generator in that mode (:class:`~adprof.backend_info.HuntPlan`; absent: a peer's whose points are cheap).
+      generator in that mode (:class:`~adprof.backend_info.HuntPlan`; absent: a peer's whose points are cheap);
+      ``specializes_shapes[mode]``: how the mode's compile specializes small shapes, in words (its exact counts are
+      then read from the depth they settle on where the program is the same at every depth).
     """
 
     name: ClassVar[str] = ""
@@ -380,6 +382,7 @@ class Backend:
     no_nested_grad: ClassVar[tuple[str, ...]] = ()
     named_by_profile: ClassVar[bool] = False
     hunt_plans: ClassVar[Mapping[str, HuntPlan]] = {}
+    specializes_shapes: ClassVar[Mapping[str, str]] = {}
 
     _prepared: bool = False
 
@@ -421,6 +424,7 @@ class Backend:
             nests_grad=mode not in self.no_nested_grad,
             named_by_profile=self.named_by_profile,
             hunt=self.hunt_plans.get(mode, HuntPlan()),
+            specializes_shapes=self.specializes_shapes.get(mode, ""),
         )
 
     def series_fields(self, mode: str) -> dict[str, Any]:

@@ -290,6 +290,14 @@ class TorchBackend(ModuleBackend):
         }
     }
     remedies = {"compile": (REGIONAL_COMPILE, FEWER_UNROLLED, TORCH_SCAN)}
+    #: each point is a fresh static compile; its kernels depend on the concrete sizes below Inductor's thresholds
+    specializes_shapes = {
+        "compile": (
+            "torch.compile specializes small shapes: Inductor unrolls a reduction of fewer than 8 elements "
+            "(unroll_reductions_threshold) into pointwise code, turns a size-1 one into a pointwise op and picks its "
+            "C++ vectorization by size"
+        )
+    }
     bound_tails = {
         "compile": {
             "inductor_loop_body_ops": (

@@ -44,7 +44,7 @@ from adprof.backends.base import (
     no_phase,
     record_metric,
     record_samples,
-    timed,
+    timed_block,
 )
 from adprof.backends.instructions import counted_phase
 from adprof.backends.memory import SAVED, CallMemory, Retained, memory_time
@@ -64,6 +64,7 @@ from adprof.backends.peer_common import (
 from adprof.backends.peer_common import measure_eager as _eager_loop
 from adprof.chain import Chain
 from adprof.model import WARMUP_PHASE, Point
+from adprof.util.cpu import process_cpu, record_process_cpu
 
 XLA_SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 if "jax" not in sys.modules:
@@ -248,15 +249,22 @@ def _listen_for_durations() -> None:
         _listening["registered"] = True
 
 
-def attributed(phase: str, step: Any) -> tuple[float, Any, bool]:
+def attributed(phase: str, step: Any, used: dict[str, list[float | None]] | None = None) -> tuple[float, Any, bool]:
     """``(seconds, step(), from_event)``: the step timed, its seconds taken from JAX's duration event for the
-    phase when it fired during the step (summed), else the wall time."""
+    phase when it fired during the step (summed), else the wall time. ``used``: the step's process CPU seconds and
+    run-queue wait are appended to its ``cpu`` and ``wait`` lists (XLA compiles on its own threads, which the
+    calling thread's CPU clock does not see: :mod:`adprof.util.cpu`)."""
     _durations.clear()
     _listening["recording"] = True
     try:
-        wall, out = timed(step)
+        with timed_block() as t, process_cpu() as clock:
+            out = step()
     finally:
         _listening["recording"] = False
+    wall = t["seconds"]
+    if used is not None:
+        used.setdefault("cpu", []).append(clock["cpu_seconds"])
+        used.setdefault("wait", []).append(clock["wait_seconds"])
     secs = [s for name, s in _durations if name == COMPILE_EVENTS[phase]]
     _durations.clear()
     return (sum(secs), out, True) if secs else (wall, out, False)
@@ -312,6 +320,7 @@ def measure_compile(
             jax.jit(jax.grad(_fn(chain, 1))).lower(x).compile()
         hits_before = len(_cache_events)
         samples: dict[str, list[float]] = {"transform": [], "lower": [], "compile": []}
+        used: dict[str, dict[str, list[float | None]]] = {ph: {} for ph in samples}
         totals: list[float] = []
         by_event: set[str] = set()
         traced = compiled = None
@@ -320,13 +329,13 @@ def measure_compile(
             g = jax.jit(jax.grad(_fn(chain, depth)))  # a fresh function per repeat
             phase = "transform"
             on_phase(phase, None)
-            t_trace, traced, ev_trace = attributed(phase, lambda g=g: g.trace(x))
+            t_trace, traced, ev_trace = attributed(phase, lambda g=g: g.trace(x), used[phase])
             phase = "lower"
             on_phase(phase, None)
-            t_lower, lowered, ev_lower = attributed(phase, traced.lower)
+            t_lower, lowered, ev_lower = attributed(phase, traced.lower, used[phase])
             phase = "compile"
             on_phase(phase, None)
-            t_compile, compiled, ev_compile = attributed(phase, lowered.compile)
+            t_compile, compiled, ev_compile = attributed(phase, lowered.compile, used[phase])
             del lowered
             by_event.update(
                 n for n, ev in (("transform", ev_trace), ("lower", ev_lower), ("compile", ev_compile)) if ev
@@ -336,6 +345,7 @@ def measure_compile(
             totals.append(t_trace + t_lower + t_compile)
         for name, values in samples.items():
             record_samples(pt, name, values)
+        record_process_cpu(pt, used)
         pt.extra["compile_cache_hits"] = len(_cache_events) - hits_before
         pt.extra["phase_seconds_from"] = {
             ph: ("jax.monitoring " + COMPILE_EVENTS[ph]) if ph in by_event else "wall (perf_counter)" for ph in samples

@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import inspect
 import sys
+import time
 import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -56,12 +58,13 @@ from adprof.backends.base import (
     no_phase,
     record_metric,
     record_samples,
+    run_queue_wait,
     timed,
 )
 from adprof.backends.builtin import TORCH_COMPILE_PHASES
 from adprof.backends.peer_common import check_finite, check_output, failure, first_time
 from adprof.chain import Chain
-from adprof.model import Point
+from adprof.model import Point, wait_key
 from adprof.util import procs
 
 #: ``compile_times()`` keys summed into each phase (``inductor_codegen`` = ``compile_fx_inner`` minus the C++).
@@ -99,6 +102,39 @@ def _count_loop_bodies() -> None:
     loop_body.LoopBody._init_with_tracing = counting
 
 
+#: The calling thread's CPU seconds and run-queue wait inside Inductor's ``_compile_fx_inner`` (lowering, fusion, code
+#: generation, and the wait for gcc, which spends no CPU of this thread), summed over the forward's and the
+#: backward's compile since the last reset.
+_inner_cpu: dict[str, float | None] = {"cpu": 0.0, "wait": 0.0}
+
+
+def _time_inner_compiles() -> None:
+    """Time Inductor's ``_compile_fx_inner`` on the calling thread's CPU clock (``compile_threads = 1``: its work runs
+    on this thread), with the thread's run-queue wait (issue #35: a loaded machine preempts the codegen, whose wall
+    time then grows with the load and not with the work). ``compile_fx_inner`` looks the function up at each call."""
+    try:
+        from torch._inductor import compile_fx
+    except ImportError:
+        return
+    original = getattr(compile_fx, "_compile_fx_inner", None)
+    if original is None or getattr(original, "__adprof_cpu__", False):
+        return
+
+    @functools.wraps(original)
+    def on_cpu_clock(*args: Any, **kwargs: Any) -> Any:
+        w0, c0 = run_queue_wait(), time.thread_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            c1, w1 = time.thread_time(), run_queue_wait()
+            _inner_cpu["cpu"] = (_inner_cpu["cpu"] or 0.0) + (c1 - c0)
+            waited = _inner_cpu["wait"]
+            _inner_cpu["wait"] = None if waited is None or w0 is None or w1 is None else waited + max(0.0, w1 - w0)
+
+    on_cpu_clock.__adprof_cpu__ = True  # type: ignore[attr-defined]
+    compile_fx._compile_fx_inner = on_cpu_clock
+
+
 def configure() -> None:
     """Once per process: caches off, Inductor compiling in this process, loop-body counting, quiet warnings."""
     if _configured:
@@ -112,6 +148,7 @@ def configure() -> None:
     warnings.filterwarnings("ignore", module=r"torch\._dynamo.*")
     warnings.filterwarnings("ignore", module=r"torch\._inductor.*")
     _count_loop_bodies()
+    _time_inner_compiles()
     _configured.append(True)
 
 
@@ -241,6 +278,8 @@ def _measure(
     phase = "compile_forward"
     samples: dict[str, list[float]] = {ph: [] for ph in TORCH_COMPILE_PHASES}
     walls: list[float] = []
+    codegen_cpu: list[float | None] = []  # the calling thread's CPU seconds in Inductor's compile, per repeat
+    codegen_wait: list[float | None] = []  # ... and its run-queue wait
     last_dir = ""
     try:
         warm_up(xp, on_phase)
@@ -259,6 +298,7 @@ def _measure(
             with fresh_compile(keep=True) as last_dir:
                 x = torch.tensor(a, requires_grad=True)
                 fn = torch.compile(bind(chain, depth))
+                _inner_cpu.update(cpu=0.0, wait=0.0)
                 phase = "compile_forward"
                 on_phase(phase, None)
                 t_forward, y = timed(lambda fn=fn, x=x: fn(x))
@@ -277,12 +317,15 @@ def _measure(
                 walls.append(t_forward + t_backward)
                 for ph, t in attributed.items():
                     samples[ph].append(t)
+                codegen_cpu.append(_inner_cpu["cpu"])
+                codegen_wait.append(_inner_cpu["wait"])
                 del y
                 phase = "run"
                 if not more_repeats(walls, repeats):  # the last repeat's compiled function runs steady
                     _steady_run(pt, fn, a, on_phase, repeats)
         for ph, values in samples.items():
             record_samples(pt, ph, values)
+        _record_codegen_cpu(pt, codegen_cpu, codegen_wait)
         for ph, values in metrics.items():
             for name, value in values.items():
                 record_metric(pt, ph, name, value)
@@ -298,6 +341,18 @@ def _measure(
         if last_dir:
             procs.remove_dir(last_dir)
     return pt
+
+
+def _record_codegen_cpu(pt: Point, cpus: list[float | None], waits: list[float | None]) -> None:
+    """``inductor_codegen``'s CPU seconds beside its walls (``cpu_samples``: the calling thread's CPU time in Inductor's
+    compile; the C++ compile runs in gcc's own process, not on it), and the thread's run-queue waits
+    (``extra[wait_key(phase)]``), one per repeat; nothing where a repeat has none."""
+    ph = "inductor_codegen"
+    if not cpus or len(cpus) != len(pt.samples.get(ph, ())) or any(c is None for c in cpus):
+        return
+    pt.cpu_samples[ph] = [float(c) for c in cpus if c is not None]
+    if all(w is not None for w in waits) and len(waits) == len(cpus):
+        pt.extra[wait_key(ph)] = [float(w) for w in waits if w is not None]
 
 
 def _compile_calls(

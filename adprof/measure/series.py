@@ -934,7 +934,7 @@ def run_series(
             and series.points
             and time_decided(series.points[0], spec.mode, series.deciding_metrics, spec.phases)
         ):
-            _run_time_series(run, time_schedule(spec, cfg))
+            _run_time_series(run, time_schedule(spec, run.cfg))  # run.cfg: the chain's own cap
             run.confirm_jumps()
             return series
         if last is not None:

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from adprof.constants import CPU_CLOCKS
 from adprof.measure import bounds
 from adprof.model import Fit, Point, cost_phases, model_cost, time_value
 
@@ -395,7 +396,10 @@ class TimeSchedule:
             # the deepest depth decides most (and whether to go deeper): a second run there before the rest
             return Step(under[-1], CONFIRM, low[-1])
         if fit is not None and front.reason is not Deepening.OPEN and open_reading(fit) and not flat(fit):
-            shaky = shaky_depth(costs, keep)
+            # the minimum the fit reads: on the CPU clock, preemption does not make it shaky (a compile under load
+            # read its wall minimum shaky and spent 8 repeats on one depth, and the budget, short of the tail)
+            firm = cpu_costs(points, self.mode, self.phases) if fit.clock in CPU_CLOCKS else None
+            shaky = shaky_depth(firm or costs, keep)
             if shaky is not None:
                 return Step(shaky, REPEAT, min(costs[shaky]))
         return (None if flat(fit) or self._crowded(under) else self._refine(under, low, keep)) or self._sweep(
@@ -515,6 +519,21 @@ class TimeSchedule:
         under = sorted(d for d in costs if d not in over)
         counts = {len(costs[d]) for d in informative(under, fit, {d: len(costs[d]) for d in under})}
         return counts.pop() if len(counts) == 1 else 0
+
+
+def cpu_costs(points: Sequence[Point], mode: str, phases: Sequence[str] = ()) -> dict[int, list[float]] | None:
+    """The CPU seconds per depth of the exact points (each point's least run, its cost phases summed run by run), or
+    None where a point lacks CPU samples of a timed cost phase."""
+    out: dict[int, list[float]] = {}
+    for p in points:
+        if p.censored:
+            continue
+        names = [ph for ph in (tuple(phases) or cost_phases(mode)) if p.times.get(ph) is not None]
+        lists = [p.cpu_samples.get(ph) or [] for ph in names]
+        if not names or not all(lists) or len({len(x) for x in lists}) != 1:
+            return None
+        out.setdefault(p.depth, []).append(min(sum(col) for col in zip(*lists, strict=True)))
+    return out
 
 
 def shaky_chance(runs: Sequence[float]) -> float:
