@@ -80,6 +80,20 @@ def test_an_interval_spanning_the_limit_is_undecided_not_a_failure():
     assert measured_text(check) == "exponent 2.38 [1.25, 4.26]"
 
 
+def test_a_first_call_reading_over_the_limit_only_by_its_bottom_is_undecided_not_a_failure():
+    # torch eager `gated`, one busy loop, quiet machine: the cold first call (one sample per depth) read
+    # d^1.62 [1.31, 1.94] while the steady backward read linear; a steady reading with these figures fails
+    steady = noisy_result(rate=1.62, interval=(1.31, 1.94))
+    assert check_result(steady, LIMITS, tolerance_for(steady)).outcome is Outcome.FAILED
+    first = noisy_result(rate=1.62, interval=(1.31, 1.94), kind=model.SUPERLINEAR_TRANSFORM)
+    first.verdict.call0_fit = first.verdict.fit
+    check = check_result(first, LIMITS, tolerance_for(first))
+    assert check.outcome is Outcome.UNDECIDED and check.reading is Reading.UNDECIDED
+    clear = noisy_result(rate=2.4, interval=(1.6, 3.1), kind=model.SUPERLINEAR_TRANSFORM)  # all over 1.495
+    clear.verdict.call0_fit = clear.verdict.fit
+    assert check_result(clear, LIMITS, tolerance_for(clear)).outcome is Outcome.FAILED
+
+
 def test_a_clear_pathology_and_a_clean_pass_are_unchanged():
     clear = noisy_result(rate=2.38, interval=(1.9, 2.9))  # the whole interval above 1.495
     check = check_result(clear, LIMITS, tolerance_for(clear))

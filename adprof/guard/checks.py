@@ -98,7 +98,8 @@ def _noisy(
     decided = (
         noise.inconclusive_outcome(low, high, bound)
         if kind is None
-        else noise.time_outcome(rate, low, high, bound, limit)
+        # call 0 is one cold sample per depth: only an interval all over the widened limit fails on it
+        else noise.time_outcome(rate, low, high, bound, None if fit is result.verdict.call0_fit else limit)
     )
     v = result.verdict
     if decided is Outcome.HELD:  # inconclusive, but every plausible rate holds the limit
