@@ -276,10 +276,32 @@ def test_a_re_measure_that_decides_ends_the_undecided_outcome():
 def test_no_re_measure_past_the_budget():
     report = Report(results=[noisy_result()])
     runner = Runner((1.3, 3.9))
-    assert settle_noisy(report, [_spec(r) for r in report.results], _cfg(budget=0.5), LIMITS, runner) == {}
+    (first,) = report.results
+    per_repeat = noise_rule.series_seconds(first.series) / 5 * noise_rule.BUDGET_SAFETY
+    cfg = dataclasses.replace(_cfg(budget=noise_rule.MIN_REMEASURE_REPEATS * per_repeat * 0.9), reserve=0.0)
+    assert settle_noisy(report, [_spec(r) for r in report.results], cfg, LIMITS, runner) == {}
     assert runner.calls == []
     (check,) = guard_checks(report, LIMITS).checks
     assert check.outcome is Outcome.UNDECIDED and "not re-measured" in reason_text(check)
+
+
+def test_a_re_measure_past_the_budget_is_cut_to_the_repeats_it_affords():
+    """The issue's flip run: the repeats that would decide cost more than is left, yet a fresh reading at what the
+    budget affords is made (before, the series stayed undecided, "not re-measured: 69.6 s needed" of 55 s left)."""
+    first = noisy_result(interval=(1.3, 9.0), repeats=5)  # far from decided: the full need is MAX_REPEATS
+    per_repeat = noise_rule.series_seconds(first.series) / 5 * noise_rule.BUDGET_SAFETY
+    full = noise_rule.MAX_REPEATS * per_repeat
+    cfg = dataclasses.replace(_cfg(budget=full / 2), reserve=0.0)
+    report = Report(results=[first])
+    runner = Runner((2.0, 2.8))
+    counts = settle_noisy(report, [_spec(first)], cfg, LIMITS, runner, rounds=1)
+    (call,) = runner.calls
+    repeats = call[0].repeats
+    assert noise_rule.MIN_REMEASURE_REPEATS <= repeats < noise_rule.MAX_REPEATS  # cut, not skipped
+    assert repeats * per_repeat <= full / 2  # within what was left
+    assert counts == {series_key(first.series): 1}
+    (check,) = guard_checks(report, LIMITS, remeasured=counts).checks
+    assert check.outcome is Outcome.FAILED  # the fresh reading decided
 
 
 # --------------------------------------------------------------------------- the text, JSON, JUnit, Markdown

@@ -37,6 +37,8 @@ REMEASURE_ROUNDS = 2
 REMEASURE_FACTOR = 4
 #: ... up to this many repeats per phase and depth.
 MAX_REPEATS = 64
+#: The fewest repeats per depth a re-measure cut down to the budget still makes (fewer: not worth a new worker).
+MIN_REMEASURE_REPEATS = 8
 #: A re-measure is started only when its estimated seconds, times this, fit in what is left of the budget.
 BUDGET_SAFETY = 1.5
 

@@ -75,9 +75,13 @@ def settle_noisy(
                 continue
             need = noise.repeats_to_decide(n.rate, n.low, n.high, n.limit, n.repeats) or n.repeats * 16.0
             repeats = min(noise.MAX_REPEATS, max(n.repeats * noise.REMEASURE_FACTOR, math.ceil(need * 1.2)))
-            cost = n.seconds * repeats / n.repeats * noise.BUDGET_SAFETY
-            if repeats <= n.repeats or cost > left:
+            per_repeat = n.seconds / n.repeats * noise.BUDGET_SAFETY
+            # the repeats that would decide may cost more than is left: a re-measure at what the budget affords
+            # is a fresh reading all the same (one slow depth in the first one is often all that kept it open)
+            repeats = min(repeats, math.floor(left / per_repeat)) if per_repeat > 0 else repeats
+            if repeats < max(n.repeats + 1, noise.MIN_REMEASURE_REPEATS):
                 continue
+            cost = per_repeat * repeats
             left -= cost
             todo.append(dataclasses.replace(spec, repeats=repeats))
             if spec.mode == "eager":  # eager samples are the warm calls
