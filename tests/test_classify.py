@@ -345,3 +345,26 @@ def test_a_line_then_a_quadratic_onset_is_still_a_change_of_regime():
     """Linear up to depth 8, then a quadratic excess: the knee is found and the law past it is read."""
     v = decide(_exact_backward({d: 100.0 * d + (0.0 if d <= 8 else 50.0 * (d - 8) ** 2) for d in KNEE_DEPTHS}))
     assert v.knee is not None and v.knee.depth == 8 and v.kind == model.SUPERLINEAR_BACKWARD, (v.kind, v.evidence)
+
+
+@pytest.mark.parametrize(
+    ("stop", "says_budget"),
+    [
+        (Stop(StopReason.BUDGET_SHARE, after=16, depth=32, seconds=17.5, limit=3.8), True),
+        (Stop(StopReason.BUDGET, after=8, depth=16, phase="compile_forward", seconds=2.5), True),
+        (Stop(StopReason.CAP, after=16, depth=16, phase="compile", seconds=70.0, limit=60.0), False),
+    ],
+)
+def test_too_few_depths_cut_by_the_budget_says_the_budget_not_the_cap(stop, says_budget):
+    """torch compile at the default 60 s budget over three chains: two depths each, stopped by the budget share;
+    the advice is more budget (with about how much), not "raise --cap"."""
+    s = traced_series([8, 16], lambda d: 50 * d, with_counters=False, backend="torch", profile=None, mode="compile")
+    for p in s.points:
+        p.wall_seconds = 7.5
+    s.stop = stop
+    v = decide(s)
+    assert v.kind == model.INCONCLUSIVE
+    assert ("budget ran out first" in v.reason) is says_budget
+    if says_budget:
+        assert "about 7.5 s more would measure 1 more" in v.reason and "--budget" in v.reason
+        assert "raise --cap" not in v.reason and v.reason in v.evidence

@@ -180,3 +180,26 @@ def test_a_growing_count_is_never_left_out(depths, p, base, exponential, a, ops_
         assert settled_from(depths, flat, ops) is None
     elif depths[-1] / depths[1] >= SETTLED_SPAN and len(depths) - 1 >= MIN_SETTLED:
         assert settled_from(depths, flat, ops) is not None
+
+
+def test_a_size_axis_starts_where_the_chain_says_not_at_the_modes_first_step():
+    """torch compile's mode depths start at 1 (a compile costs seconds: small layer steps); a chain that declares
+    its sizes from 8 is planned from 8, so the default budget is not spent on sizes Inductor specializes and the
+    reading then drops (measured at --budget 60: depths 1, 2, 3, 4 and nothing settled, `inconclusive`)."""
+    from adprof.chain.loader import load_chains
+    from adprof.measure.plan import plan_series
+
+    metas = [{**c.metadata(), "file": "probes/scaling.py"} for c in load_chains("probes/scaling.py")]
+    specs = plan_series(metas, ["torch"], None, "compile", [])
+    mode_depths = backends.get_backend("torch").mode_depths["compile"]
+    assert mode_depths[0] == 1
+    for spec in specs:
+        assert spec.depths == tuple(d for d in mode_depths if d >= 8), spec.chain
+        assert len(spec.depths) >= 3 and spec.depths[-1] / spec.depths[0] >= 4  # enough to settle
+    # a layer chain declaring nothing keeps the mode's steps; one declared from 1 too
+    layer = {**metas[0], "depths": list(range(1, 9)), "declared_depths": False, "axis": "layer"}
+    (spec,) = plan_series([layer], ["torch"], None, "compile", [])
+    assert spec.depths == tuple(mode_depths)
+    short = {**metas[0], "depths": [32, 64, 128, 256], "declared_depths": True}  # few mode steps past 32
+    (spec,) = plan_series([short], ["torch"], None, "compile", [])
+    assert spec.depths == (32, 64, 128, 256)

@@ -57,7 +57,7 @@ from adprof.analysis.evidence import (
     fit_evidence,
     phase_evidence,
 )
-from adprof.analysis.growth import fit_growth, halving_reading, interval_text, predict
+from adprof.analysis.growth import MIN_POINTS, fit_growth, halving_reading, interval_text, predict
 from adprof.analysis.jumps import (
     CONTRADICTING_EXCESS,
     cpu_values,
@@ -251,6 +251,7 @@ def _verdict(
         amortization_evidence(v, series)
     _cross_checks(v, series, predicted_base, structure)
     _schedule_end(v, series, fit)
+    _budget_short(v, series, fit)
     v.cause = explain.cause(
         v.kind,
         base=v.base,
@@ -657,6 +658,33 @@ def _schedule_end(v: Verdict, series: Series, fit: Fit) -> None:
     v.evidence.append(line)
     base = v.reason or fit.reason
     v.reason = f"{base}; {line}" if base else line
+
+
+#: Stops by the run's budget (not by the chain's cost): more budget measures more depths.
+_BUDGET_STOPS = (model.StopReason.BUDGET, model.StopReason.BUDGET_SHARE, model.StopReason.NOT_MEASURED)
+
+
+def _budget_short(v: Verdict, series: Series, fit: Fit) -> None:
+    """An inconclusive series the budget stopped before it had the depths a law needs says so, with about how much
+    more would measure them: "raise --cap" is no advice when the cap did not stop it (torch.compile at seconds per
+    point under the default 60 s shared by three series)."""
+    stop = series.stop
+    if v.kind != model.INCONCLUSIVE or stop is None or len(fit.depths) >= MIN_POINTS:
+        return
+    if stop.reason not in _BUDGET_STOPS:
+        return
+    walls = [p.wall_seconds for p in series.points if not p.censored and p.wall_seconds]
+    missing = MIN_POINTS - len(fit.depths)
+    more = (
+        f"about {missing * max(walls):.3g} s more would measure {missing} more"
+        if walls
+        else "more budget measures more"
+    )
+    v.reason = (
+        f"too few depths ({len(fit.depths)} measured, need {MIN_POINTS}): the budget ran out first; {more} "
+        "(rerun with a larger --budget, or fewer chains)"
+    )
+    v.evidence.append(v.reason)
 
 
 def _cross_checks(v: Verdict, series: Series, predicted_base: float | None, structure: Any) -> None:

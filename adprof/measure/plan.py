@@ -198,8 +198,20 @@ def series_depths(meta: dict[str, Any], backend: str, mode: str, counters: bool)
         own = meta.get("depths") if meta.get("bounded") else None
         if own:  # the chain's max_depth is a maximum there too
             return tuple(d for d in declared if d <= max(own)) or tuple(own)
+        start = _declared_start(meta)
+        if start > 1:
+            # the chain says where its axis starts (a size: 8 tokens, not 1): the mode's steps below it are spent on
+            # programs the chain does not mean (torch.compile specializes them: docs/classification.md)
+            kept = tuple(d for d in declared if d >= start)
+            return kept if len(kept) >= 3 else tuple(sorted(set(kept) | set(meta["depths"])))
         return tuple(declared)
     return None
+
+
+def _declared_start(meta: dict[str, Any]) -> int:
+    """The smallest depth the chain declared itself (1 when it declared none)."""
+    own = meta.get("depths") if meta.get("declared_depths") else None
+    return min(own) if own else 1
 
 
 #: Depths for backends measured on time only (no counters) when the chain declares no deep range: a 16x span,
