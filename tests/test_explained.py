@@ -261,3 +261,53 @@ def test_the_guards_limits_hold_the_excess_and_absolute_the_raw_growth(tmp_path)
     assert GuardLimits.from_pyproject(tmp_path).absolute is True
     assert parse_command(["guard", "x.py", "--absolute"]).absolute is True
     assert not parse_command(["guard", "x.py"]).absolute
+
+
+# --------------------------------------------------------------------------- time: a growth that shows late
+
+#: `check probes/scaling.py::dense4 --backend torch --mode eager` (torch 2.13, a quiet machine, --jobs 2): the
+#: steady backward's and the forward's time (us, the lower quartile of each depth's calls) and the program's FLOPs.
+#: The backward is a constant ~210 us until the matmuls show at the widest sizes, and its deepest point ran slow
+#: (607 us, beside 381 at 215): it read `superlinear-backward width^4.12 [3.18, 5.38]` (width^3.12 against its
+#: arithmetic's width^2.00), one run of four.
+DENSE4_DEPTHS = [8, 10, 12, 14, 15, 16, 19, 23, 27, 32, 38, 45, 54, 64, 76, 91, 108, 128, 152, 181, 215, 256]
+DENSE4_BACKWARD = [207, 221, 193, 191, 195, 209, 262, 219, 253, 237, 240, 255, 246, 215, 203, 209, 221, 256, 255, 321]
+DENSE4_BACKWARD += [381, 607]
+DENSE4_FORWARD = [217, 240, 216, 222, 215, 229, 280, 254, 295, 319, 337, 393, 432, 451, 552, 695, 875, 1137, 1488]
+DENSE4_FORWARD += [1981, 2843, 4067]
+SPREAD = (1.0, 1.02, 1.05, 1.1, 1.2)  # each depth's calls around its fastest
+
+
+def timed_series(depths, backward_us, forward_us, flops) -> Series:
+    """torch eager points decided on time: each depth's backward and forward calls (:data:`SPREAD` around the
+    given time), the program's FLOPs, no counters."""
+    pts = []
+    for d, b, f, fl in zip(depths, backward_us, forward_us, flops, strict=True):
+        samples = {"backward": [b * 1e-6 * s for s in SPREAD], "forward": [f * 1e-6 * s for s in SPREAD]}
+        p = Point(depth=d, times={k: v[0] for k, v in samples.items()}, samples=samples, wall_seconds=0.01)
+        p.program = {"ops": 10.0, "flops": float(fl), "bytes": None, "intermediate_bytes": 8.0 * fl}
+        pts.append(p)
+    return Series(chain="dense4", backend="torch", profile=None, mode="eager", points=pts, axis="width")
+
+
+def test_a_growth_that_shows_only_at_the_widest_sizes_is_no_finding():
+    flops = [32.0 * d * d for d in DENSE4_DEPTHS]
+    v = read(timed_series(DENSE4_DEPTHS, DENSE4_BACKWARD, DENSE4_FORWARD, flops))
+    assert v.explained is not None and v.explained.raw_kind in model.FINDINGS  # the raw reading: width^4
+    assert not v.is_finding and v.kind == model.LINEAR, (v.kind, v.evidence[:2])
+    assert "its growth shows above the overhead only over depths" in v.evidence[0]
+    # the guard holds its growth against its forward (flat: 1.0), not the undecided width^3.12 against arithmetic
+    assert model.held_rate(v)[1] == pytest.approx(1.0) and model.held_rate(v, absolute=True)[1] > 4.0
+
+
+@SETTINGS
+@given(extra=st.floats(0.6, 1.5, allow_subnormal=False), overhead=st.floats(0.0, 0.5, allow_subnormal=False))
+def test_a_time_growth_that_outgrows_its_arithmetic_over_a_wide_span_stays_a_finding(extra, overhead):
+    """The late-growth rule takes nothing from a backward whose excess shows over the whole range (its growing part
+    above a quarter of the overhead from 16 of 8..256): the hooked pathology over a size axis."""
+    depths = [8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256]
+    top = 256.0
+    back = [100.0 * overhead + 1000.0 * (d / top) ** (2.0 + extra) for d in depths]
+    fwd = [100.0 + 1000.0 * (d / top) ** 2.0 for d in depths]
+    v = read(timed_series(depths, back, fwd, [32.0 * d * d for d in depths]))
+    assert v.is_finding and v.kind in (model.SUPERLINEAR_BACKWARD, model.MILD_BACKWARD), (v.kind, v.evidence[:2])

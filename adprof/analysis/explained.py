@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 
 from adprof import model, words
+from adprof.analysis.span import visible_shortfall
 from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, power_kind
 from adprof.analysis.growth import fit_growth
 from adprof.constants import EXPONENTIAL_RATIO
@@ -306,11 +307,20 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
     head = f"the program grows {words.program_text(ex)}"
     line = f"{head}; read against it the cost grows {words.excess_text(ex) or kind} ({kind})"
     flat = ex.ratio_slope is not None and ex.ratio_slope < RATIO_FLAT  # the estimate itself, not its interval
-    if kind == "inconclusive" and flat and iv is not None and iv[0] < SUPERLINEAR_MIN:
+    short = visible_shortfall(cost) if kind in ("superlinear", "mild") else ""
+    if short:
+        # a healthy dense layer's backward is a constant until its matmuls show at the widest sizes: one slow
+        # point there reads width^4 against width^2, a rate the data cannot carry
+        kind = ex.excess_kind = "inconclusive"
+        line = f"{head}; read against it the cost grows {words.excess_text(ex)}, but {short} (inconclusive)"
+    if kind == "inconclusive" and flat and iv is not None and (iv[0] < SUPERLINEAR_MIN or short):
         # noisy time, undecided against the arithmetic: the gradient against its forward decides (it does not
         # outgrow it: the ratio stays flat), where it does not confidently outgrow the arithmetic either
         kind = ex.excess_kind = "linear"
         line += f"; against its forward it stays flat ({words.ratio_text(ex)}, slope {ex.ratio_slope:.2f}): linear"
+        # what a guard holds is then the gradient's growth against its forward, not the undecided excess
+        assert ex.ratio_slope is not None
+        ex.excess_exponent, ex.excess_interval = 1.0 + max(ex.ratio_slope, 0.0), None
     new = _verdict_kind(kind, backward)
     verdict.evidence.insert(0, line)
     verdict.key_evidence.insert(0, line)

@@ -13,12 +13,17 @@ Imports only the model.
 
 from __future__ import annotations
 
+import math
+
 from adprof.model import Fit
 
 #: Distinct depths a time-decided exponential reading needs.
 MIN_EXPONENTIAL_DEPTHS = 5
 #: Deepest over shallowest depth a time-decided power-law pathology (superlinear, mild) needs.
 MIN_SPAN = 4.0
+#: The growing part of ``a + c*d^p`` shows at a depth where it is at least this share of the overhead ``a``: below,
+#: it is within the noise of the constant (a load burst moves a point by more).
+VISIBLE_SHARE = 0.25
 
 
 def span_shortfall(kind: str, depths: list[int]) -> str:
@@ -40,6 +45,39 @@ def span_shortfall(kind: str, depths: list[int]) -> str:
     return ""
 
 
+def visible_span(fit: Fit) -> tuple[int, int] | None:
+    """The depths of a time-decided power law ``a + c*d^p`` over which its growing part shows above the overhead
+    (at least :data:`VISIBLE_SHARE` of ``a``): (shallowest, deepest) measured depth there; None for another model,
+    or no fitted parts. A growth that emerges from a large constant only at the last depths is read from those."""
+    if fit.model != "a + c*d^p" or fit.exponent is None or fit.overhead is None or fit.scale is None:
+        return None
+    depths = sorted(set(fit.depths))
+    if not depths or fit.exponent <= 0:
+        return None
+    a, c, top = max(fit.overhead, 0.0), fit.scale, float(depths[-1])
+    shown = [d for d in depths if c * (d / top) ** fit.exponent >= VISIBLE_SHARE * a]
+    if not shown or not math.isfinite(c):
+        return None
+    return shown[0], shown[-1]
+
+
+def visible_shortfall(fit: Fit) -> str:
+    """Why a time-decided power law's growth shows over too short a span to read a pathology ("" when it does):
+    the growing part over the overhead must itself span :data:`MIN_SPAN`."""
+    if fit.source != "time":
+        return ""
+    span = visible_span(fit)
+    if span is None:
+        return ""
+    lo, hi = span
+    if hi >= MIN_SPAN * max(lo, 1):
+        return ""
+    return (
+        f"its growth shows above the overhead only over depths {lo}..{hi} (x{hi / max(lo, 1):.2g}): time needs a "
+        f"span of x{MIN_SPAN:g} to tell its rate from noise"
+    )
+
+
 def require_span(fit: Fit) -> Fit:
     """``fit`` (time) made ``inconclusive`` with the reason where its depths do not span the growth it reads."""
     if fit.source != "time":
@@ -52,4 +90,12 @@ def require_span(fit: Fit) -> Fit:
     return fit
 
 
-__all__ = ["MIN_EXPONENTIAL_DEPTHS", "MIN_SPAN", "require_span", "span_shortfall"]
+__all__ = [
+    "MIN_EXPONENTIAL_DEPTHS",
+    "MIN_SPAN",
+    "VISIBLE_SHARE",
+    "require_span",
+    "span_shortfall",
+    "visible_shortfall",
+    "visible_span",
+]
