@@ -25,9 +25,9 @@ import math
 from collections.abc import Sequence
 
 from adprof import model, words
-from adprof.analysis.span import visible_shortfall
 from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, power_kind
 from adprof.analysis.growth import fit_growth
+from adprof.analysis.span import visible_shortfall
 from adprof.constants import EXPONENTIAL_RATIO
 from adprof.model import PROGRAM_FIGURES, Explained, Fit, MemoryVerdict, Point, Series, Verdict, classified_phases
 from adprof.words import fit_figure
