@@ -530,6 +530,9 @@ class Explained:
     memory_raw_kind: str = ""
     memory_excess_kind: str = ""
     memory_excess_exponent: float | None = None
+    #: The largest ratio of saved bytes to the basis (the intermediates) over the depths that carry both (None: not
+    #: read). At most 1 at every depth: the gradient saves no more than a tape that keeps each intermediate once.
+    memory_bound: float | None = None
 
     @property
     def program_fit(self) -> Fit | None:

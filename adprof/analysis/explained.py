@@ -39,8 +39,9 @@ from adprof.words import fit_figure
 RATIO_FLAT = LINEAR_MAX - 1.0
 #: Fewest depths a program figure (or a ratio) is read over.
 MIN_DEPTHS = 3
-#: The forward's phases, the first one timed is the forward's cost (eager: the forward call; traced: recording).
-FORWARD_PHASES = ("forward", "record")
+#: The forward's phases, the first one timed is the forward's cost (eager: the forward call; traced: recording;
+#: compile: the forward's own compile, measured beside the gradient's).
+FORWARD_PHASES = ("forward", "record", "forward_compile")
 #: The basis of each kind of cost, in order of preference (the first figure measured decides).
 RUN_BASIS = ("flops", "bytes", "ops")
 PROGRAM_BASIS = ("ops", "flops", "bytes")
@@ -291,7 +292,7 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
         if words.whose_text(ex):
             verdict.evidence.append(words.whose_text(ex))
     if verdict.memory is not None and not nested:
-        _apply_memory(ex, verdict.memory)
+        _apply_memory(ex, verdict.memory, series)
     return ex
 
 
@@ -335,8 +336,22 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
         verdict.reason = "" if new != model.INCONCLUSIVE else verdict.reason
 
 
-def _apply_memory(ex: Explained, mv: MemoryVerdict) -> None:
-    """Saved bytes read against the forward's intermediates."""
+def memory_bound(series: Series, basis: str) -> float | None:
+    """The largest ratio of saved-for-backward bytes to the program's ``basis`` figure over the depths that carry
+    both (None: fewer than :data:`MIN_DEPTHS` such depths)."""
+    ratios = {
+        p.depth: p.memory[model.SAVED_BYTES] / p.program[basis]
+        for p in series.points
+        if p.memory and p.memory.get(model.SAVED_BYTES) is not None and p.program and (p.program.get(basis) or 0) > 0
+    }
+    return max(ratios.values()) if len(ratios) >= MIN_DEPTHS else None
+
+
+def _apply_memory(ex: Explained, mv: MemoryVerdict, series: Series) -> None:
+    """Saved bytes read against the forward's intermediates. Where that reading is undecided (an exact figure
+    whose steps are uneven: XLA's fusion changes what is saved from one size to the next), saved bytes that never
+    exceed the intermediates at any depth are the program's own memory: the gradient saves no more than a tape
+    that keeps each intermediate once."""
     ex.memory_basis = max(
         (name for name in MEMORY_BASIS if name in ex.program_fits),
         key=lambda name: _growth_key(ex.program_fits[name]),
@@ -349,9 +364,17 @@ def _apply_memory(ex: Explained, mv: MemoryVerdict) -> None:
     if basis is None or fit is None or not ex.memory_superlinear or mv.kind not in _MEMORY_READ or mv.leaking:
         return
     kind, p, _, _ = excess(fit, basis)
+    line = f"the program grows {words.memory_program_text(ex)}; the saved bytes read against it: {kind}"
+    if kind == "inconclusive":
+        ex.memory_bound = memory_bound(series, "intermediate_bytes")  # whichever basis grows faster
+        if ex.memory_bound is not None and ex.memory_bound <= 1.0:
+            kind, p = "linear", 1.0
+            line += (
+                f"; at most {ex.memory_bound:.2f}x the forward's intermediates at every depth: no more than a tape "
+                "that keeps each intermediate once (linear)"
+            )
     ex.memory_excess_kind, ex.memory_excess_exponent = kind, p
     new = _memory_kind(kind)
-    line = f"the program grows {words.memory_program_text(ex)}; the saved bytes read against it: {kind}"
     mv.evidence.insert(0, line)
     if new == mv.kind:
         return
