@@ -64,6 +64,15 @@ def test_jax_compile_recompiles_every_repeat_and_counts_hlo():
     hlo = [p.metrics["compile"]["hlo_instructions"] for p in pts]
     assert hlo[2] - hlo[1] == 2 * (hlo[1] - hlo[0]) > 0  # exactly linear in depth
     assert backends_deciding("jax", "compile") == []
+    # the forward's own compile, once per point: what the gradient's compile is read against (issue #34)
+    for p in pts:
+        assert len(p.samples["forward_compile"]) == 1 and p.times["forward_compile"] > 0
+        assert p.cpu_samples["forward_compile"][0] > 0
+    from adprof.analysis.explained import gradient_ratio
+    from adprof.model import Series
+
+    depths, ratios, of = gradient_ratio(Series("sin", "jax", None, "compile", points=pts))
+    assert depths == [8, 16, 32] and of.endswith("/forward_compile") and all(r > 0 for r in ratios)
 
 
 def backends_deciding(name, mode):
@@ -203,3 +212,19 @@ def test_tinygrad_lacking_op_is_one_line():
     msg = info.value.message
     assert info.value.kind == "chain" and "\n" not in msg and len(msg) < 260
     assert "xp.linalg.svd is not offered on tinygrad" in msg and "chains.py line" in msg
+
+
+@pytest.mark.slow
+@_needs("torch")
+def test_torch_compile_measures_the_forwards_own_compile_beside_the_gradients():
+    """torch.compile of the gradient and, once per point, of the forward alone (no gradient: the inference graph):
+    the ratio the report shows as "gradient 1.5x its forward" (issue #34). About 30 s: gcc runs per compile."""
+    from adprof.analysis.explained import gradient_ratio
+    from adprof.model import Series
+
+    b = get_backend("torch")
+    pts = [b.measure_point(chains.sin, "compile", d, repeats=1) for d in (2, 4, 8)]
+    for p in pts:
+        assert len(p.samples["forward_compile"]) == 1 and p.times["forward_compile"] > 0
+    depths, ratios, of = gradient_ratio(Series("sin", "torch", None, "compile", points=pts))
+    assert depths == [2, 4, 8] and of.endswith("/forward_compile") and all(r > 0 for r in ratios)

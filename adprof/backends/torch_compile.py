@@ -173,6 +173,22 @@ def fresh_compile(directory: str | None = None, keep: bool = False) -> Iterator[
             procs.remove_dir(directory)
 
 
+#: The forward's own compile (``torch.compile(f)`` on an input that needs no gradient: Dynamo and Inductor of the
+#: inference graph only), once per point: what the gradient's compile is read against (issue #34); not a cost phase.
+FORWARD_COMPILE = "forward_compile"
+
+
+def _forward_compile(chain: Chain, depth: int, a: Any, bind: Callable[[Chain, int], Callable[[Any], Any]]) -> float:
+    """Seconds of the forward's own compile at ``depth`` in a fresh cache: its compile phases summed as the
+    gradient's are (the wall time of its first call where torch reports none)."""
+    with fresh_compile():
+        fn = torch.compile(bind(chain, depth))
+        with torch.no_grad():
+            wall, _ = timed(lambda: fn(torch.tensor(a)))
+        attributed = sum(compile_phases(_compile_times()).values())
+    return attributed if attributed > 0 else wall
+
+
 def compile_phases(times: Mapping[str, float]) -> dict[str, float]:
     """Seconds per phase from aggregated ``compile_times`` (key -> seconds)."""
     inductor = float(times.get(INDUCTOR_KEY, 0.0))
@@ -323,6 +339,10 @@ def _measure(
                 phase = "run"
                 if not more_repeats(walls, repeats):  # the last repeat's compiled function runs steady
                     _steady_run(pt, fn, a, on_phase, repeats)
+        fn = x = None
+        phase = FORWARD_COMPILE
+        on_phase(phase, None)
+        record_samples(pt, phase, [_forward_compile(chain, depth, a, bind)])
         for ph, values in samples.items():
             record_samples(pt, ph, values)
         _record_codegen_cpu(pt, codegen_cpu, codegen_wait)
