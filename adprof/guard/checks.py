@@ -162,7 +162,9 @@ def check_result(
         base = held_base if held_base is not None else float("inf")
         bound = limits.max_base * (1 + tolerance)
         ok = base <= bound
-        if not ok and tolerance and not against:  # time decided, the raw rate: its interval may span the limit
+        # time decided, the raw rate: its interval may span the limit (a rate over the limit itself held by the
+        # tolerance alone too)
+        if (not ok or base > limits.max_base) and tolerance and not against:
             undecided = _noisy(result, limits, tolerance, v.reading, Reading.BASE, budget)
             if undecided is not None:
                 return undecided
@@ -170,7 +172,7 @@ def check_result(
     exponent = held_exponent if held_exponent is not None else 1.0
     bound = limits.max_exponent * (1 + tolerance)
     ok = exponent <= bound
-    if not ok and tolerance and not against:  # time decided, the raw rate: its interval may span the limit
+    if (not ok or exponent > limits.max_exponent) and tolerance and not against:  # as for a base, above
         undecided = _noisy(result, limits, tolerance, v.reading, Reading.EXPONENT, budget)
         if undecided is not None:
             return undecided
