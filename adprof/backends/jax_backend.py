@@ -360,8 +360,10 @@ def measure_compile(
         record_process_cpu(pt, used)
         pt.extra["compile_cache_hits"] = len(_cache_events) - hits_before
         pt.extra["phase_seconds_from"] = {
-            ph: ("jax.monitoring " + COMPILE_EVENTS[ph]) if ph in by_event else "wall (perf_counter)" for ph in samples
+            ph: ("jax.monitoring " + COMPILE_EVENTS[ph]) if ph in by_event else "wall (perf_counter)"
+            for ph in COMPILE_EVENTS
         }
+        pt.extra["phase_seconds_from"][FORWARD_COMPILE] = "wall (perf_counter)"  # trace, lower and compile in one
         pt.extra["transform_includes"] = "trace + grad (jit(grad(f)).trace(x))"
         pt.ops["derivative_ops"] = count_eqns(traced.jaxpr)
         pt.extra["derivative_ops_top_level"] = count_eqns(traced.jaxpr, recursive=False)
