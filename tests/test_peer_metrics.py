@@ -73,6 +73,8 @@ def test_jax_compile_recompiles_every_repeat_and_counts_hlo():
 
     depths, ratios, of = gradient_ratio(Series("sin", "jax", None, "compile", points=pts))
     assert depths == [8, 16, 32] and of.endswith("/forward_compile") and all(r > 0 for r in ratios)
+    again = b.measure_point(chains.sin, "compile", 16, repeats=1)  # a later pass over a depth: not paid again
+    assert "forward_compile" not in again.samples and "forward_compile" not in again.times
 
 
 def backends_deciding(name, mode):

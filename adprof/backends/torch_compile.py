@@ -174,7 +174,7 @@ def fresh_compile(directory: str | None = None, keep: bool = False) -> Iterator[
 
 
 #: The forward's own compile (``torch.compile(f)`` on an input that needs no gradient: Dynamo and Inductor of the
-#: inference graph only), once per point: what the gradient's compile is read against (issue #34); not a cost phase.
+#: inference graph only), once per depth in a worker: what the gradient's compile is read against (issue #34); not a cost phase.
 FORWARD_COMPILE = "forward_compile"
 
 
@@ -340,9 +340,10 @@ def _measure(
                 if not more_repeats(walls, repeats):  # the last repeat's compiled function runs steady
                     _steady_run(pt, fn, a, on_phase, repeats)
         fn = x = None
-        phase = FORWARD_COMPILE
-        on_phase(phase, None)
-        record_samples(pt, phase, [_forward_compile(chain, depth, a, bind)])
+        if first_time(chain, f"{FORWARD_COMPILE} {depth}"):  # once per depth in this worker (later passes: not)
+            phase = FORWARD_COMPILE
+            on_phase(phase, None)
+            record_samples(pt, phase, [_forward_compile(chain, depth, a, bind)])
         for ph, values in samples.items():
             record_samples(pt, ph, values)
         _record_codegen_cpu(pt, codegen_cpu, codegen_wait)
