@@ -174,7 +174,8 @@ def fresh_compile(directory: str | None = None, keep: bool = False) -> Iterator[
 
 
 #: The forward's own compile (``torch.compile(f)`` on an input that needs no gradient: Dynamo and Inductor of the
-#: inference graph only), once per depth in a worker: what the gradient's compile is read against (issue #34); not a cost phase.
+#: inference graph only), once per depth in a worker: what the gradient's compile is read against (issue #34); not a
+#: cost phase.
 FORWARD_COMPILE = "forward_compile"
 
 
