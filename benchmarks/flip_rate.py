@@ -69,7 +69,12 @@ CASES = [
         ("guard", f"{WILD}::dense_history", "--backend", "torch", "--mode", "eager", "--absolute"),
     ),
     # a compile of ~0.1-0.2 s per depth under an overhead of 0.1 s: the re-measure an open reading needs is ~50 s
-    Case("jax-compile", "mlp", True, ("guard", f"{FLIP}::mlp", "--backend", "jax", "--mode", "compile", "--budget", "300")),
+    Case(
+        "jax-compile",
+        "mlp",
+        True,
+        ("guard", f"{FLIP}::mlp", "--backend", "jax", "--mode", "compile", "--budget", "300"),
+    ),
     Case(
         "jax-compile",
         "unrolled_loop",
