@@ -438,3 +438,52 @@ def test_a_time_decided_pathology_over_the_limit_by_its_whole_interval_fails_wit
     assert check_result(r, LIMITS, tolerance_for(r)).outcome is Outcome.FAILED
     r = noisy_result(rate=1.76, interval=(1.25, 2.19), kind=model.SUPERLINEAR_BACKWARD)  # reaches under 1.3
     assert check_result(r, LIMITS, tolerance_for(r)).outcome is Outcome.UNDECIDED
+
+
+# --------------------------------------------------------------------------- the deepest halving bounds the growth
+
+#: JAX compile of `benchmarks/flip_chains.py::mlp` under one busy loop (run 7 of 10): the gradient's compile in
+#: process-CPU ms at depths 2..64. XLA compiles the 4-layer program slower than the 8-layer one in every run, so
+#: `a + c*d^p` misfits and its interval stays wide after a re-measure: d^0.38 [0.06, 3.98], undecided (exit 4).
+JAX_MLP = {2: 106.0, 4: 139.0, 8: 132.1, 16: 142.8, 32: 174.3, 64: 209.8}
+
+
+def _power_result(values: dict[int, float], rate: float, interval: tuple[float, float], kind: str, spread: float):
+    """A time-decided `a + c*d^p` reading over ``values`` (ms), each depth's repeats spread by ``spread``."""
+    r = result("mlp", kind, rate, interval, backend="jax", profile=None, mode="compile", source="time")
+    r.series.points = []
+    for d, v in values.items():
+        p = model.Point(depth=d, samples={"compile": [v * 1e-3 * (1 + spread * i / 4) for i in range(5)]})
+        p.times = {"compile": v * 1e-3}
+        p.wall_seconds = 0.5
+        r.series.points.append(p)
+    fit = r.verdict.fit
+    fit.depths, fit.values, fit.model = list(values), [v * 1e-3 for v in values.values()], "a + c*d^p"
+    r.series.classified_phases = ["compile"]
+    return r
+
+
+def test_a_misfit_whose_deepest_halving_grows_slowly_is_held_not_undecided():
+    r = _power_result(JAX_MLP, 0.38, (0.06, 3.98), model.INCONCLUSIVE, spread=0.1)
+    top = noise_rule.top_halving_bound(r, r.verdict.fit)
+    widen = 1 + noise_rule.spread_of(r.series)  # (max - min) / median of each depth's repeats: 0.1 / 1.05
+    assert top is not None and top == pytest.approx(math.log2((209.8 - 106.0) / (174.3 - 106.0) * widen), rel=1e-6)
+    check = check_result(r, LIMITS, tolerance_for(r), budget=600.0)
+    assert check.ok and check.outcome is Outcome.HELD and check.top_bound == pytest.approx(top)
+    assert reason_text(check).endswith(f"its deepest halving grows at most depth^{top:.2f}, under it")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    p=st.floats(1.5, 3.0, allow_subnormal=False),
+    overhead=st.floats(0.0, 200.0, allow_subnormal=False),
+    spread=st.floats(0.0, 0.3, allow_subnormal=False),
+)
+def test_the_deepest_halving_never_holds_a_power_law_over_the_limit(p, overhead, spread):
+    """Whatever the overhead and the repeats' spread, a cost a + c*d^p with p over the widened limit (1.495) is
+    never held by its deepest halving: the bound is at least p (the overhead is taken as large as the points allow)."""
+    values = {d: overhead + 2.0 * d**p for d in (2, 4, 8, 16, 32, 64)}
+    r = _power_result(values, p, (0.2, 4.0), model.SUPERLINEAR_TRANSFORM, spread=spread)
+    top = noise_rule.top_halving_bound(r, r.verdict.fit)
+    assert top is not None and top >= p - 1e-9
+    assert not check_result(r, LIMITS, tolerance_for(r), budget=600.0).ok

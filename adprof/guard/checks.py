@@ -102,6 +102,13 @@ def _noisy(
         else noise.time_outcome(rate, low, high, bound, None if fit is result.verdict.call0_fit else limit)
     )
     v = result.verdict
+    if decided is Outcome.UNDECIDED and reading is Reading.EXPONENT and fit.model == "a + c*d^p":
+        top = noise.top_halving_bound(result, fit)
+        if top is not None and top <= bound:  # the deepest halving bounds the growth under the limit: held
+            return GuardCheck(
+                result, limits, True, reading, kind=v.kind, rate=rate, bound=bound, tolerance=tolerance,
+                metric=v.metric or "", interval=(low, high), top_bound=top,
+            )  # fmt: skip
     if decided is Outcome.HELD:  # inconclusive, but every plausible rate holds the limit
         return GuardCheck(
             result, limits, True, reading, kind=v.kind, rate=rate, bound=bound, tolerance=tolerance,

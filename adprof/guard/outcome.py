@@ -145,6 +145,9 @@ class GuardCheck:
     noise: Noise | None = None
     #: An inconclusive time reading held by its interval (all of it at or under the limit): that interval.
     interval: tuple[float, float] | None = None
+    #: A power law whose interval spans the limit, held by its deepest halving: the most that halving can grow
+    #: (:func:`adprof.guard.noise.top_halving_bound`; None: not held so).
+    top_bound: float | None = None
 
     @property
     def label(self) -> str:

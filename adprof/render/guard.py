@@ -157,6 +157,12 @@ def reason_text(check: GuardCheck) -> str:
         return f"{check.kind}: {what} {check.rate:.2f}" + (
             f" <= {ref.top:.2f}" if check.rate_held else f" > {ref.top:.2f}"
         )
+    if check.top_bound is not None and check.interval is not None:  # held by its deepest halving
+        lo, hi = check.interval
+        return (
+            f"{check.kind}: the exponent's interval [{lo:.2f}, {hi:.2f}] spans {check.bound:.2f}, but its deepest "
+            f"halving grows at most depth^{check.top_bound:.2f}, under it"
+        )
     if check.interval is not None:  # inconclusive, held by its interval
         word = "base" if reading is Reading.BASE else "exponent"
         lo, hi = check.interval
@@ -565,6 +571,7 @@ def guard_to_json(guard: GuardReport) -> dict[str, Any]:
                 "limit": c.bound,
                 "memory_ok": None if c.memory is None else c.memory.ok,
                 "noise": _noise_json(c),
+                "top_bound": c.top_bound,
                 "line": _line(c),
             }
         )
