@@ -237,12 +237,17 @@ def ratio_text(ex: Explained) -> str:
     return f"gradient {ex.ratio:.1f}x its forward{shape}"
 
 
+#: The forward's phases as the whose-cost line names them ("the forward's compile grows the same way").
+_FORWARD_PHASE_WORDS = {"forward_compile": "compile", "record": "recording", "forward": "call"}
+
+
 def whose_text(ex: Explained) -> str:
     """``the forward's compile grows the same way: the compiler's, not the gradient's`` ("" when it does not)."""
     if not ex.forward_phase:
         return ""
     owner = "the compiler's" if "compile" in ex.forward_phase else "the engine's"
-    return f"the forward's {ex.forward_phase} grows the same way: {owner}, not the gradient's"
+    phase = _FORWARD_PHASE_WORDS.get(ex.forward_phase, ex.forward_phase)
+    return f"the forward's {phase} grows the same way: {owner}, not the gradient's"
 
 
 __all__ = [

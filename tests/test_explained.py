@@ -154,6 +154,10 @@ def test_whose_cost_when_the_forward_grows_the_same_way():
     assert v.kind == model.SUPERLINEAR_TRANSFORM
     assert v.explained is not None and v.explained.forward_phase == "record"
     assert words.whose_text(v.explained) in v.evidence
+    same = "grows the same way"
+    assert words.whose_text(v.explained) == f"the forward's recording {same}: the engine's, not the gradient's"
+    v.explained.forward_phase = "forward_compile"  # compile mode: the forward's own compile (issue #34's own words)
+    assert words.whose_text(v.explained) == f"the forward's compile {same}: the compiler's, not the gradient's"
 
 
 def test_ratio_slope_and_flat_threshold():
