@@ -203,3 +203,34 @@ def test_a_size_axis_starts_where_the_chain_says_not_at_the_modes_first_step():
     short = {**metas[0], "depths": [32, 64, 128, 256], "declared_depths": True}  # few mode steps past 32
     (spec,) = plan_series([short], ["torch"], None, "compile", [])
     assert spec.depths == (32, 64, 128, 256)
+
+
+def test_check_without_budget_gets_what_torch_compile_series_declare():
+    """60 s for three torch.compile series measured one or two depths of each (`inconclusive: the budget ran out
+    first`); without --budget, check gives each series the 100 s its mode declares, and says so in a note."""
+    import argparse
+
+    from adprof.chain.loader import load_chains
+    from adprof.cli.check import _declared_budget
+    from adprof.measure import MeasureConfig
+    from adprof.measure.plan import declared_budget, plan_series
+
+    metas = [{**c.metadata(), "file": "probes/scaling.py"} for c in load_chains("probes/scaling.py")]
+    specs = plan_series(metas, ["torch"], None, "compile", [])
+    assert declared_budget(specs) == (300.0, "3 torch compile series x 100 s")
+    args, cfg = argparse.Namespace(budget=60.0), MeasureConfig(budget=60.0)
+    note = _declared_budget(args, cfg, specs)
+    assert cfg.budget == args.budget == 300.0 and note is not None and "budget 300 s (3 torch compile" in note
+    eager = plan_series(metas, ["torch"], None, "eager", [])
+    assert declared_budget(eager) is None and _declared_budget(args, MeasureConfig(budget=60.0), eager) is None
+
+
+def test_an_exact_count_whose_marginal_cost_shrinks_reads_flat_not_a_negative_power():
+    """torch compile dense4's compile python_calls over widths 8..64 (settled from 8: nothing left out): the
+    marginal reading's local power is negative (-1.96); the growth column said `width^-1.96`."""
+    from adprof.model import fit_figure
+
+    values = [1478402.0, 1478886.0, 1479188.0, 1479220.0]
+    v = decide(_series(values, [10] * 4, depths=[8, 16, 32, 64], axis="width"))
+    assert v.kind == "linear" and v.fit is not None and v.fit.source != "time"
+    assert fit_figure(v.fit) == "flat"

@@ -356,6 +356,10 @@ class Backend:
     instruction_modes: ClassVar[tuple[str, ...]] = ()
     mode_depths: ClassVar[Mapping[str, tuple[int, ...]]] = {}
     caps: ClassVar[Mapping[str, float]] = {}
+    #: Seconds of budget one series of a mode needs (``check`` without ``--budget`` then gets at least that per
+    #: series: every point of a torch.compile series compiles for seconds, and 60 s for three series measures
+    #: one or two depths of each).
+    series_budgets: ClassVar[Mapping[str, float]] = {}
     #: Memory figures ``measure_point`` stores when given ``memory=True``, per mode (``saved_bytes`` in
     #: ``Point.memory``, ``retained`` in ``Point.retained``; the worker adds ``peak_bytes`` for every backend):
     #: a mode absent here is never passed ``memory``, so a backend without memory needs no such parameter.

@@ -24,10 +24,11 @@ from adprof.cli.common import (
     report_errors,
     write_outputs,
 )
-from adprof.cli.instructions import apply_default_budget, counted_specs
+from adprof.cli.instructions import apply_default_budget, budget_given, counted_specs
 from adprof.cli.run import measuring_settings, run_specs, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
-from adprof.measure import SeriesSpec
+from adprof.measure import MeasureConfig, SeriesSpec
+from adprof.measure.plan import declared_budget
 from adprof.model import Report
 from adprof.pipeline import plan_check
 
@@ -63,6 +64,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(run=cmd_check)
 
 
+#: The most budget the modes' declarations give a run by themselves (an explicit --budget may give more).
+MAX_DECLARED_BUDGET = 1800.0
+
+
+def _declared_budget(args: argparse.Namespace, cfg: MeasureConfig, specs: list[SeriesSpec]) -> str | None:
+    """Without ``--budget``: at least the budget the planned series' modes declare (torch compile: 100 s per
+    series); the note that says so, or None when the default suffices."""
+    declared = declared_budget(specs)
+    if declared is None or declared[0] <= cfg.budget:
+        return None
+    seconds, which = declared
+    cfg.budget = args.budget = min(seconds, MAX_DECLARED_BUDGET)
+    return f"budget {cfg.budget:g} s ({which}: each point compiles for seconds; set --budget)"
+
+
 def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) -> tuple[Report, str | None]:
     """Load, plan, measure (in supervised workers) and decide what ``args`` asks for: the report of ``adprof
     check`` before any rendering, and the signal that interrupted the measuring (None: it ran to the end).
@@ -91,6 +107,10 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
         specs = plan_check(args.targets, backends_arg(args.backend), args.profile, args.mode, cfg, notes, counted)
     if not specs:
         raise UsageError("nothing to measure: no series planned")
+    if not on_cmd and not budget_given(argv):
+        note = _declared_budget(args, cfg, specs)
+        if note:
+            notes.append(note)
     shard = None
     if args.shard is not None:
         specs, shard = shard_specs(specs, *args.shard, settings=measuring_settings(cfg, args.trust))

@@ -164,6 +164,20 @@ def _declared(backend: str, attr: str, mode: str) -> Any:
     return table.get(mode)
 
 
+def declared_budget(specs: Sequence[SeriesSpec]) -> tuple[float, str] | None:
+    """The budget the planned series' modes declare (each backend's ``series_budgets[mode]`` per series, summed),
+    and which series ask for it ("3 torch compile series"); None when no series declares one."""
+    per: dict[tuple[str, str], list[float]] = {}
+    for spec in specs:
+        seconds = _declared(spec.backend, "series_budgets", spec.mode)
+        if seconds:
+            per.setdefault((spec.backend, spec.mode), []).append(float(seconds))
+    if not per:
+        return None
+    words = ", ".join(f"{len(v)} {b} {m} series x {v[0]:g} s" for (b, m), v in per.items())
+    return sum(sum(v) for v in per.values()), words
+
+
 def nothing_planned(metas: list[dict[str, Any]], backends: list[str], modes: str | None) -> str:
     """Why :func:`plan_series` planned no series, and the option that selects each chain: the backends a chain
     is declared for (``modes={"torch": ...}``: ``--backend torch``), or the modes it declares (``--mode``)."""
