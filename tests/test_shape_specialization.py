@@ -191,7 +191,7 @@ def test_a_size_axis_starts_where_the_chain_says_not_at_the_modes_first_step():
 
     metas = [{**c.metadata(), "file": "probes/scaling.py"} for c in load_chains("probes/scaling.py")]
     specs = plan_series(metas, ["torch"], None, "compile", [])
-    mode_depths = backends.get_backend("torch").mode_depths["compile"]
+    mode_depths = backends.backend_declaration("torch").mode_depths["compile"]
     assert mode_depths[0] == 1
     for spec in specs:
         assert spec.depths == tuple(d for d in mode_depths if d >= 8), spec.chain
