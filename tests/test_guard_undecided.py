@@ -471,6 +471,9 @@ def test_a_misfit_whose_deepest_halving_grows_slowly_is_held_not_undecided():
     check = check_result(r, LIMITS, tolerance_for(r), budget=600.0)
     assert check.ok and check.outcome is Outcome.HELD and check.top_bound == pytest.approx(top)
     assert reason_text(check).endswith(f"its deepest halving grows at most depth^{top:.2f}, under it")
+    r.verdict.fit.censored_depths, r.verdict.fit.censored_values = [128], [40.0]  # a point cut short past the top
+    assert noise_rule.top_halving_bound(r, r.verdict.fit) is None
+    assert not check_result(r, LIMITS, tolerance_for(r), budget=600.0).ok
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

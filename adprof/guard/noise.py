@@ -101,14 +101,15 @@ def top_halving_bound(result: Result, fit: model.Fit) -> float | None:
     """The most a power law ``a + c*d^p`` through the deepest halving of a time reading can grow there: the local
     exponent of its growing part between the deepest depth ``D`` and ``D/2``, with the overhead ``a`` as large as the
     points allow (the least value at any depth: a grows the ratio) and the ratio widened by the repeats' spread
-    (:func:`spread_of`). None without a halving pair at the top, or where the growing part vanishes at ``D/2``.
+    (:func:`spread_of`). None without a halving pair at the top, where the growing part vanishes at ``D/2``, or
+    when a point was censored (killed or cut by the budget: its lower bound is evidence the halving cannot see).
 
     A model that misfits the shallow depths (XLA compiles a 4-layer program slower than an 8-layer one, every run)
     widens the fit's interval for good: more repeats cannot narrow it. The deepest halving still bounds the growth
     where the guard asks about it (JAX compile of ``mlp``: d^0.38 [0.06, 3.98] from 106-210 ms over 2..64, whose top
     halving grows at most d^1.07)."""
     at = dict(zip(fit.depths, fit.values, strict=False))
-    if len(at) < 3:
+    if len(at) < 3 or fit.censored_depths:  # a point cut short is evidence past the top: no bound below it
         return None
     top = max(at)
     half = top // 2 if top % 2 == 0 else None
