@@ -360,6 +360,9 @@ class Fit:
     #: A lower bound (killed at the cap) past the last exact depth, far over what this model predicts there:
     #: its depth (the decision reads it as a runaway; the fit's own reading is left as it is).
     runaway_bound: int | None = None
+    #: The most the deepest halving of a time reading can grow (a power law's upper bound there, 95% over the
+    #: repeats' bootstrap): set where it settled a power law whose interval straddled the bands (None: it did not).
+    halving_bound: float | None = None
     # How the noisy reading chose between the power law and the exponential (time fits; see MODEL_CHOICES):
     model_choice: str = ""  # the evidence that decided the family ("" for exact readings)
     ic_delta: float | None = None  # AICc(power) - AICc(exponential): > 0 favours the exponential

@@ -283,3 +283,54 @@ def test_a_verdict_never_contradicts_its_own_evidence(law, overhead, sigma, seed
     if v.kind == "inconclusive":
         assert fit.reason and fit.reason in v.evidence[0]
     assert "structural key comparison" not in v.cause  # time only: no mechanism is claimed
+
+
+# The deepest halving (adprof.analysis.noisy.deepest_halving_bound): XLA's compile of a tanh MLP layer over 2..64,
+# 0.106-0.210 s, a 4-layer program slower than an 8-layer one (busy machine, flip_rate's jax-compile/mlp).
+XLA_MLP = {2: 0.106, 4: 0.139, 8: 0.132, 16: 0.143, 32: 0.174, 64: 0.210}
+POW2 = [2, 4, 8, 16, 32, 64]
+
+
+def _without_halving_bound(monkeypatch):
+    from adprof.analysis import noisy
+
+    monkeypatch.setattr(noisy, "_bounded_by_halving", lambda *a: None)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_misfit_at_shallow_depths_is_bounded_by_the_deepest_halving(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    vals = [[XLA_MLP[d] * (1 + abs(rng.normal(0.0, 0.08))) for _ in range(11)] for d in POW2]
+    fit = fit_growth(POW2, vals, source="time", seed=seed)
+    _invariants(fit)
+    assert fit.kind == "linear" and fit.halving_bound is not None and fit.halving_bound < LINEAR_MAX
+    assert fit.interval[1] < LINEAR_MAX and any("deepest halving" in n for n in fit.notes)
+    _without_halving_bound(monkeypatch)  # the fit's own interval straddles the bands: it was inconclusive
+    assert fit_growth(POW2, vals, source="time", seed=seed).kind == "inconclusive"
+
+
+@SETTINGS
+@given(
+    p=st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]),
+    overhead=st.sampled_from([0.5, 1.0, 3.0]),
+    sigma=st.sampled_from([0.0, 0.02, 0.05, 0.1]),
+    bump=st.sampled_from([1.0, 1.3]),
+    repeats=st.sampled_from([3, 11]),
+    seed=st.integers(0, 2**16),
+)
+def test_the_deepest_halving_never_reads_a_superlinear_law_linear(p, overhead, sigma, bump, repeats, seed):
+    """A power law under an overhead (up to 3x its growing part at 64) with a shallow misfit (depth 4 costs x1.3):
+    the bound is at least p without noise, and a law of p >= 1.5 with noise up to 10% never reads linear."""
+    from adprof.analysis.models import Observation
+    from adprof.analysis.noisy import deepest_halving_bound
+
+    rng = np.random.default_rng(seed)
+    law = lambda d: (overhead + (d / 64) ** p) * (bump if d == 4 else 1.0)  # noqa: E731
+    if sigma == 0.0:
+        obs = [Observation(float(d), [law(d)] * repeats) for d in POW2]
+        reps = np.array([[o.value for o in obs]])
+        assert deepest_halving_bound(obs, reps) >= p - 1e-9
+    fit = fit_growth(POW2, _series(law, POW2, sigma, repeats, None, rng), source="time", seed=seed)
+    _invariants(fit)
+    if p >= 1.5 and sigma <= 0.1:
+        assert fit.kind != "linear", (fit.kind, fit.exponent, fit.interval, fit.notes)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from adprof.analysis.bands import SUPERLINEAR_MIN, band, power_kind
+from adprof.analysis.bands import LINEAR_MAX, SUPERLINEAR_MIN, band, power_kind
 from adprof.analysis.choice import EXP_MIN_BASE, Choice, choose_family, open_to_exponential
 from adprof.analysis.models import (
     B_MAX,
@@ -164,6 +164,53 @@ def _power_reading(
         fit.reason += ": add depths (raise --cap) or repeats"
 
 
+def deepest_halving_bound(obs: list[Observation], reps: np.ndarray) -> float | None:
+    """The most a power law ``a + c*d^p`` grows between the deepest depth ``D`` and ``D/2``: the upper
+    :data:`CONFIDENCE` quantile over the bootstrap replicates ``reps`` (B, n) of ``log2((v(D) - m) / (v(D/2) - m))``
+    with ``m`` the least value at any depth. Under that law the ratio is at least ``2^p`` whatever the overhead
+    ``a <= m``, so the figure bounds ``p`` from above. None without both depths, with a censored point or a depth
+    of fewer than three repeats, or where the growing part vanishes at ``D/2`` in too many replicates to bound it."""
+    depths = [o.depth for o in obs]
+    if len(obs) < 3 or any(o.censored or len(o.repeats) < 3 for o in obs):  # the replicates must be the repeats'
+        return None
+    top = max(depths)
+    if top / 2 not in depths:
+        return None
+    j_top, j_half = depths.index(top), depths.index(top / 2)
+    floor = reps.min(axis=1)
+    grown_top, grown_half = reps[:, j_top] - floor, reps[:, j_half] - floor
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(grown_half > 0, grown_top / grown_half, np.inf)
+    upper = float(np.quantile(ratio, CONFIDENCE))
+    return math.log2(upper) if math.isfinite(upper) and upper > 0 else None
+
+
+def _bounded_by_halving(fit: Fit, obs: list[Observation], reps: np.ndarray) -> None:
+    """A power law whose interval straddles linear and superlinear is linear where its deepest halving bounds the
+    growth under :data:`~adprof.analysis.bands.LINEAR_MAX`: the fit's interval is wide because the overhead and
+    the exponent trade off over the shallow depths (XLA compiles a 4-layer program slower than an 8-layer one), but
+    the growth between the deepest depths is what a superlinear law would show, and it is not there (JAX compile
+    of a tanh MLP layer: d^0.83 [0.28, 1.47] from 105-229 ms over 2..64, whose deepest halving grows at most
+    d^0.9). Only where the fit's own estimate is linear too; the interval's top is the bound. Never makes a
+    finding."""
+    if fit.censored_depths:  # a point cut short is evidence past the top that the halving cannot see
+        return
+    if fit.interval is None or fit.exponent is None or fit.exponent >= LINEAR_MAX:  # the model itself reads growth
+        return
+    bound = deepest_halving_bound(obs, reps)
+    if bound is None or bound >= LINEAR_MAX:
+        return
+    lo, hi = fit.interval
+    d = sorted(o.depth for o in obs)
+    fit.kind, fit.reason, fit.halving_bound = "linear", "", bound
+    fit.interval = [min(lo, bound), max(bound, fit.exponent)]
+    fit.notes.append(
+        f"the power law's interval [{lo:.2f}, {hi:.2f}] straddles linear and superlinear, but the deepest halving "
+        f"({d[-1] / 2:.0f} to {d[-1]:.0f}) grows at most depth^{bound:.2f} ({CONFIDENCE:.0%} bound over the "
+        "repeats): linear where measured"
+    )
+
+
 def _record_choice(fit: Fit, choice: Choice) -> None:
     fit.model_choice, fit.ic_delta = choice.evidence, choice.ic_delta
     fit.holdout_depths, fit.holdout_errors, fit.grid_edge = choice.holdout_depths, choice.holdout_errors, choice.edge
@@ -295,5 +342,7 @@ def noisy_reading(
             _steep_where_measured(fit, chosen, float(d.max()))
     else:
         _power_reading(fit, chosen, boot_p, plo, phi, v, overhead, float(d.max() / d.min()))
+        if family is None and fit.kind == "inconclusive" and fit.model == "a + c*d^p":
+            _bounded_by_halving(fit, obs, reps)
     fit.predicts = fit.interval is not None and fit.interval[1] < (B_MAX * (1 - 1e-9) if exp_wins else P_MAX - 1e-9)
     return reps
