@@ -73,7 +73,7 @@ def test_every_mode_runs_without_a_compiler(tmp_path, fake_compilers):
     modes = ",".join(BACKEND_MODES["tinygrad"])
     proc = subprocess.run(
         [sys.executable, "-m", "adprof", "check", str(chain), "--backend", "tinygrad", "--mode", modes]
-        + ["--depths", "1,2,3", "--no-structure", "--json", "-", "--cap", "30", "--budget", "120"],
+        + ["--depths", "1,2", "--no-structure", "--json", "-", "--cap", "30", "--budget", "120"],
         capture_output=True,
         text=True,
         env=env,
@@ -83,8 +83,9 @@ def test_every_mode_runs_without_a_compiler(tmp_path, fake_compilers):
     assert sorted(r["mode"] for r in report["results"]) == sorted(BACKEND_MODES["tinygrad"])
     for r in report["results"]:
         assert r["error"] is None, r["error"]
-        # the depths asked for, in order; time decides here, so round-robin passes (#35) and re-measures of a noisy
-        # depth (under load: 1, 2, 2, 3) may measure them again
-        assert list(dict.fromkeys(p["depth"] for p in r["points"]))[:3] == [1, 2, 3]
-        assert {p["depth"] for p in r["points"]} == {1, 2, 3}
+        # the depths asked for (two: every op the chain has runs at both), in order; time decides here, so
+        # round-robin passes (#35) and re-measures of a noisy depth may measure them again
+        why = (r["stop"], r["reason"])
+        assert list(dict.fromkeys(p["depth"] for p in r["points"]))[:2] == [1, 2], why
+        assert {p["depth"] for p in r["points"]} == {1, 2}, why
     assert not log.exists(), log.read_text()

@@ -33,6 +33,9 @@ FLAT_SPAN = 16.0  # a constant reads flat only over depths spanning this ratio (
 FLAT_GROWTH = FLAT_SHARE
 FLAT_DEEPEST = 3
 OVERHEAD_POINTS = 5  # from this many depths the fixed overhead is fitted
+#: The deepest halving bounds a reading over depths spanning at least this ratio (three doublings): the growth it
+#: bounds is measured over a range where a superlinear law shows.
+HALVING_SPAN = 8.0
 
 
 def _prefers_exponential(ex: ModelFit, pw: ModelFit, eps: float) -> bool:
@@ -169,7 +172,9 @@ def deepest_halving_bound(obs: list[Observation], reps: np.ndarray) -> float | N
     :data:`CONFIDENCE` quantile over the bootstrap replicates ``reps`` (B, n) of ``log2((v(D) - m) / (v(D/2) - m))``
     with ``m`` the least value at any depth. Under that law the ratio is at least ``2^p`` whatever the overhead
     ``a <= m``, so the figure bounds ``p`` from above. None without both depths, with a censored point or a depth
-    of fewer than three repeats, or where the growing part vanishes at ``D/2`` in too many replicates to bound it."""
+    of fewer than three repeats, over depths spanning less than :data:`HALVING_SPAN`, or where ``v(D/2)`` or
+    ``v(D)`` is not above the least value in the replicates' lower :data:`CONFIDENCE` quantile (no growth
+    measured there: the ratio would be one of noise)."""
     depths = [o.depth for o in obs]
     if len(obs) < 3 or any(o.censored or len(o.repeats) < 3 for o in obs):  # the replicates must be the repeats'
         return None
@@ -179,9 +184,9 @@ def deepest_halving_bound(obs: list[Observation], reps: np.ndarray) -> float | N
     j_top, j_half = depths.index(top), depths.index(top / 2)
     floor = reps.min(axis=1)
     grown_top, grown_half = reps[:, j_top] - floor, reps[:, j_half] - floor
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(grown_half > 0, grown_top / grown_half, np.inf)
-    upper = float(np.quantile(ratio, CONFIDENCE))
+    if top / min(depths) < HALVING_SPAN or min(np.quantile(g, 1 - CONFIDENCE) for g in (grown_top, grown_half)) <= 0:
+        return None  # too narrow a span, or no growth measured at D/2 or D: the ratio would be one of noise
+    upper = float(np.quantile(grown_top / grown_half, CONFIDENCE))
     return math.log2(upper) if math.isfinite(upper) and upper > 0 else None
 
 
