@@ -229,11 +229,15 @@ def excess_text(ex: Explained) -> str:
 
 
 def ratio_text(ex: Explained) -> str:
-    """``gradient 3.1x its forward`` (at the deepest depth; ``, flat`` or ``, growing`` when read)."""
+    """``gradient 3.1x its forward`` (at the deepest depth; ``, flat``, ``, falling``, ``, growing`` or ``, rising
+    only as its forward falls`` when read)."""
     if ex.ratio is None:
         return ""
     falling = ex.ratio_slope is not None and ex.ratio_slope <= -0.15
+    rising = ex.ratio_slope is not None and ex.ratio_slope >= 0.15
     shape = "" if ex.ratio_flat is None else ", growing" if not ex.ratio_flat else ", falling" if falling else ", flat"
+    if ex.ratio_flat and rising and ex.gradient_grows is False:  # bounded: the gradient's own cost does not grow
+        shape = ", rising only as its forward falls"
     return f"gradient {ex.ratio:.1f}x its forward{shape}"
 
 

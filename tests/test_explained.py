@@ -352,3 +352,22 @@ def test_saved_bytes_over_the_intermediates_keep_their_reading():
     v = read(s)
     assert v.memory is not None and v.memory.kind != model.MEMORY_LINEAR
     assert v.explained is not None and v.explained.memory_bound is not None and v.explained.memory_bound > 1
+
+
+def test_a_ratio_that_rises_only_as_its_forward_falls_is_bounded():
+    """XLA compiles an all-pairs program's gradient in ~85 ms at every size and its forward in 70 ms up to 44
+    particles, 28 ms from 88: the ratio rises 1.2x -> 3x, the gradient's own cost does not grow. A gradient that
+    grows while its forward stays put is growing."""
+    depths = [8, 16, 24, 32, 44, 88, 176, 256]
+
+    def fwd(d):
+        return 70.0 if d <= 44 else 28.0
+
+    flat = read(series(depths, lambda d: 85.0 + 0.01 * d, fwd, lambda d: 60.0 * d * d, mode="traced"))
+    ex = flat.explained
+    assert ex is not None and ex.gradient_grows is False and ex.ratio_slope >= RATIO_FLAT
+    assert ex.ratio_flat is True and words.ratio_text(ex).endswith("rising only as its forward falls")
+    grows = read(series(depths, lambda d: 85.0 * d**0.5, lambda d: 70.0, lambda d: 60.0 * d * d, mode="traced"))
+    ex = grows.explained
+    assert ex is not None and ex.gradient_grows is True and ex.ratio_flat is False
+    assert words.ratio_text(ex).endswith("growing")

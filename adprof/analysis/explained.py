@@ -126,10 +126,17 @@ def basis_for(series: Series) -> str:
 
 def gradient_ratio(series: Series) -> tuple[list[int], list[float], str]:
     """The gradient's cost over its forward's, per depth: (depths, ratios, which phases)."""
+    depths, grads, fwds, of = gradient_and_forward(series)
+    return depths, [g / f for g, f in zip(grads, fwds, strict=True)], of
+
+
+def gradient_and_forward(series: Series) -> tuple[list[int], list[float], list[float], str]:
+    """The gradient's cost and its forward's, per depth (each the least inflated run of its depth): (depths,
+    gradient seconds, forward seconds, which phases)."""
     grad = classified_phases(series)
     fwd = next((ph for ph in FORWARD_PHASES if any(p.times.get(ph) for p in series.points)), "")
     if not fwd or fwd in grad:
-        return [], [], ""
+        return [], [], [], ""
     grads: dict[int, float] = {}
     fwds: dict[int, float] = {}
     for p in series.points:
@@ -139,7 +146,7 @@ def gradient_ratio(series: Series) -> tuple[list[int], list[float], str]:
         if g is not None and f is not None and f > 0 and g > 0:  # each the least inflated run of its depth
             grads[p.depth], fwds[p.depth] = min(g, grads.get(p.depth, g)), min(f, fwds.get(p.depth, f))
     depths = sorted(grads)
-    return depths, [grads[d] / fwds[d] for d in depths], f"{'+'.join(grad)}/{fwd}"
+    return depths, [grads[d] for d in depths], [fwds[d] for d in depths], f"{'+'.join(grad)}/{fwd}"
 
 
 def fastest(point: Point, phases: Sequence[str]) -> float | None:
@@ -265,18 +272,23 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
     program grows superlinearly the verdict (and the memory verdict) take the excess' reading. None when the
     series carries no program figures and no forward to read the gradient against."""
     fits = program_fits(series)
-    depths, ratios, of = gradient_ratio(series)
+    depths, grads, fwds, of = gradient_and_forward(series)
+    ratios = [g / f for g, f in zip(grads, fwds, strict=True)]
     if not fits and not ratios:
         return None
     slope = ratio_slope(depths, ratios)
     low = ratio_slope_low(depths, ratios)
+    grad_low = ratio_slope_low(depths, grads)  # Sen's bound works on any positive series against depth
+    grad_grows = None if grad_low is None else grad_low >= RATIO_FLAT
     ex = Explained(
         program_fits=fits,
         ratio_depths=depths,
         ratios=ratios,
         ratio_of=of,
         ratio_slope=slope,
-        ratio_flat=None if slope is None or low is None else low < RATIO_FLAT,
+        # a ratio that rises while the gradient's own cost does not grow is its forward falling: bounded
+        ratio_flat=None if slope is None or low is None else low < RATIO_FLAT or grad_grows is False,
+        gradient_grows=grad_grows,
         raw_kind=verdict.kind,
     )
     ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
