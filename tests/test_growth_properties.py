@@ -334,3 +334,14 @@ def test_the_deepest_halving_never_reads_a_superlinear_law_linear(p, overhead, s
     _invariants(fit)
     if p >= 1.5 and sigma <= 0.1:
         assert fit.kind != "linear", (fit.kind, fit.exponent, fit.interval, fit.notes)
+
+
+def test_the_f_quantile_table_is_scipys():
+    from scipy.special import fdtri
+
+    from adprof.analysis.models import F95, f95
+
+    for d1, table in F95.items():
+        for d2 in range(1, len(table) + 3):  # past the table: scipy itself
+            assert f95(d1, d2) == pytest.approx(float(fdtri(d1, d2, 0.95)), rel=1e-9, abs=1e-9), (d1, d2)
+    assert f95(3, 7) == pytest.approx(float(fdtri(3, 7, 0.95)))

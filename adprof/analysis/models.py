@@ -141,6 +141,48 @@ def fit_family(
     ]
 
 
+#: The 95% quantile of F(d1, d2) for d1 = 1, 2 and d2 = 1..64 (scipy.special.fdtri, rounded to 1e-10; a test
+#: compares them): a series has at most a few dozen depths, and scipy's import (0.3-0.5 s, with numpy.f2py and the
+#: array API layer) would be paid by every report that reads a time series. Past the table, scipy computes it.
+# fmt: off
+F95 = {
+    1: (
+        161.4476387976, 18.5128205128, 10.127964486, 7.7086474222, 6.6078909737, 5.9873776073, 5.5914478512,
+        5.3176550716, 5.1173550292, 4.9646027437, 4.8443356749, 4.7472253467, 4.6671927318, 4.6001099367,
+        4.5430771653, 4.4939984777, 4.4513217725, 4.4138734192, 4.3807496923, 4.3512435033, 4.3247937432,
+        4.3009495018, 4.2793443091, 4.2596772727, 4.2416990503, 4.2252012731, 4.2100084684, 4.1959718186,
+        4.1829642891, 4.1708767858, 4.159615098, 4.1490974457, 4.1392524956, 4.1300177457, 4.1213382003,
+        4.1131652768, 4.1054558972, 4.0981717309, 4.091278558, 4.0847457333, 4.0785457313, 4.0726537593,
+        4.0670474264, 4.0617064601, 4.0566124611, 4.0517486921, 4.0470998946, 4.0426521286, 4.0383926337,
+        4.0343097068, 4.0303925948, 4.0266314003, 4.0230169977, 4.0195409602, 4.0161954934, 4.0129733777,
+        4.0098679157, 4.0068728863, 4.0039825031, 4.0011913768, 3.9984944817, 3.9958871259, 3.9933649239,
+        3.9909237717,
+    ),
+    2: (
+        199.5, 19.0, 9.5520944959, 6.94427191, 5.7861350433, 5.1432528498, 4.7374141278, 4.4589701075, 4.2564947291,
+        4.1028210151, 3.9822979571, 3.8852938347, 3.805565253, 3.7388918324, 3.6823203437, 3.6337234676,
+        3.5915305685, 3.5545571457, 3.5218932606, 3.4928284767, 3.4668001115, 3.4433567794, 3.4221322079,
+        3.4028261054, 3.3851899614, 3.3690163595, 3.3541308285, 3.3403855582, 3.3276544986, 3.315829501,
+        3.3048172522, 3.2945368165, 3.284917651, 3.2758979907, 3.2674235247, 3.2594463061, 3.2519238464,
+        3.2448183607, 3.2380961352, 3.2317269928, 3.2256838423, 3.2199422932, 3.2144803279, 3.20927802, 3.2043172921,
+        3.1995817059, 3.1950562807, 3.1907273359, 3.1865823524, 3.182609852, 3.1787992921, 3.1751409713, 3.171625948,
+        3.1682459673, 3.1649933958, 3.1618611649, 3.1588427193, 3.1559319709, 3.1531232585, 3.1504113106,
+        3.1477912126, 3.1452583771, 3.1428085171, 3.1404376219,
+    ),
+}
+# fmt: on
+
+
+def f95(d1: int, d2: int) -> float:
+    """The 95% quantile of the F distribution with (d1, d2) degrees of freedom (:data:`CONFIDENCE`)."""
+    table = F95.get(d1)
+    if table is not None and 1 <= d2 <= len(table) and CONFIDENCE == 0.95:
+        return table[d2 - 1]
+    from scipy.special import fdtri
+
+    return float(fdtri(d1, d2, CONFIDENCE))
+
+
 def profile_interval(
     family: str, d: np.ndarray, v: np.ndarray, overhead: bool, w: np.ndarray | None = None, coarse: bool = False
 ) -> tuple[float, float]:
@@ -149,14 +191,13 @@ def profile_interval(
     not χ², because s² is itself estimated from few depths: 18.5 for 5 depths, 6.0 for 9). Unlike a
     bootstrap over a handful of repeats it does not shrink when the repeats of each depth happen to agree
     while whole depths are off (a load burst during one point)."""
-    from scipy.special import fdtri  # the F quantile; scipy.stats costs 0.8-2.5 s to import, special 0.1-0.3 s
 
     grid = (_COARSE if coarse else _FINE)[family]
     curve = _grid_fits(v[None, :], _features(family, d, grid), overhead, w)[0][0]
     k = 3 if overhead else 2
     dof = max(len(d) - k, 1)
     s2 = max(float(curve.min()), 1e-12) / dof
-    inside = grid[curve <= curve.min() + float(fdtri(1, dof, CONFIDENCE)) * s2]
+    inside = grid[curve <= curve.min() + f95(1, dof) * s2]
     if len(inside) == 0:  # no finite fit on the grid (values or depths past float range): the whole grid
         inside = grid
     params = inside if family == "power" else np.exp(inside)
@@ -166,8 +207,6 @@ def profile_interval(
 def constant_fits(v: np.ndarray, sse_model: float, overhead: bool) -> bool:
     """Whether a constant explains the values as well as the growth model (an F test of the nested models at
     95%): then the exponent of a tiny growing part is not identified, and the cost is flat."""
-    from scipy.special import fdtri
-
     u = float(np.min(v)) / v  # relative (the test is scale-free): 1/v squared underflows for costs of 1e300
     a = float(np.sum(u)) / float(np.sum(u * u))
     sse_const = float(np.sum((a * u - 1.0) ** 2))
@@ -175,7 +214,7 @@ def constant_fits(v: np.ndarray, sse_model: float, overhead: bool) -> bool:
     if sse_model <= 1e-15:
         return sse_const <= 1e-12
     stat = ((sse_const - sse_model) / extra) / (sse_model / dof)
-    return stat < float(fdtri(extra, dof, CONFIDENCE))
+    return stat < f95(extra, dof)
 
 
 def _resampled(o: Observation, rng: np.random.Generator, b: int = BOOTSTRAP) -> np.ndarray:
