@@ -84,6 +84,10 @@ MODES: tuple[str, ...] = ("traced", "compile", "eager")
 #: compile mode: the forward's own ``jit(f).trace(x).lower().compile()``, once per point (what its gradient's compile
 #: is read against: ``gradient 2.1x its forward``); not a cost phase.
 FORWARD_COMPILE = "forward_compile"
+#: Repeats of the forward's compile at a depth (its fastest decides the gradient/forward ratio): one compile is
+#: one sample, and XLA's compile of a small forward (30-180 ms) moves by half under load (pairs at 8 particles:
+#: 126 ms once, 67-70 ms in three quiet repeats), where the gradient's compile is the fastest of several.
+FORWARD_COMPILE_REPEATS = 3
 #: Depths suggested for this backend's time-only fits (>= 8x span, doublings).
 DEPTHS: tuple[int, ...] = (8, 16, 32, 64, 128)
 
@@ -351,12 +355,15 @@ def measure_compile(
         if first_time(chain, f"{FORWARD_COMPILE} {depth}"):
             phase = FORWARD_COMPILE
             on_phase(phase, None)
-            forward = jax.jit(_fn(chain, depth))
-            with timed_block() as t, process_cpu() as clock:  # trace, lower and compile, as the gradient's phases
-                forward.trace(x).lower().compile()
-            samples[phase] = [t["seconds"]]
-            used[phase] = {"cpu": [clock["cpu_seconds"]], "wait": [clock["wait_seconds"]]}
-            del forward
+            samples[phase], used[phase] = [], {"cpu": [], "wait": []}
+            for _ in range(FORWARD_COMPILE_REPEATS):  # a fresh function each: jit caches by identity
+                forward = jax.jit(_fn(chain, depth))
+                with timed_block() as t, process_cpu() as clock:  # trace, lower and compile, as the gradient's
+                    forward.trace(x).lower().compile()
+                samples[phase].append(t["seconds"])
+                used[phase]["cpu"].append(clock["cpu_seconds"])
+                used[phase]["wait"].append(clock["wait_seconds"])
+                del forward
         for name, values in samples.items():
             record_samples(pt, name, values)
         record_process_cpu(pt, used)
