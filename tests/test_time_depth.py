@@ -328,3 +328,25 @@ def test_a_linear_law_under_an_overhead_and_bimodal_noise_reads_linear_and_a_con
     assert heavy["verdict"] == "linear", (heavy["interval_text"], heavy["reason"], heavy["schedule_end"])
     assert const["verdict"] == "linear" and const["interval_text"] == "flat", (const["interval_text"], const["reason"])
     assert max(p["depth"] for p in const["points"]) > 256  # the deepest depth is a safety: a flat cost went deeper
+
+
+def test_past_the_spent_kills_the_depths_below_are_refined_not_the_kills_bisected():
+    """jax#2777's unrolled loop on a quiet machine: 8..53 cheap, 79 at 3.3 s, then 106, 92 and 85 killed at the
+    32 s timeout (XLA's compile cliff past 80 unrolls). The series ended there, 53 -> 79 one step of x4 and its
+    law undecided, with 228 s of its 360 left. Past MAX_KILLS kills the schedule no longer bisects towards them
+    (82 would be a fourth kill); it measures the deepest depth again, then between 53 and 79."""
+    from adprof.measure.time_schedule import REFINE
+
+    costs = {8: 0.13, 12: 0.21, 16: 0.23, 32: 0.51, 53: 0.83, 79: 3.29}
+    pts = [Point(depth=d, times={"transform": 0.01, "lower": 0.01, "compile": c}) for d, c in costs.items()]
+    pts += [Point(depth=d, status=model.PointStatus.KILLED) for d in (106, 92, 85)]
+    fit = Fit(metric="time", kind="inconclusive", exponent=2.11, interval=[0.775, 8.0])
+    sched = TimeSchedule(8, 128, "compile", cap=8.0, timeout=32.0)
+    assert sched.next_step(pts, fit).depth == 82  # bisecting towards the kills
+    sched.kills_spent = True
+    first = sched.next_step(pts, fit)
+    assert first.depth == 79  # a second run of the deepest depth decides most
+    pts.append(Point(depth=79, times={"transform": 0.01, "lower": 0.01, "compile": 3.3}))
+    sched.room = 100.0
+    step = sched.next_step(pts, fit)
+    assert step.why == REFINE and 53 < step.depth < 79, step

@@ -713,12 +713,11 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
             break
         run.say(f"depth {step.depth}" + (f" ({step.why})" if step.why in (SWEEP, REPEAT) else ""))
         if not _measure_step(run, step, top):
-            killed = series.killed
-            kills = sum(p.status is PointStatus.KILLED for p in series.points)
-            if series.error or killed is None or kills > MAX_KILLS:
-                end = ScheduleEnd.KILLS if killed is not None else ScheduleEnd.BUDGET
+            ended = _after_a_kill(series, sched)
+            if ended is not None:
+                end = ended
                 break
-            kill = kill or killed
+            kill = kill or series.killed
             series.stop = None  # killed at the timeout: the depths below it are measured (bisected) still
     series.schedule_end, series.deepest_allowed = end, sched.hi
     if series.error:
@@ -727,6 +726,25 @@ def _run_time_series(run: _SeriesRun, sched: TimeSchedule) -> None:
         series.stop = kill  # the finding: a point killed at its timeout (the verdict reads it)
     if series.stop is None:
         series.stop = _time_stop(sched.frontier(series.points, fit), series, fit, cfg.cap)
+
+
+def _after_a_kill(series: Series, sched: TimeSchedule) -> ScheduleEnd | None:
+    """A point that did not finish: how the series ends (KILLS; BUDGET where nothing was killed), or None when the
+    depths below go on being measured (past MAX_KILLS kills: refined and swept, not bisected towards them)."""
+    killed = series.killed
+    kills = sum(p.status is PointStatus.KILLED for p in series.points)
+    if series.error or killed is None or (kills > MAX_KILLS and not _below_the_kills(series)):
+        return ScheduleEnd.KILLS if killed is not None else ScheduleEnd.BUDGET
+    sched.kills_spent = kills > MAX_KILLS
+    return None
+
+
+def _below_the_kills(series: Series) -> bool:
+    """Depths under the kills that a reading can use: at least three exact depths below the shallowest kill (a
+    chain that hangs from its first depths has nothing to refine)."""
+    killed = [p.depth for p in series.points if p.status is PointStatus.KILLED]
+    exact = {p.depth for p in series.points if not p.censored}
+    return bool(killed) and sum(d < min(killed) for d in exact) >= 3
 
 
 def pass_order(depths: Sequence[int], passes_done: int) -> list[int]:

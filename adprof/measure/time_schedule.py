@@ -54,7 +54,10 @@ ANCHORS = 3  # the shallowest depths, always informative (they pin the overhead)
 BASE_SPAN = 1.25  # an exponential's interval hi/lo that settles it (about +-10% around the base)
 MODELS = ("a + c*d^p", "a + c*b^d")
 EMERGE_SHARE = 0.1  # a growing part above this share of the overhead level is measured (below: noise)
-MAX_KILLS = 2  # points killed at the timeout before a time-decided series stops (each bisects below it)
+#: Points killed at the timeout before a time-decided series stops bisecting towards them (each bisects below it);
+#: past them the depths already under the cap are still refined and swept (a compile cliff past 80 unrolls killed
+#: 85, 92 and 106, and the series ended with 53 -> 79 one step of x4, its law undecided and 228 s of 360 left).
+MAX_KILLS = 2
 REFINE_RATIO = 2 ** (1 / 3)  # refined spacing (3 depths per doubling)
 KILL_SHARE = 0.8  # steps stay pessimistically under this share of the timeout
 PREDICT_MARGIN = 1.2  # a model's prediction within 20 % of the cap counts as over it (timing noise)
@@ -249,6 +252,9 @@ class TimeSchedule:
         #: Points the budget still has room for (the series loop sets it before each step; None: unbounded):
         #: refining stops where the depths could not each get MIN_PASSES more repeats.
         self.room: float | None = None
+        #: The kills are spent (more than MAX_KILLS points killed at their timeout): no more bisecting towards them;
+        #: the depths below are still refined and swept while the budget lasts.
+        self.kills_spent = False
 
     def doubling_cost(self, points: Sequence[Point], x: int | None = None) -> float:
         """The pessimistic cost of one point at the next doubling of the deepest depth, or at ``x`` (inf: none
@@ -374,7 +380,15 @@ class TimeSchedule:
         return Frontier(top, Deepening.OPEN)
 
     def next_step(self, points: Sequence[Point], fit: Fit | None) -> Step | None:
-        """The next point to measure (None: nothing left; the series loop decides when sweeps end)."""
+        """The next point to measure (None: nothing left; the series loop decides when sweeps end). Once the kills
+        are spent, never deeper than the deepest depth measured."""
+        step = self._next_step(points, fit)
+        if step is not None and self.kills_spent:
+            deepest = max((p.depth for p in points if not p.censored), default=0)
+            return step if step.depth <= deepest else None
+        return step
+
+    def _next_step(self, points: Sequence[Point], fit: Fit | None) -> Step | None:
         costs, over, _ = self._by_depth(points)
         if not costs and not over:
             return Step(self.lo, EXPLORE)
@@ -389,7 +403,8 @@ class TimeSchedule:
             if step is not None:
                 return step
         keep = informative(under, fit, {d: len(costs[d]) for d in under})
-        first = self._past_knee(under, low, fit) or self._fill(under, low, fit) or self._below(under, low, over, costs)
+        below = self._below(under, low, over, costs, self.kills_spent)
+        first = self._past_knee(under, low, fit) or self._fill(under, low, fit) or below
         if first is not None:
             return first
         if fit is not None and front.reason is not Deepening.OPEN and open_reading(fit) and len(costs[under[-1]]) < 2:
@@ -413,15 +428,20 @@ class TimeSchedule:
         return {d: own.get(d) or c for d, c in costs.items()}
 
     @staticmethod
-    def _below(under: list[int], low: list[float], over: set[int], costs: dict[int, list[float]]) -> Step | None:
+    def _below(
+        under: list[int], low: list[float], over: set[int], costs: dict[int, list[float]], kills_spent: bool = False
+    ) -> Step | None:
         """Bisect the step from the deepest depth under the cap to the first depth over it (measured, or killed
         at the timeout) while it is wider than REFINE_RATIO, or steeper than a power law allows, or ends in a
-        kill: the deepest depths decide the most, and an exponential needs consecutive depths up to the cap."""
+        kill: the deepest depths decide the most, and an exponential needs consecutive depths up to the cap. Once
+        the kills are spent (``kills_spent``), never towards a kill."""
         top = under[-1]
         above = [d for d in over if d > top]
         if not above:
             return None
         c = min(above)
+        if kills_spent and c not in costs:
+            return None
         if c - top < 2:
             return None
         v1, v2 = low[-1], min(costs.get(c) or [math.inf])
