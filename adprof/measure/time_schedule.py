@@ -12,7 +12,8 @@ is a pure function of the points measured so far and the current fit (:meth:`Tim
    is closed at the top), that model's point estimate under the cap and the extrapolation well under the
    timeout. Only such a model stops the deepening (:attr:`Deepening.PREDICTED`); a step of one layer is
    otherwise always allowed: a prediction the data cannot support never stops a series, and the kill at
-   the timeout is the safety net (a killed point is bisected below). A point over the cap closes it.
+   the timeout is the safety net (a killed point is bisected below; past :data:`MAX_KILLS` kills the depths below
+   are refined and swept, never deeper). A point over the cap closes it.
 2. **fill**: a growth that just emerged above the overhead (its rate not measured yet), a step whose cost
    grew faster than a power law allows (x :data:`FILL_RATIO` with a local exponent above
    :data:`FILL_EXPONENT`, e.g. x86 from 8 to 16), the step up to the first depth over the cap or killed,
