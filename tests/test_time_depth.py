@@ -350,3 +350,22 @@ def test_past_the_spent_kills_the_depths_below_are_refined_not_the_kills_bisecte
     sched.room = 100.0
     step = sched.next_step(pts, fit)
     assert step.why == REFINE and 53 < step.depth < 79, step
+
+
+def test_the_kills_are_spent_once_and_a_kill_below_them_ends_the_series():
+    from adprof.measure.series import _after_a_kill
+
+    pts = [Point(depth=d, times={"compile": 0.1 * d}) for d in (8, 16, 32, 53)]
+    pts += [Point(depth=d, status=model.PointStatus.KILLED) for d in (106, 92)]
+    series = Series(chain="c", backend="jax", profile=None, mode="compile", points=pts)
+    series.stop = model.Stop(reason=model.StopReason.TIMEOUT, depth=106)  # what a kill at its timeout leaves
+    sched = TimeSchedule(8, 128, "compile", cap=8.0, timeout=32.0)
+    assert _after_a_kill(series, sched) is None and not sched.kills_spent  # two kills: bisected below
+    series.points.append(Point(depth=85, status=model.PointStatus.KILLED))
+    assert _after_a_kill(series, sched) is None and sched.kills_spent  # spent: the depths below go on
+    series.points.append(Point(depth=40, status=model.PointStatus.KILLED))
+    assert _after_a_kill(series, sched) is ScheduleEnd.KILLS  # a depth below hung too: the series ends
+    bare = Series(chain="c", backend="jax", profile=None, mode="compile", points=pts[:1] + pts[4:6])
+    bare.points.append(Point(depth=85, status=model.PointStatus.KILLED))
+    bare.stop = series.stop
+    assert _after_a_kill(bare, TimeSchedule(8, 128, "compile", cap=8.0, timeout=32.0)) is ScheduleEnd.KILLS

@@ -733,7 +733,8 @@ def _after_a_kill(series: Series, sched: TimeSchedule) -> ScheduleEnd | None:
     depths below go on being measured (past MAX_KILLS kills: refined and swept, not bisected towards them)."""
     killed = series.killed
     kills = sum(p.status is PointStatus.KILLED for p in series.points)
-    if series.error or killed is None or (kills > MAX_KILLS and not _below_the_kills(series)):
+    spent = sched.kills_spent  # a kill among the depths below the spent kills: no more timeouts paid for them
+    if series.error or killed is None or spent or (kills > MAX_KILLS and not _below_the_kills(series)):
         return ScheduleEnd.KILLS if killed is not None else ScheduleEnd.BUDGET
     sched.kills_spent = kills > MAX_KILLS
     return None
