@@ -59,6 +59,7 @@ from adprof.guard import (
     settle_noisy,
 )
 from adprof.measure import DEFAULT_BUDGET, DEFAULT_CALLS, DEFAULT_CAP, LoadError, MeasureConfig
+from adprof.measure.client import handing_over
 from adprof.measure.plan import UsageError
 from adprof.options import RULES, OptionError
 from adprof.pipeline import (
@@ -381,7 +382,8 @@ def _isatty(stream: Any) -> bool:
 def _run() -> Iterator[None]:
     """Bad input as :class:`UsageError` (one line); nothing this call started outlives it, even on Ctrl-C."""
     try:
-        yield
+        with handing_over():  # the worker that loads the targets measures the first lane
+            yield
     except _BAD_INPUT as exc:
         raise UsageError(str(getattr(exc, "message", None) or exc)) from None
     except Interrupted:

@@ -4,6 +4,7 @@ numpy and the standard library."""
 
 from adprof.chain import spec as _spec
 from adprof.chain.loader import (
+    ChainFile,
     ChainFileNotFoundError,
     ChainImportError,
     ChainNotFoundError,
@@ -12,6 +13,7 @@ from adprof.chain.loader import (
     NotAPythonFileError,
     TargetSyntaxError,
     chains_in,
+    import_chain_file,
     load_chains,
     parse_target,
 )
@@ -20,6 +22,7 @@ from adprof.chain.spec import *  # noqa: F403  (the format's names, listed once:
 __all__ = [
     *_spec.__all__,
     "ChainFileNotFoundError",
+    "ChainFile",
     "ChainImportError",
     "ChainNotFoundError",
     "ChainSyntaxError",
@@ -27,6 +30,7 @@ __all__ = [
     "NotAPythonFileError",
     "TargetSyntaxError",
     "chains_in",
+    "import_chain_file",
     "load_chains",
     "parse_target",
 ]

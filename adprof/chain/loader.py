@@ -11,7 +11,7 @@ import sys
 import traceback
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,9 @@ def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
                 return v
         names = ", ".join(v.name for v in parent.variants())
         raise ChainNotFoundError(f"no variant {name!r} in {path}; variants: {names}")
+    named = next((c for c in defined if c.name == base), None)
+    if named is not None:  # by its chain name: @chain(name=...) may differ from the function's
+        return named
     ns = vars(module)
     if base not in ns or base.startswith("__"):
         avail = ", ".join(c.name for c in defined) or "none"
@@ -163,6 +166,49 @@ def _lookup(module: Any, path: Path, name: str, defined: list[Chain]) -> Chain:
     return ch
 
 
+@dataclass(frozen=True)
+class ChainFile:
+    """A chain file imported once: its module and the ``@chain`` functions it defines, in definition order."""
+
+    path: Path
+    module: Any
+    defined: list[Chain]
+
+    def select(self, names: Sequence[str] | None = None) -> list[Chain]:
+        """The chains :func:`load_chains` returns for ``names`` (every ``@chain`` function when None)."""
+        if names is None:
+            if not self.defined:
+                raise NoChainsError(f"no @adprof.chain functions in {self.path}; name one with {self.path}::FUNC")
+            result = self.defined
+        else:
+            if isinstance(names, str):
+                names = [names]
+            result = [_lookup(self.module, self.path, n, self.defined) for n in names]
+        src = str(self.path.resolve())
+        return [replace(ch, source=src) for ch in result]
+
+    def variant(self, name: str) -> Chain:
+        """The chain a listing named ``name``: a ``@chain`` function's variant by its own name (``@chain(name=...)``
+        included), else what :meth:`select` finds under that name."""
+        for ch in self.select() if self.defined else ():
+            for v in ch.variants():
+                if v.name == name:
+                    return v
+        return self.select([name])[0]
+
+
+def import_chain_file(path: str | Path) -> ChainFile:
+    """Import a chain file in isolation (its module is not left in ``sys.modules``); raises a
+    :class:`ChainError` subclass with a one-line message."""
+    p = Path(path)
+    if not p.exists():
+        raise ChainFileNotFoundError(f"no such file: {p}")
+    if p.is_dir() or p.suffix != ".py":
+        raise NotAPythonFileError(f"not a Python file: {p} (expected a .py file)")
+    module = _import_isolated(p)
+    return ChainFile(p, module, chains_in(vars(module), module.__name__))
+
+
 def load_chains(path: str | Path, names: Sequence[str] | None = None) -> list[Chain]:
     """Import a chain file in isolation and return its chains.
 
@@ -171,20 +217,4 @@ def load_chains(path: str | Path, names: Sequence[str] | None = None) -> list[Ch
     default options, and ``base[k=2]`` selects one sweep variant. Each returned chain records the
     file in ``source``. Raises a :class:`ChainError` subclass with a one-line message.
     """
-    p = Path(path)
-    if not p.exists():
-        raise ChainFileNotFoundError(f"no such file: {p}")
-    if p.is_dir() or p.suffix != ".py":
-        raise NotAPythonFileError(f"not a Python file: {p} (expected a .py file)")
-    module = _import_isolated(p)
-    defined = chains_in(vars(module), module.__name__)
-    if names is None:
-        if not defined:
-            raise NoChainsError(f"no @adprof.chain functions in {p}; name one with {p}::FUNC")
-        result = defined
-    else:
-        if isinstance(names, str):
-            names = [names]
-        result = [_lookup(module, p, n, defined) for n in names]
-    src = str(p.resolve())
-    return [replace(ch, source=src) for ch in result]
+    return import_chain_file(path).select(names)

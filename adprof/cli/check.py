@@ -28,6 +28,7 @@ from adprof.cli.instructions import apply_default_budget, budget_given, counted_
 from adprof.cli.run import measuring_settings, run_specs, shard_specs
 from adprof.cli.scale import add_scale_options, check_scale_options, open_executor
 from adprof.measure import MeasureConfig, SeriesSpec
+from adprof.measure.client import handing_over
 from adprof.measure.plan import declared_budget
 from adprof.model import Report
 from adprof.pipeline import plan_check
@@ -85,6 +86,11 @@ def check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) ->
     The command's options (``--cmd``, ``--metric instructions``, ``--shard``, ``--scheduler``) around the library's
     run path (:func:`adprof.pipeline.plan_check`, :func:`adprof.pipeline.run`), which :func:`adprof.check` calls
     too."""
+    with handing_over():  # the worker that loads the targets measures the first lane
+        return _check_report(args, argv, err)
+
+
+def _check_report(args: argparse.Namespace, argv: Sequence[str], err: Console) -> tuple[Report, str | None]:
     check_scale_options(args)
     on_cmd = uses_cmd(args, args.targets)
     budget_note = apply_default_budget(args, argv)

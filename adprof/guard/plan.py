@@ -18,6 +18,7 @@ from adprof.guard.checks import guard_checks, missing_depths, series_key
 from adprof.guard.limits import GuardLimits
 from adprof.guard.outcome import Reading
 from adprof.measure import MeasureConfig, SeriesSpec
+from adprof.measure.client import handing_over
 from adprof.measure.config import LOAD_TIMEOUT
 from adprof.measure.plan import UsageError, load_targets, nothing_planned, plan_series
 from adprof.model import Report
@@ -245,10 +246,11 @@ def guard_targets(
     names = [target_of(t) for t in targets]
     notes: list[str] = []
     backends = [check_backend(backend)]
-    specs, unguarded = plan_guard(
-        names, backends, profile, mode, depths, cfg, notes, load_timeout=min(LOAD_TIMEOUT, cfg.budget)
-    )
-    report = run(specs, cfg, unmeasured=unguarded, notes=notes)  # interrupted: pipeline.Interrupted
+    with handing_over():  # the worker that loads the targets measures the first lane
+        specs, unguarded = plan_guard(
+            names, backends, profile, mode, depths, cfg, notes, load_timeout=min(LOAD_TIMEOUT, cfg.budget)
+        )
+        report = run(specs, cfg, unmeasured=unguarded, notes=notes)  # interrupted: pipeline.Interrupted
     remeasured = settle_noisy(report, specs, cfg, limits)  # a noisy time reading: more repeats first
     from adprof.render.guard import RenderedGuardReport  # here: the renderer's module imports the guard's outcome
 

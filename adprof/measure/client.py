@@ -15,6 +15,8 @@ stderr goes through a pipe of which only the last 64 kB are kept (a chain may wr
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import select
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -449,6 +451,40 @@ class Worker:
                     on_event(data)
                 continue
             return self._answer(data)
+
+
+#: The workers kept within :func:`handing_over` for the next lane pool (None: outside it, a worker is closed).
+_HANDED: contextvars.ContextVar[list[Worker] | None] = contextvars.ContextVar("adprof_handed_workers", default=None)
+
+
+@contextlib.contextmanager
+def handing_over() -> Iterator[None]:
+    """Within the block, the worker that loaded the targets becomes a lane's worker in the next
+    :class:`~adprof.measure.pool.LanePool` instead of being closed: one start-up (an interpreter, numpy and the chain
+    file's own imports) less per command. A worker no pool took is closed when the block ends."""
+    held: list[Worker] = []
+    token = _HANDED.set(held)
+    try:
+        yield
+    finally:
+        _HANDED.reset(token)
+        for worker in held:
+            worker.close()
+
+
+def hand_over(worker: Worker) -> None:
+    """Keep ``worker`` for the next lane pool (within :func:`handing_over`, one at most), else close it."""
+    held = _HANDED.get(None)
+    if held is None or held or not worker.alive or worker.interrupted or worker.counting:
+        worker.close()
+    else:
+        held.append(worker)
+
+
+def take_handed() -> Worker | None:
+    """The worker :func:`hand_over` kept, if any (it is the caller's to close from now on)."""
+    held = _HANDED.get(None)
+    return held.pop() if held else None
 
 
 def _phase_limit(phase: str | None, timeout: float) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 from adprof import backends as backends_pkg
 from adprof.backends import BACKEND_MODES, BACKEND_PROFILES
 from adprof.chain import KNOWN_MODES, parse_target
-from adprof.measure.client import Worker, list_chains
+from adprof.measure.client import Worker, hand_over, list_chains
 from adprof.measure.series import SeriesSpec
 from adprof.model import cost_phases
 from adprof.util.files import InputFileError, check_input_file
@@ -42,8 +42,10 @@ def load_targets(targets: Sequence[str], timeout: float, hard_deadline: float | 
             for m in list_chains(file, [name] if name else None, worker, timeout, hard_deadline):
                 m["file"] = file
                 metas.append(m)
-    finally:
+    except BaseException:
         worker.close()
+        raise
+    hand_over(worker)  # the next lane pool's first worker, within client.handing_over()
     return metas
 
 

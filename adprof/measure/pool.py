@@ -21,7 +21,7 @@ from typing import Any
 
 from adprof.backends import backend_versions
 from adprof.measure.budget import Budget
-from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout
+from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout, take_handed
 from adprof.measure.config import MeasureConfig
 from adprof.measure.executor import Executor, SlotStatus, Task, TaskContext, WorkerLost, run_task
 from adprof.measure.machine import LoadSampler, merged
@@ -36,7 +36,8 @@ class LanePool:
 
     def __init__(self, jobs: int) -> None:
         self.jobs = max(1, jobs)
-        self.workers = [Worker() for _ in range(self.jobs)]
+        handed = take_handed()  # the worker that loaded the targets, kept within client.handing_over()
+        self.workers = [handed or Worker()] + [Worker() for _ in range(self.jobs - 1)]
         self.interrupted: BaseException | None = None  # the interrupt that stopped the run
 
     @property

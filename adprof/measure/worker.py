@@ -49,7 +49,7 @@ from typing import Any, TextIO
 from adprof.backends.instructions import COUNT_ENV, DUMPS_KEY
 from adprof.backends.memory import PEAK, PeakWatch, memory_time
 from adprof.backends.program import PROGRAM_SECONDS, read_program
-from adprof.chain import Chain, ChainError, load_chains
+from adprof.chain import Chain, ChainError, ChainFile, import_chain_file
 from adprof.constants import DEFAULT_CALLS
 from adprof.measure.structure_probe import STRUCTURE_DEPTHS, record_structure
 from adprof.model import Point
@@ -162,7 +162,7 @@ def _watch_hangup(fd: int) -> None:
 class _Worker:
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.all_chains: dict[str, dict[str, Chain]] = {}
+        self.files: dict[str, ChainFile] = {}
         self.named: dict[tuple[str, str], Chain] = {}
         self.programs: dict[tuple[Any, ...], dict[str, int] | None] = {}
         self.cwd = os.getcwd()  # the directory relative targets are given from
@@ -172,29 +172,24 @@ class _Worker:
         self.out.flush()
 
     # -- chains ------------------------------------------------------------------------------
-    def chain(self, file: str, name: str) -> Chain:
-        if file not in self.all_chains:
-            table: dict[str, Chain] = {}
-            try:
-                for ch in load_chains(file):
-                    for v in ch.variants():
-                        table[v.name] = v
-            except ChainError:
-                pass  # e.g. no decorated chains: the name may still be a plain function
-            self.all_chains[file] = table
+    def chain_file(self, file: str) -> ChainFile:
+        """``file`` imported once in this worker: listing its chains and measuring them read one module (the
+        worker that listed them may measure them next)."""
+        found = self.files.get(file)
+        if found is None:
+            found = self.files[file] = import_chain_file(file)
             _freeze()
-        ch = self.all_chains[file].get(name)
+        return found
+
+    def chain(self, file: str, name: str) -> Chain:
+        ch = self.named.get((file, name))
         if ch is None:
-            ch = self.named.get((file, name))
-            if ch is None:
-                ch = load_chains(file, [name])[0]
-                self.named[(file, name)] = ch
-                _freeze()
+            ch = self.named[(file, name)] = self.chain_file(file).variant(name)
         return ch
 
     def list(self, file: str, names: list[str] | None) -> list[dict[str, Any]]:
         out = []
-        for ch in load_chains(file, names):
+        for ch in self.chain_file(file).select(names):
             for v in ch.variants():
                 meta = v.metadata()
                 meta["reuse"] = v.reuse if isinstance(v.reuse, int | float) else None
