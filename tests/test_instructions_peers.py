@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,19 @@ def test_no_silent_fallback_outside_callgrind(monkeypatch):
     assert info.value.kind == "metric" and "\n" not in info.value.message
 
 
+def test_counting_workers_read_the_bytecode_the_command_compiled_and_write_none(monkeypatch):
+    """compile_bytecode writes under this process's ``sys.pycache_prefix``: the counting worker reads there, and
+    never writes a cache that another counting worker would then read."""
+    from adprof.measure.client import counting_env
+
+    monkeypatch.setattr(sys, "pycache_prefix", "/somewhere/pycache")
+    env = counting_env({"PATH": "/bin", "PYTHONPYCACHEPREFIX": "/elsewhere", "PYTHONDONTWRITEBYTECODE": ""})
+    assert env["PYTHONPYCACHEPREFIX"] == "/somewhere/pycache" and env["PYTHONDONTWRITEBYTECODE"] == "1"
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    env = counting_env({"PATH": "/bin", "PYTHONPYCACHEPREFIX": "/elsewhere"})
+    assert "PYTHONPYCACHEPREFIX" not in env and env["PYTHONDONTWRITEBYTECODE"] == "1"  # next to the sources
+
+
 def test_fill_counts_reads_each_dump_once_and_checks_its_label(tmp_path):
     out = tmp_path / "callgrind.out"
     (tmp_path / "callgrind.out.1").write_text(
@@ -131,9 +145,14 @@ def test_no_valgrind_is_exit_2(capsys, monkeypatch, tmp_path):
 
 @needs_valgrind
 @needs("autograd")
-def test_autograd_counts_identical_in_two_workers(tmp_path):
+def test_autograd_counts_identical_in_two_workers(tmp_path, monkeypatch):
     """The same chain in two files of equal path length, counted by two valgrind'd workers at once (one
-    per lane): linear, decided by instructions, and the counts equal depth by depth."""
+    per lane): linear, decided by instructions, and the counts equal depth by depth. Under a bytecode cache of
+    its own (``PYTHONPYCACHEPREFIX``), cold: the workers used to look for adprof's bytecode next to its sources,
+    compiled what they did not find there, and wrote it while the other read it (counts ~0.1% apart)."""
+    prefix = str(tmp_path / "pycache")
+    monkeypatch.setattr(sys, "pycache_prefix", prefix)  # where this process (the command) compiles adprof
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", prefix)
     src = CHAINS.read_text()
     for d in ("a", "b"):
         (tmp_path / d).mkdir()

@@ -103,9 +103,16 @@ COUNTING_ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "TORCH_", "PYTORCH_", "OMP_", "O
 def counting_env(env: dict[str, str]) -> dict[str, str]:
     """A canonical environment for a worker under callgrind: the environment is copied onto the initial
     stack, so its size shifts every address, and with them the order of pointer-keyed tables and the
-    instruction counts (~1% between two shells); ``PYTHONHASHSEED=0`` fixes the hashing."""
+    instruction counts (~1% between two shells); ``PYTHONHASHSEED=0`` fixes the hashing.
+
+    Bytecode: the worker reads it where :func:`compile_bytecode` wrote it (this process's ``sys.pycache_prefix``,
+    e.g. from ``PYTHONPYCACHEPREFIX``) and writes none (``PYTHONDONTWRITEBYTECODE``): a worker that compiles a module
+    lays out its heap differently from one that loads it, so two counting workers at once must not find the cache
+    in different states, one writing what the other then reads."""
     kept = {k: v for k, v in env.items() if k in COUNTING_ENV or k.startswith(COUNTING_ENV_PREFIXES)}
-    return {**dict(sorted(kept.items())), "PYTHONHASHSEED": "0"}
+    if sys.pycache_prefix:
+        kept["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+    return {**dict(sorted(kept.items())), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 
 
 #: ``personality(2)``'s flag that turns address-space randomization off for the next exec.
