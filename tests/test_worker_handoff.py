@@ -1,5 +1,6 @@
-"""The worker that loads the targets measures the first lane (one worker start-up less per command), and a chain
-file is imported once per worker: listing its chains and measuring them read the same module."""
+"""The worker that loads the targets measures the first lane (one worker start-up less per command), as a fresh
+worker would: it imports the chain file again for the measuring, so what the file does at import (seeding a
+generator, patching numpy) is in place in every lane."""
 
 from __future__ import annotations
 
@@ -73,19 +74,21 @@ def test_a_chain_file_names_each_variant_and_plain_function(counting_file):
     assert len(import_pids(imports)) == 1
 
 
-def test_a_worker_lists_and_measures_from_one_import(counting_file):
+def test_a_worker_imports_the_file_again_to_measure_and_once_for_all_its_points(counting_file):
     chains, imports = counting_file
     worker = Worker()
     try:
         names = [m["name"] for m in list_chains(str(chains), None, worker)]
         assert names == ["affine", "renamed[k=1]", "renamed[k=2]"]
-        ans = worker.request(
-            {"op": "point", "file": str(chains), "chain": "renamed[k=2]", "backend": "engine", "profile": "fixed"}
-            | {"mode": "traced", "depth": 2, "calls": 1, "counter_budget": 10**6},
-            60,
-        )
-        assert ans["ok"], ans
-        assert import_pids(imports) == [worker.proc.pid]  # listed and measured in one module
+        for name in ("renamed[k=2]", "affine"):
+            for depth in (1, 2):
+                ans = worker.request(
+                    {"op": "point", "file": str(chains), "chain": name, "backend": "engine", "profile": "fixed"}
+                    | {"mode": "traced", "depth": depth, "calls": 1, "counter_budget": 10**6},
+                    60,
+                )
+                assert ans["ok"], ans
+        assert import_pids(imports) == [worker.proc.pid] * 2  # the listing's import, then the measuring's
     finally:
         worker.close()
 
@@ -125,8 +128,79 @@ def test_outside_the_block_the_loading_worker_is_closed(counting_file):
     pool.close()
 
 
-def test_a_check_on_one_lane_imports_the_chain_file_once(counting_file, tmp_path):
-    """Before, the file was imported twice: by the worker that listed it and by the lane's."""
+PATCHING = textwrap.dedent(
+    """
+    import os
+
+    import numpy as np
+
+    import adprof
+
+    _sum = np.sum
+
+
+    def patched(*args, **kwargs):
+        return _sum(*args, **kwargs)
+
+
+    np.sum = patched  # at import: a patch of numpy, and a seed
+    np.random.seed(0)
+
+
+    def draw():
+        x = np.random.rand(3) + 0.5
+        with open(os.environ["SEEN"], "a") as f:
+            f.write(f"{os.getpid()} {np.sum is patched} {x[0]:.6f}\\n")
+        return x
+
+
+    @adprof.chain(input=draw, depths=(1, 2), adaptive=False)
+    def first(xp, x, depth):
+        return xp.sum(x * depth)
+
+
+    @adprof.chain(input=draw, depths=(1, 2), adaptive=False)
+    def second(xp, x, depth):
+        return xp.sum(x * depth)
+    """
+)
+
+
+def test_every_lane_measures_what_the_file_set_up_at_import(tmp_path, monkeypatch):
+    """Two chains on two lanes, the first lane's worker the one that listed them (and drew their inputs then): each
+    lane's first input is drawn with numpy patched and from the file's seed, as in a fresh worker."""
+    chains, seen = tmp_path / "patching.py", tmp_path / "seen.txt"
+    chains.write_text(PATCHING)
+    monkeypatch.setenv("SEEN", str(seen))
+    run = run_cli(
+        "check",
+        str(chains),
+        "--profile",
+        "fixed",
+        "--mode",
+        "traced",
+        "--jobs",
+        "2",
+        "--no-structure",
+        "--json",
+        "-",
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode in (0, 1), run.stderr
+    assert [r["error"] for r in json.loads(run.stdout)["results"]] == [None, None]
+    lines = [line.split() for line in seen.read_text().splitlines()]
+    listed = lines[:2]  # the listing drew both chains' inputs, in one worker
+    assert len({pid for pid, _, _ in listed}) == 1
+    firsts: dict[str, list[str]] = {}
+    for pid, patched, x in lines[2:]:
+        firsts.setdefault(pid, [patched, x])
+    assert listed[0][0] in firsts  # the worker that listed the chains measured too
+    assert len(firsts) == 2 and all(first == ["True", listed[0][2]] for first in firsts.values()), lines
+
+
+def test_a_check_on_one_lane_starts_one_worker_for_listing_and_measuring(counting_file, tmp_path):
+    """Before, a worker listed the file and another measured it."""
     chains, imports = counting_file
     run = run_cli(
         "check",
@@ -147,5 +221,72 @@ def test_a_check_on_one_lane_imports_the_chain_file_once(counting_file, tmp_path
     report = json.loads(run.stdout)
     assert [r["error"] for r in report["results"]] == [None, None]
     pids = import_pids(imports)
-    assert len(pids) == 1, pids
+    assert len(pids) == 2 and len(set(pids)) == 1, pids  # listed, then measured, in one worker
     assert pids[0] != os.getpid()
+
+
+class _Cluster:
+    """An executor that is not a lane pool (as a Dask cluster is): it measures nothing here."""
+
+    lanes = 1
+    interrupted = None
+
+    def run(self, tasks, on_done=None, poll=None, status=None):
+        return [None for _ in tasks]
+
+    def interrupt(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_cluster_run_closes_the_loading_worker_at_once(counting_file):
+    """With ``--scheduler``, the loading worker (the chain file's imports in it) does not idle through the run."""
+    from adprof.measure import MeasureConfig
+    from adprof.measure.pool import measure_all
+
+    chains, _ = counting_file
+    with handing_over():
+        load_targets([str(chains)], 60)
+        kept = take_handed()
+        assert kept is not None and kept.alive
+        hand_over(kept)
+        measure_all([], MeasureConfig(structure=False), executor=_Cluster())
+        assert not kept.alive
+        assert take_handed() is None
+
+
+def test_a_worker_taken_but_never_closed_is_closed_with_the_block(counting_file):
+    """An interrupt between the hand-over and the pool's own clean-up leaves no worker behind."""
+    chains, _ = counting_file
+    with handing_over():
+        load_targets([str(chains)], 60)
+        taken = take_handed()
+        assert taken is not None and taken.alive
+    assert not taken.alive
+
+
+def test_a_chain_is_found_by_its_chain_name_before_a_function_of_that_name(tmp_path):
+    """What the listing calls ``a`` is what ``FILE::a`` measures: the chain named ``a``, not the function."""
+    chains = tmp_path / "swapped.py"
+    chains.write_text(
+        textwrap.dedent(
+            """
+            import adprof
+
+
+            @adprof.chain(name="b")
+            def a(xp, x, depth):
+                return xp.sum(x)
+
+
+            @adprof.chain(name="a")
+            def b(xp, x, depth):
+                return xp.sum(x * depth)
+            """
+        )
+    )
+    loaded = import_chain_file(chains)
+    assert [c.fn.__name__ for c in loaded.select(["a", "b"])] == ["b", "a"]
+    assert loaded.variant("a").fn.__name__ == "b"

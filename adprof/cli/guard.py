@@ -49,6 +49,7 @@ from adprof.guard import (
     settle_noisy,
 )
 from adprof.measure import MeasureConfig, SeriesSpec
+from adprof.measure.client import handing_over
 from adprof.model import Report, Series
 from adprof.render.guard import guard_text, limits_text
 
@@ -134,15 +135,16 @@ def guard_outcome(args: argparse.Namespace, argv: Sequence[str], err: Console) -
     cfg = measure_config(args, structure=False, counter_budget=GUARD_COUNTER_BUDGET)
     notes: list[str] = []
     unguarded: list[Series] = []  # chains that no series measures: each fails the guard
-    if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
-        specs = cmd_specs(args, depths=args.depths or DEFAULT_DEPTHS)
-        for spec in specs:  # a guard measures every one of its depths
-            spec.required_depths = tuple(spec.depths or ())
-    else:
-        specs, unguarded = plan_guard(args.targets, args.backend, args.profile, args.mode, args.depths, cfg, notes)
-    if not specs:
-        raise UsageError("nothing to guard: no series planned")
-    report, interrupted = run_specs(specs, cfg, argv, args, err, unmeasured=unguarded, notes=notes)
+    with handing_over():  # the worker that loads the targets measures the first lane (as adprof.guard does)
+        if uses_cmd(args, args.targets):  # a program: --depths, else the guard's default depths
+            specs = cmd_specs(args, depths=args.depths or DEFAULT_DEPTHS)
+            for spec in specs:  # a guard measures every one of its depths
+                spec.required_depths = tuple(spec.depths or ())
+        else:
+            specs, unguarded = plan_guard(args.targets, args.backend, args.profile, args.mode, args.depths, cfg, notes)
+        if not specs:
+            raise UsageError("nothing to guard: no series planned")
+        report, interrupted = run_specs(specs, cfg, argv, args, err, unmeasured=unguarded, notes=notes)
     bad = next((r.series for r in report.results if r.series.bad_input), None)
     if bad is not None:  # a program the mode cannot measure: bad input (one line, exit 2), not a failed guard
         raise UsageError(f"--cmd: {bad.error}")

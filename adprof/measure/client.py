@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -460,38 +461,60 @@ class Worker:
             return self._answer(data)
 
 
-#: The workers kept within :func:`handing_over` for the next lane pool (None: outside it, a worker is closed).
-_HANDED: contextvars.ContextVar[list[Worker] | None] = contextvars.ContextVar("adprof_handed_workers", default=None)
+@dataclass
+class _Handoff:
+    """The scope of :func:`handing_over`: the worker kept for the next lane pool, and every worker handed out."""
+
+    kept: list[Worker] = field(default_factory=list)
+    handed: list[Worker] = field(default_factory=list)
+
+
+#: The scope of :func:`handing_over` (None: outside it, a worker that loaded the targets is closed).
+_HANDOFF: contextvars.ContextVar[_Handoff | None] = contextvars.ContextVar("adprof_handoff", default=None)
 
 
 @contextlib.contextmanager
 def handing_over() -> Iterator[None]:
     """Within the block, the worker that loaded the targets becomes a lane's worker in the next
-    :class:`~adprof.measure.pool.LanePool` instead of being closed: one start-up (an interpreter, numpy and the chain
-    file's own imports) less per command. A worker no pool took is closed when the block ends."""
-    held: list[Worker] = []
-    token = _HANDED.set(held)
+    :class:`~adprof.measure.pool.LanePool` instead of being closed: one start-up (an interpreter, numpy, the chain
+    file's own imports) less per command. Every worker handed over is closed when the block ends, taken or not (a
+    pool closes its own first; closing twice is harmless): an interrupt between the hand-over and the pool's
+    ``try`` leaves none behind."""
+    scope = _Handoff()
+    token = _HANDOFF.set(scope)
     try:
         yield
     finally:
-        _HANDED.reset(token)
-        for worker in held:
+        _HANDOFF.reset(token)
+        for worker in [*scope.kept, *scope.handed]:
             worker.close()
 
 
 def hand_over(worker: Worker) -> None:
     """Keep ``worker`` for the next lane pool (within :func:`handing_over`, one at most), else close it."""
-    held = _HANDED.get(None)
-    if held is None or held or not worker.alive or worker.interrupted or worker.counting:
+    scope = _HANDOFF.get(None)
+    if scope is None or scope.kept or not worker.alive or worker.interrupted or worker.counting:
         worker.close()
     else:
-        held.append(worker)
+        scope.kept.append(worker)
 
 
 def take_handed() -> Worker | None:
-    """The worker :func:`hand_over` kept, if any (it is the caller's to close from now on)."""
-    held = _HANDED.get(None)
-    return held.pop() if held else None
+    """The worker :func:`hand_over` kept, if any (the caller's to close; the scope closes it too at its end)."""
+    scope = _HANDOFF.get(None)
+    if scope is None or not scope.kept:
+        return None
+    worker = scope.kept.pop()
+    scope.handed.append(worker)
+    return worker
+
+
+def close_handed() -> None:
+    """Close the worker :func:`hand_over` kept, if any: what measures this run is not a lane pool (a Dask cluster),
+    and a worker holding the chain file's imports must not idle through it."""
+    worker = take_handed()
+    if worker is not None:
+        worker.close()
 
 
 def _phase_limit(phase: str | None, timeout: float) -> float:

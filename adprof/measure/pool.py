@@ -21,7 +21,7 @@ from typing import Any
 
 from adprof.backends import backend_versions
 from adprof.measure.budget import Budget
-from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout, take_handed
+from adprof.measure.client import Worker, WorkerCrashed, WorkerTimeout, close_handed, take_handed
 from adprof.measure.config import MeasureConfig
 from adprof.measure.executor import Executor, SlotStatus, Task, TaskContext, WorkerLost, run_task
 from adprof.measure.machine import LoadSampler, merged
@@ -341,6 +341,8 @@ def measure_all(
     """
     lanes = max(1, min(cfg.jobs if executor is None else executor.lanes, len(specs) or 1))
     budget = Budget(cfg.budget, lanes, cfg.started, cfg.reserve_for(len(specs)))
+    if executor is not None:
+        close_handed()  # the targets' loading worker: a cluster measures this run
     pool: Executor = LanePool(lanes) if executor is None else executor
 
     def st(lane: int, text: str) -> None:

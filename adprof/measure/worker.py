@@ -173,8 +173,7 @@ class _Worker:
 
     # -- chains ------------------------------------------------------------------------------
     def chain_file(self, file: str) -> ChainFile:
-        """``file`` imported once in this worker: listing its chains and measuring them read one module (the
-        worker that listed them may measure them next)."""
+        """``file`` imported once for measuring in this worker (every chain of it measured here reads one module)."""
         found = self.files.get(file)
         if found is None:
             found = self.files[file] = import_chain_file(file)
@@ -188,8 +187,11 @@ class _Worker:
         return ch
 
     def list(self, file: str, names: list[str] | None) -> list[dict[str, Any]]:
+        """The metadata of ``file``'s chains, from an import of its own: a worker that listed them and then measures
+        them (the first lane's) imports the file again for its first point, as a fresh worker does, so that what
+        the file does at import (seeding a generator, patching numpy) is in place for the measuring in every lane."""
         out = []
-        for ch in self.chain_file(file).select(names):
+        for ch in import_chain_file(file).select(names):
             for v in ch.variants():
                 meta = v.metadata()
                 meta["reuse"] = v.reuse if isinstance(v.reuse, int | float) else None
