@@ -62,6 +62,14 @@ def import_pids(imports: Path) -> list[int]:
     return [int(line) for line in imports.read_text().split()] if imports.exists() else []
 
 
+def _loaded(chains: Path) -> Worker:
+    """Within :func:`handing_over`: load ``chains`` and take the worker that loaded them (alive)."""
+    load_targets([str(chains)], 60)
+    worker = take_handed()
+    assert worker is not None and worker.alive
+    return worker
+
+
 def test_a_chain_file_names_each_variant_and_plain_function(counting_file):
     chains, imports = counting_file
     loaded = import_chain_file(chains)
@@ -108,9 +116,7 @@ def test_the_loading_worker_becomes_the_first_lane_and_is_closed_with_the_pool(c
 def test_a_worker_no_pool_takes_is_closed_when_the_block_ends(counting_file):
     chains, _ = counting_file
     with handing_over():
-        load_targets([str(chains)], 60)
-        kept = take_handed()
-        assert kept is not None and kept.alive
+        kept = _loaded(chains)
         hand_over(kept)  # back, and never taken
         second = Worker()
         second.start()
@@ -126,6 +132,27 @@ def test_outside_the_block_the_loading_worker_is_closed(counting_file):
     pool = LanePool(1)
     assert not pool.workers[0].alive
     pool.close()
+
+
+def _checked(target: str, mode: str, jobs: int, cwd: Path) -> None:
+    """``adprof check TARGET`` on the fixed engine without the structure probe: two series, neither an error."""
+    run = run_cli(
+        "check",
+        target,
+        "--profile",
+        "fixed",
+        "--mode",
+        mode,
+        "--jobs",
+        str(jobs),
+        "--no-structure",
+        "--json",
+        "-",
+        cwd=cwd,
+        timeout=120,
+    )
+    assert run.returncode in (0, 1), run.stderr
+    assert [r["error"] for r in json.loads(run.stdout)["results"]] == [None, None]
 
 
 PATCHING = textwrap.dedent(
@@ -172,23 +199,7 @@ def test_every_lane_measures_what_the_file_set_up_at_import(tmp_path, monkeypatc
     chains, seen = tmp_path / "patching.py", tmp_path / "seen.txt"
     chains.write_text(PATCHING)
     monkeypatch.setenv("SEEN", str(seen))
-    run = run_cli(
-        "check",
-        str(chains),
-        "--profile",
-        "fixed",
-        "--mode",
-        "traced",
-        "--jobs",
-        "2",
-        "--no-structure",
-        "--json",
-        "-",
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert run.returncode in (0, 1), run.stderr
-    assert [r["error"] for r in json.loads(run.stdout)["results"]] == [None, None]
+    _checked(str(chains), "traced", 2, tmp_path)
     lines = [line.split() for line in seen.read_text().splitlines()]
     listed = lines[:2]  # the listing drew both chains' inputs, in one worker
     assert len({pid for pid, _, _ in listed}) == 1
@@ -202,24 +213,7 @@ def test_every_lane_measures_what_the_file_set_up_at_import(tmp_path, monkeypatc
 def test_a_check_on_one_lane_starts_one_worker_for_listing_and_measuring(counting_file, tmp_path):
     """Before, a worker listed the file and another measured it."""
     chains, imports = counting_file
-    run = run_cli(
-        "check",
-        f"{chains}::affine",
-        "--profile",
-        "fixed",
-        "--mode",
-        "traced,eager",
-        "--jobs",
-        "1",
-        "--no-structure",
-        "--json",
-        "-",
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert run.returncode in (0, 1), run.stderr
-    report = json.loads(run.stdout)
-    assert [r["error"] for r in report["results"]] == [None, None]
+    _checked(f"{chains}::affine", "traced,eager", 1, tmp_path)
     pids = import_pids(imports)
     assert len(pids) == 2 and len(set(pids)) == 1, pids  # listed, then measured, in one worker
     assert pids[0] != os.getpid()
@@ -248,9 +242,7 @@ def test_a_cluster_run_closes_the_loading_worker_at_once(counting_file):
 
     chains, _ = counting_file
     with handing_over():
-        load_targets([str(chains)], 60)
-        kept = take_handed()
-        assert kept is not None and kept.alive
+        kept = _loaded(chains)
         hand_over(kept)
         measure_all([], MeasureConfig(structure=False), executor=_Cluster())
         assert not kept.alive
@@ -261,9 +253,7 @@ def test_a_worker_taken_but_never_closed_is_closed_with_the_block(counting_file)
     """An interrupt between the hand-over and the pool's own clean-up leaves no worker behind."""
     chains, _ = counting_file
     with handing_over():
-        load_targets([str(chains)], 60)
-        taken = take_handed()
-        assert taken is not None and taken.alive
+        taken = _loaded(chains)
     assert not taken.alive
 
 
