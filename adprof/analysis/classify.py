@@ -430,7 +430,7 @@ def _kill_prediction(series: Series, stop: model.Stop, fit: Fit) -> tuple[float,
     if stop.depth is None:
         return None
     if stop.phase is not None:
-        got = expected(series, stop.depth, fit, phase_seconds(stop.phase))
+        got = expected(series, stop.depth, fit, phase_seconds(stop.phase), phase=stop.phase)
         if got is not None:
             return got
     return expected(series, stop.depth, fit, point_wall)

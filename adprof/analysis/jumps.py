@@ -5,7 +5,10 @@ point that was measured may still jump far over what the depths below it predict
 metric does not see). Both are evidence, never fitted. The prediction (:func:`expected`) scales the time of the
 deepest measured depths below the point by the deciding model's growth between them (a generous quadratic when the
 model predicts nothing), and takes the smallest of those scalings: a run is only ever slowed (by load, by a series'
-first point loading the chain), so the least inflated scaling is the best estimate.
+first point loading the chain), so the least inflated scaling is the best estimate. Where the points carry their
+program's figures, the scaling is at least what explains the cost: a phase that runs the program grows at least as
+its arithmetic (FLOPs, else bytes), any other as its size (ops), a whole point as the fastest-growing figure. A
+transform's counters that stay flat while an attention layer's run grows with its n x n scores is no jump.
 
 Stopped points compare their wall time (per call: eager points' calls may differ) with the wall time the model
 predicts; measured points each phase's time (a statistic of repeats where there are repeats): a jump in any phase
@@ -92,6 +95,52 @@ def _growth(fit: Fit | None) -> Callable[[float, float], float]:
     return ratio
 
 
+#: The phases that run the program (read against its arithmetic); the others record, transform or compile it (read
+#: against its size).
+RUN_PHASES = frozenset({"record", "run", "forward", "backward", "forward0", "backward0"})
+#: The figures that explain a run, in order of preference (the first one known at both depths), and the others'.
+ARITHMETIC = ("flops", "bytes")
+SIZE = ("ops",)
+
+
+def explaining_figures(phase: str | None) -> tuple[str, ...]:
+    """The program figures a phase's time is read against (None: a whole point, every figure)."""
+    if phase is None:
+        return (*SIZE, *ARITHMETIC)  # not the intermediates' bytes: they explain memory, not time
+    return ARITHMETIC if phase in RUN_PHASES else SIZE
+
+
+def _figures(series: Series) -> dict[int, dict[str, float]]:
+    """The program's figures at each depth that carries them (positive, finite)."""
+    out: dict[int, dict[str, float]] = {}
+    for p in series.points:
+        prog = p.program if isinstance(p.program, dict) else None
+        for name, value in (prog or {}).items():
+            if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+                out.setdefault(p.depth, {})[name] = float(value)
+    return out
+
+
+def _explained(
+    series: Series, growth: Callable[[float, float], float], phase: str | None
+) -> Callable[[float, float], float]:
+    """``growth``, raised where the program's own figures grow faster between the two depths (see the module)."""
+    figures = _figures(series)
+    names = explaining_figures(phase)
+    if not figures:
+        return growth
+
+    def ratio(d: float, d0: float) -> float:
+        g = growth(d, d0)
+        now, then = figures.get(int(d0), {}), figures.get(int(d), {})
+        known = [then[n] / now[n] for n in names if n in now and n in then]
+        if not known:
+            return g
+        return max(g, max(known) if phase is None else known[0])
+
+    return ratio
+
+
 def expected(
     series: Series,
     depth: int,
@@ -99,10 +148,12 @@ def expected(
     value: Callable[[Point], float | None],
     under: int | None = None,
     largest: bool = False,
+    phase: str | None = None,
 ) -> tuple[float, list[int]] | None:
     """What the deciding model predicts for ``value`` of a point at ``depth``, scaled from the deepest measured
     depths below it (or below ``under``; the fastest point of each), and those depths; None without one.
-    ``largest``: the largest of the scalings (a budget estimate), not the smallest."""
+    ``largest``: the largest of the scalings (a budget estimate), not the smallest; ``phase``: the phase ``value``
+    reads (its explaining figures: :func:`explaining_figures`), None for a whole point."""
     limit = depth if under is None else under
     below: dict[int, float] = {}
     for p in series.points:
@@ -111,7 +162,7 @@ def expected(
             below[p.depth] = min(v, below.get(p.depth, math.inf))
     if not below:
         return None
-    growth = _growth(fit)
+    growth = _explained(series, _growth(fit), phase)
     froms = sorted(below)[-SCALE_FROM:]
     scaled = [below[d0] * growth(float(depth), float(d0)) for d0 in froms]
     return (max(scaled) if largest else min(scaled)), froms
@@ -225,10 +276,10 @@ def measured_jumps(series: Series, fit: Fit | None) -> list[TimeJump]:
     depth. A phase whose points all carry the measuring thread's CPU time jumps in CPU time (over
     :data:`JUMP_FLOOR`): a call preempted on a loaded machine takes longer on the wall clock only. Others jump in
     wall time (over :data:`WALL_JUMP_FLOOR`: a few timeslices of a loaded machine). The earliest first."""
-    growth = _growth(fit)
     out: list[TimeJump] = []
     measured = [p for p in series.points if not p.censored]
     for ph in _timed_phases(series):
+        growth = _explained(series, _growth(fit), ph)
         cpu = all(ph in p.cpu_times for p in measured if ph in p.times)
         value, floor = phase_seconds(ph, cpu), JUMP_FLOOR if cpu else WALL_JUMP_FLOOR
         fastest: dict[int, float] = {}
