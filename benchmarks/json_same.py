@@ -78,6 +78,7 @@ MASKED_KEYS = frozenset(
         "warm_to_call1",
         "unconfirmed_depths",  # jumps in time not re-measured
         "ratios",  # the explained cost's backward/forward ratios: times where no counter is read
+        "gradient_grows",  # read off those ratios' gradient times (Sen's slope): the clock, where no counter is read
         "ratio_slope",
         "ratio_flat",
         "forward_fit",  # the explained cost's forward reading: time where no counter is read

@@ -84,3 +84,41 @@ def test_a_run_that_outgrows_its_arithmetic_by_the_jump_factor_always_jumps(powe
     v = decide(_attention(power, dict(zip(DEPTHS, noise, strict=True)), jump={128: factor, 256: factor}))
     assert v.kind == model.INCONCLUSIVE and v.jumps, (v.kind, v.reason)
     assert (v.jumps[0].phase, v.jumps[0].depth) == ("run", 128)
+
+
+# ------------------------------------------------------------------- time against counters, read against arithmetic
+
+EAGER_DEPTHS = (1, 2, 3, 4, 5, 6, 8, 10)
+
+
+def _eager(time_power: float, flops_power: float) -> Series:
+    """An eager backward whose counters grow linearly and whose CPU time grows as d^time_power (the forward as the
+    FLOPs), on a program whose FLOPs grow as d^flops_power: the TRG's backward grows as its bond dimension does."""
+    points = []
+    for d in EAGER_DEPTHS:
+        t = {"forward0": 1e-3 * d**time_power, "forward": 1e-3 * d**time_power, "backward0": 2e-3 * d**time_power}
+        t["backward"] = 1e-3 * d**time_power
+        counters = {ph: {"key_comparisons": 100 * d, "nodes_visited": 40 * d} for ph in ("backward0", "backward")}
+        flops = 1e3 * d**flops_power
+        points.append(
+            Point(
+                depth=d,
+                times=dict(t),
+                cpu_times=dict(t),
+                counters=counters,
+                wall_seconds=sum(t.values()) + 0.003,
+                calls=6,
+                program={"ops": 50.0 * d, "flops": flops, "bytes": 8 * flops},
+            )
+        )
+    return Series("trg_like", "engine", "fixed", "eager", points=points)
+
+
+def test_a_backward_whose_time_grows_with_its_arithmetic_does_not_contradict_linear_counters():
+    v = decide(_eager(4.0, 4.0))
+    assert v.kind == model.LINEAR, (v.kind, v.reason)
+
+
+def test_a_backward_whose_time_outgrows_its_arithmetic_still_contradicts_the_counters():
+    v = decide(_eager(4.0, 1.0))
+    assert v.kind == model.INCONCLUSIVE and "may be blind" in v.reason, (v.kind, v.reason)

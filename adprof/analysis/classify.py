@@ -20,6 +20,7 @@ and :mod:`~adprof.analysis.sweeps` (the sweep table). Their public names are sti
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from adprof import model, verdicts, words
@@ -62,6 +63,7 @@ from adprof.analysis.jumps import (
     CONTRADICTING_EXCESS,
     cpu_values,
     expected,
+    figure_growth,
     growth_ratio,
     outgrows,
     phase_seconds,
@@ -530,10 +532,14 @@ def _growth(fit: Fit, lo: int, hi: int) -> float | None:
     return growth_ratio(at.get(lo), at.get(hi))
 
 
-def _confident_pathology(timed: Fit, metric: Fit) -> bool:
+def _confident_pathology(
+    timed: Fit, metric: Fit, explained: Callable[[int, int], float | None] = lambda lo, hi: None
+) -> bool:
     """A time fit that reads exponential or superlinear with its whole interval well inside that band and not
     pinned at the grid's edge, and that grows far more than the deterministic metric up to each of the two
-    deepest depths both measured (one slow point, a load burst, does not make a contradiction)."""
+    deepest depths both measured (one slow point, a load burst, does not make a contradiction), and far more than
+    what ``explained`` says explains it (the program's arithmetic or size: the TRG's backward grows d^4 as its
+    bond dimension does while its counters read linear)."""
     if not timed.interval:
         return False
     lo, hi = timed.interval
@@ -542,6 +548,8 @@ def _confident_pathology(timed: Fit, metric: Fit) -> bool:
         return False
     for deep in common[-2:]:
         t, m = _growth(timed, common[0], deep), _growth(metric, common[0], deep)
+        if m is not None:
+            m = max(m, explained(common[0], deep) or 0.0)
         if t is None or m is None or t < CONTRADICTING_EXCESS * m:
             return False
     if timed.kind == "exponential":
@@ -591,7 +599,11 @@ def _time_contradicts(v: Verdict, series: Series, phases: tuple[str, ...], fit: 
         candidates.append((whole, f"{what} of the whole point ({'+'.join(whole)})", clock))
     for timed_phases, label, clock in candidates:
         timed = _time_fit(series, timed_phases, clock)  # with its interval: only when it may contradict
-        if timed is None or not _confident_pathology(timed, fit):
+
+        def explained(lo: int, hi: int, timed_phases: tuple[str, ...] = timed_phases) -> float | None:
+            return figure_growth(series, timed_phases, lo, hi)
+
+        if timed is None or not _confident_pathology(timed, fit, explained):
             continue
         if timed_phases == phases and clock == "wall":
             v.time_fit = timed

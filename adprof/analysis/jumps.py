@@ -37,6 +37,8 @@ __all__ = [
     "SCALE_FROM",
     "cpu_values",
     "expected",
+    "explaining_figures",
+    "figure_growth",
     "growth_ratio",
     "point_time",
     "measured_jumps",
@@ -119,6 +121,17 @@ def _figures(series: Series) -> dict[int, dict[str, float]]:
             if isinstance(value, int | float) and math.isfinite(value) and value > 0:
                 out.setdefault(p.depth, {})[name] = float(value)
     return out
+
+
+def figure_growth(series: Series, phases: tuple[str, ...], lo: int, hi: int) -> float | None:
+    """How many times the figures that explain ``phases`` grow from depth ``lo`` to ``hi`` (the largest of them; runs
+    against the arithmetic, the others against the size, a mix against every figure); None where unknown."""
+    figures = _figures(series)
+    now, then = figures.get(lo, {}), figures.get(hi, {})
+    kinds = {ph in RUN_PHASES for ph in phases}
+    names = explaining_figures(None if len(kinds) != 1 else phases[0])
+    known = [then[n] / now[n] for n in names if n in now and n in then]
+    return max(known) if known else None
 
 
 def _explained(
