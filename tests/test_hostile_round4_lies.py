@@ -406,3 +406,13 @@ def test_r17_the_guard_never_advises_a_budget_far_past_its_own():
     assert "--budget" not in text and "over 10x the 4 s budget" in text
     s.stop = Stop(StopReason.BUDGET_SHARE, after=4, depth=5, seconds=2.0, limit=1.0)
     assert "rerun with --budget" in missing_text(r, missing_depths(r), 4.0)
+
+
+def test_depths_past_the_key_comparison_budget_get_no_budget_advice():
+    """A first hour: the guard of an exponential chain on v08 said 'rerun with --budget 610'; rerun so, it said
+    'rerun with --budget 621'. The key-comparison budget stopped it, not the clock: no --budget measures them."""
+    s = _exact_series(lambda d: 2.0**d, range(1, 16))
+    s.planned_depths = list(range(1, 17))
+    s.stop = Stop(StopReason.COUNTER_BUDGET, after=15, depth=16, seconds=6.6, limit=5e6)
+    text = missing_text(Result(s, decide(s)), [16], 600.0)
+    assert "--budget " not in text.replace("no --budget", "") and "key-comparison budget" in text, text

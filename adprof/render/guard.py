@@ -65,6 +65,9 @@ def missing_depths_text(result: Result, missing: MissingDepths) -> str:
             at = stop.depth if stop.depth is not None else stop.after
             return f"{head}; depth {at} would take about {took}, past {within}: a cost this steep fails"
         return f"{head}; a cap above {need:.3g} s would measure them (--cap {math.ceil(need * 1.5):d})"
+    if stop is not None and stop.reason is model.StopReason.COUNTER_BUDGET:
+        # the point past it counted more key comparisons than any depth of a healthy chain: no budget measures it
+        return f"{head}; no --budget measures them: a cost that passes the key-comparison budget this early fails"
     secs = missing.needed_seconds
     if secs is None or budget is None:
         return f"{head}; rerun with a larger --budget"
