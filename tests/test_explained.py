@@ -371,3 +371,28 @@ def test_a_ratio_that_rises_only_as_its_forward_falls_is_bounded():
     ex = grows.explained
     assert ex is not None and ex.gradient_grows is True and ex.ratio_flat is False
     assert words.ratio_text(ex).endswith("growing")
+
+
+def _call0(size_power: float, flops_power: float, call0_power: float) -> Series:
+    """Eager: the steady backward linear, call 0 (the cache miss: recording and transforming the program, then the
+    first backward) growing as d^call0_power; the program's ops growing as d^size_power, its FLOPs d^flops_power."""
+    pts = []
+    for d in (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64):
+        b0 = 100.0 * d**call0_power
+        times = {"forward0": 1e-6 * d, "forward": 1e-6 * d, "backward0": b0 * 1e-9, "backward": 1e-6 * d}
+        counters = {"backward0": {"metadata_lookups": b0}, "backward": {"metadata_lookups": 50.0 * d}}
+        p = Point(depth=d, times=times, counters=counters, calls=6)
+        p.program = {"ops": 20.0 * d**size_power, "flops": 64.0 * d**flops_power, "intermediate_bytes": 8.0 * d}
+        pts.append(p)
+    return Series(chain="history", backend="engine", profile="fixed", mode="eager", points=pts)
+
+
+def test_an_eager_call_0_is_read_against_the_programs_size():
+    """A chain whose every layer reads every earlier output, eager: only call 0 grows (d^1.9), as the program's
+    size does (d^1.94), faster than its arithmetic (d^1.59). It read superlinear-backward against the arithmetic
+    (and 'steady calls are linear'); against its size it is linear, the program's own growth."""
+    v = read(_call0(1.94, 1.59, 1.9))
+    assert v.explained is not None and v.explained.basis == "ops"
+    assert v.kind == model.LINEAR, (v.kind, v.evidence[:2])
+    v = read(_call0(1.0, 1.0, 1.9))  # a program that grows linearly: call 0's d^1.9 is the cache miss' own
+    assert v.kind == model.SUPERLINEAR_TRANSFORM, (v.kind, v.evidence[:2])

@@ -118,10 +118,18 @@ def _pick(fits: dict[str, Fit], order: Sequence[str]) -> str:
     return next((name for name in order if name in fits), "")
 
 
-def basis_for(series: Series) -> str:
+def basis_for(series: Series, verdict: Verdict | None = None) -> str:
     """The program figure that explains the deciding cost of a series: its arithmetic for a run (eager
-    backward), its size for a transform or a compile."""
+    backward), its size for a transform or a compile, and for an eager call 0 that decides (the cache miss:
+    recording and transforming the program, then its first backward)."""
+    if verdict is not None and call0_decides(verdict):
+        return "program"
     return "run" if series.mode == "eager" or classified_phases(series) == ("backward",) else "program"
+
+
+def call0_decides(verdict: Verdict) -> bool:
+    """The eager call 0 (its cache miss) decided the verdict: its steady calls are linear."""
+    return verdict.call0_fit is not None and verdict.fit is verdict.call0_fit
 
 
 def gradient_ratio(series: Series) -> tuple[list[int], list[float], str]:
@@ -291,7 +299,7 @@ def explain_series(series: Series, verdict: Verdict) -> Explained | None:
         gradient_grows=grad_grows,
         raw_kind=verdict.kind,
     )
-    ex.basis = _pick(fits, RUN_BASIS if basis_for(series) == "run" else PROGRAM_BASIS)
+    ex.basis = _pick(fits, RUN_BASIS if basis_for(series, verdict) == "run" else PROGRAM_BASIS)
     cost = verdict.rate_fit or verdict.reading
     nested = series.axis in NESTED_AXES  # the program is the previous order's gradient: it explains nothing
     ex.superlinear = grows(ex.program_fit) and not nested
@@ -316,7 +324,7 @@ def _apply(ex: Explained, series: Series, verdict: Verdict, cost: Fit) -> None:
         return  # inconclusive for another reason (a jump, a contradiction): the excess does not settle it
     kind, p, iv, base = excess(cost, basis)
     ex.excess_kind, ex.excess_exponent, ex.excess_interval, ex.excess_base = kind, p, iv, base
-    backward = verdict.kind in _BACKWARD_KINDS or series.mode == "eager"
+    backward = verdict.kind in _BACKWARD_KINDS or (series.mode == "eager" and not call0_decides(verdict))
     head = f"the program grows {words.program_text(ex)}"
     line = f"{head}; read against it the cost grows {words.excess_text(ex) or kind} ({kind})"
     flat = ex.ratio_slope is not None and ex.ratio_slope < RATIO_FLAT  # the estimate itself, not its interval
