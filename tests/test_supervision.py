@@ -257,3 +257,37 @@ def test_kill_family_finds_detached_descendants(tag: str) -> None:
         assert procs.become_subreaper()
         procs.stop(proc)
         assert not _gone(tag), f"left alive after kill_family (life {life} s)"
+
+
+def test_a_killed_workers_temporary_directory_is_removed_by_its_guardian(tmp_path: Path) -> None:
+    """A first hour: Ctrl-C during a torch.compile point left ``/tmp/adprof-inductor-*`` behind. The worker was
+    killed with its family, its guardian (a child of the worker, in a session of its own) too, before it could
+    remove the worker's directories; or, reparented to adprof (the subreaper), adprof's sweep took it for a stray.
+    Now both spare it: it removes the directory, then exits."""
+    from adprof.util import procs
+
+    child = (
+        "import sys, time\n"
+        "from adprof.util import procs\n"
+        "d = procs.temp_dir('adprof-test-')\n"
+        "deadline = time.monotonic() + 10\n"
+        "while procs._state['guardian'] is None and time.monotonic() < deadline:\n"  # its guardian is up
+        "    time.sleep(0.01)\n"
+        "print(d, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = procs.spawn([sys.executable, "-c", child], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        directory = Path(proc.stdout.readline().strip())
+        assert directory.is_dir() and directory.name.startswith("adprof-test-")
+        procs.kill_family(proc)
+        proc.wait(timeout=10)
+        procs.sweep()  # what adprof does at its end: the guardian, reparented to it, is no stray
+        deadline = time.monotonic() + 10
+        while directory.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not directory.exists()
+    finally:
+        procs.kill_family(proc)
+        procs.release(proc)

@@ -303,6 +303,8 @@ def strays(since: int | None) -> list[int]:
                 continue
             if any(entry.startswith(OWNER_VAR.encode() + b"=") for entry in _environ(pid)):
                 continue  # carries a token: its owner's kill_family finds it
+            if _is_guardian(pid):
+                continue  # a killed worker's guardian: removing the worker's directories, then exiting
             found.append(pid)
     return found
 
@@ -351,15 +353,29 @@ def _reap(pids: set[int], seconds: float = 1.0) -> None:
             time.sleep(0.005)
 
 
+#: The guardian's script: a killed worker's guardian is spared, so that it removes the worker's temporary
+#: directories (torch.compile's cache) once the worker is gone, then exits.
+_GUARDIAN = str(Path(__file__).with_name("guardian.py")).encode()
+
+
+def _is_guardian(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return _GUARDIAN in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def kill_family(proc: subprocess.Popen[Any], token: str | None = None) -> None:
-    """SIGKILL ``proc``, its descendants, its process group and the orphans carrying its token.
+    """SIGKILL ``proc``, its descendants, its process group and the orphans carrying its token; not ``proc``'s
+    guardian (in a session of its own: it removes the directories ``proc`` registered, then exits).
 
     The orphans are reaped here; ``proc`` itself is left for its Popen to wait for."""
     token = token if token is not None else _own.get(proc.pid)
     killed: set[int] = set()
     for _ in range(50):  # a forking tree grows while we kill it: until a round finds nothing
         alive = proc.poll() is None
-        victims = descendants(proc.pid) if alive else []
+        victims = [pid for pid in descendants(proc.pid) if not _is_guardian(pid)] if alive else []
         if token:
             for pid in [*orphans(token), *strays(_born.get(proc.pid))]:
                 victims.append(pid)
