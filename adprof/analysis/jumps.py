@@ -123,14 +123,18 @@ def _figures(series: Series) -> dict[int, dict[str, float]]:
     return out
 
 
+def _figure_ratios(figures: dict[int, dict[str, float]], names: tuple[str, ...], lo: int, hi: int) -> list[float]:
+    """How many times each of ``names`` (in their order) grows from depth ``lo`` to ``hi``, where both carry it."""
+    now, then = figures.get(lo, {}), figures.get(hi, {})
+    return [then[n] / now[n] for n in names if n in now and n in then]
+
+
 def figure_growth(series: Series, phases: tuple[str, ...], lo: int, hi: int) -> float | None:
     """How many times the figures that explain ``phases`` grow from depth ``lo`` to ``hi`` (the largest of them; runs
     against the arithmetic, the others against the size, a mix against every figure); None where unknown."""
-    figures = _figures(series)
-    now, then = figures.get(lo, {}), figures.get(hi, {})
     kinds = {ph in RUN_PHASES for ph in phases}
     names = explaining_figures(None if len(kinds) != 1 else phases[0])
-    known = [then[n] / now[n] for n in names if n in now and n in then]
+    known = _figure_ratios(_figures(series), names, lo, hi)
     return max(known) if known else None
 
 
@@ -145,8 +149,7 @@ def _explained(
 
     def ratio(d: float, d0: float) -> float:
         g = growth(d, d0)
-        now, then = figures.get(int(d0), {}), figures.get(int(d), {})
-        known = [then[n] / now[n] for n in names if n in now and n in then]
+        known = _figure_ratios(figures, names, int(d0), int(d))
         if not known:
             return g
         return max(g, max(known) if phase is None else known[0])
